@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# ci/install-deps.sh — checks for the Debian packages pdlbench needs and, when run as root,
+# installs the missing ones (apt-get update first, only when something must be installed).
+# Not root and something missing: one message with the exact apt-get line, exit 1.
+# Quiet and idempotent when everything is present. Optional extras (python3-torch for the
+# PyTorch side of bench-core) are installed by that bench, not here.
+set -euo pipefail
+REQUIRED=(build-essential libopenblas-dev liblapacke-dev libopenmpi-dev openmpi-bin zlib1g-dev
+          libsimgrid-dev gnuplot-nox dataset-fashion-mnist python3 ${PDL_EXTRA_PKGS:-})
+missing=()
+for p in "${REQUIRED[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+line="apt-get update && apt-get install -y ${missing[*]}"
+if [ "$(id -u)" != 0 ]; then
+  echo "pdlbench: missing Debian packages: ${missing[*]}" >&2
+  echo "pdlbench: run as root:  $line" >&2
+  exit 1
+fi
+echo "pdlbench: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

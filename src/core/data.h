@@ -1,0 +1,58 @@
+/* data.h — data sets and batch sampling.
+ * Specs: "fashion-mnist" (default dir /usr/share/datasets/fashion-mnist, or "fashion-mnist:DIR"),
+ *        "cifar10:DIR" (CIFAR-10 binary batches data_batch_{1..5}.bin, test_batch.bin),
+ *        "synthetic[:n=N,c=C,h=H,w=W,classes=K,seed=S]" (deterministic, learnable, for tests).
+ * Images are float32 NCHW, normalised per channel with the TRAIN set's mean and std (the same
+ * statistics are applied to the test set). Labels are ints in [0, classes).
+ * Loaders validate magic numbers, sizes and counts; any problem ends the process with exit
+ * status 1 and a message naming the file and what is wrong (via die()). */
+#ifndef PDL_DATA_H
+#define PDL_DATA_H
+#include <stdint.h>
+#include "core/rng.h"
+
+typedef struct {
+  int n, c, h, w, classes;
+  float *x;   /* [n][c][h][w] normalised */
+  int *y;     /* [n] */
+} dataset_t;
+
+typedef struct {
+  char name[32];        /* "fashion-mnist", "cifar10", "synthetic" */
+  char spec[512];       /* as given */
+  dataset_t train, test;
+  float mean[3], std[3];/* per-channel normalisation applied (c <= 3) */
+} data_t;
+
+void data_load(data_t *d, const char *spec);
+/* Keep only the first ntrain / ntest examples (<= 0: keep all). For quick runs and tests. */
+void data_truncate(data_t *d, int ntrain, int ntest);
+void data_free(data_t *d);
+size_t dataset_image_floats(const dataset_t *ds); /* c*h*w */
+
+/* A sampler yields batches from one shard of a data set.
+ * Shard s of S holds the examples at positions s, s+S, s+2S, ... of one permutation fixed by
+ * the seed (so shards are disjoint and cover the set). Without replacement, each epoch visits
+ * the shard in an order that is a pure function of (seed, shard, epoch); the state is thus
+ * (epoch, pos) and checkpointable. With replacement, each example is drawn uniformly from the
+ * shard with the sampler's rng (its state is checkpointed). */
+typedef struct {
+  const dataset_t *ds;
+  uint64_t seed;
+  int shard, nshards, with_replacement;
+  int *idx;     /* [n_shard] example indices of this shard, in this epoch's order */
+  int n_shard;
+  long epoch;   /* completed passes over the shard */
+  int pos;      /* next position in idx */
+  rng_t rng;    /* used for with-replacement draws */
+} sampler_t;
+
+void sampler_init(sampler_t *s, const dataset_t *ds, uint64_t seed, int shard, int nshards, int with_replacement);
+void sampler_free(sampler_t *s);
+/* Copy the next B examples into x [B][c][h][w] and y [B]; wraps to the next epoch (reshuffled)
+ * when the shard runs out mid-batch. */
+void sampler_next(sampler_t *s, int B, float *x, int *y);
+/* Jump to (epoch, pos) as saved by a checkpoint (without replacement). */
+void sampler_seek(sampler_t *s, long epoch, int pos);
+
+#endif

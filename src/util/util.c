@@ -1,0 +1,170 @@
+/* util.c — see util.h. */
+#include "util/util.h"
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void die(const char *fmt, ...) {
+  va_list ap; va_start(ap, fmt);
+  fflush(stdout);
+  fputs("pdl: error: ", stderr); vfprintf(stderr, fmt, ap); fputc('\n', stderr);
+  va_end(ap);
+  exit(PDL_EXIT_ERROR);
+}
+
+void die_usage(const char *fmt, ...) {
+  va_list ap; va_start(ap, fmt);
+  fflush(stdout);
+  fputs("pdl: ", stderr); vfprintf(stderr, fmt, ap); fputc('\n', stderr);
+  va_end(ap);
+  exit(PDL_EXIT_USAGE);
+}
+
+void *xmalloc(size_t bytes) {
+  void *p = NULL;
+  if (bytes == 0) bytes = 64;
+  size_t rounded = (bytes + 63) & ~(size_t)63;
+  if (posix_memalign(&p, 64, rounded) != 0) die("out of memory allocating %zu bytes", bytes);
+  return p;
+}
+
+void *xcalloc(size_t n, size_t size) {
+  void *p = xmalloc(n * size);
+  memset(p, 0, n * size);
+  return p;
+}
+
+void xfree(void *p) { free(p); }
+
+double now_s(void) {
+  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double median(double *v, int n) {
+  if (n <= 0) return NAN;
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+long parse_long(const char *flag, const char *s, long lo, long hi) {
+  if (!s) die_usage("%s needs a value", flag);
+  char *end; errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end) die_usage("%s: '%s' is not an integer", flag, s);
+  if (v < lo || v > hi) die_usage("%s: %ld is out of range [%ld, %ld]", flag, v, lo, hi);
+  return v;
+}
+
+double parse_double(const char *flag, const char *s, double lo, double hi) {
+  if (!s) die_usage("%s needs a value", flag);
+  char *end; errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v)) die_usage("%s: '%s' is not a number", flag, s);
+  if (v < lo || v > hi) die_usage("%s: %g is out of range [%g, %g]", flag, v, lo, hi);
+  return v;
+}
+
+/* ---- JSON ---- */
+static void japp(json_t *j, const char *fmt, ...) {
+  va_list ap; va_start(ap, fmt);
+  size_t room = sizeof j->buf - j->len;
+  int n = vsnprintf(j->buf + j->len, room, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= room) die("JSON line longer than %zu bytes", sizeof j->buf);
+  j->len += (size_t)n;
+}
+static void jkey(json_t *j, const char *key) { japp(j, "%s\"%s\":", j->first ? "" : ",", key); j->first = 0; }
+void json_begin(json_t *j) { j->len = 0; j->first = 1; j->buf[0] = 0; japp(j, "{"); }
+void json_str(json_t *j, const char *key, const char *val) {
+  jkey(j, key); japp(j, "\"");
+  for (const char *p = val ? val : ""; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == '"' || c == '\\') japp(j, "\\%c", c);
+    else if (c < 0x20) japp(j, "\\u%04x", c);
+    else japp(j, "%c", c);
+  }
+  japp(j, "\"");
+}
+void json_num(json_t *j, const char *key, double val) {
+  jkey(j, key);
+  if (isfinite(val)) japp(j, "%.9g", val); else japp(j, "null");
+}
+void json_int(json_t *j, const char *key, long long val) { jkey(j, key); japp(j, "%lld", val); }
+void json_bool(json_t *j, const char *key, int val) { jkey(j, key); japp(j, val ? "true" : "false"); }
+void json_raw(json_t *j, const char *key, const char *raw) { jkey(j, key); japp(j, "%s", raw); }
+const char *json_end(json_t *j) { japp(j, "}"); return j->buf; }
+
+void mkdir_p(const char *dir) {
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p == '/') { *p = 0; mkdir(tmp, 0755); *p = '/'; }
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) die("cannot create directory %s: %s", dir, strerror(errno));
+}
+
+void results_open(results_t *r, const char *path) {
+  r->f = NULL; r->path[0] = 0;
+  if (!path || !*path) return;
+  snprintf(r->path, sizeof r->path, "%s", path);
+  char dir[1024]; snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
+  r->f = fopen(path, "a");
+  if (!r->f) die("cannot open results file %s: %s", path, strerror(errno));
+}
+
+void results_write(results_t *r, const char *line) {
+  if (!r->f) return;
+  if (fprintf(r->f, "%s\n", line) < 0 || fflush(r->f) != 0) die("cannot write results file %s: %s", r->path, strerror(errno));
+  fsync(fileno(r->f));
+}
+
+void results_close(results_t *r) { if (r->f) fclose(r->f); r->f = NULL; }
+
+static char g_git_rev[64];
+static char g_host[256];
+void json_meta(json_t *j) {
+  if (!g_git_rev[0]) {
+    const char *env = getenv("PDL_GIT_REV");
+    snprintf(g_git_rev, sizeof g_git_rev, "%s", env && *env ? env : PDL_GIT_REV_DEFAULT);
+    if (gethostname(g_host, sizeof g_host) != 0) snprintf(g_host, sizeof g_host, "unknown");
+  }
+  json_str(j, "git", g_git_rev);
+  json_str(j, "host", g_host);
+}
+
+/* ---- progress ---- */
+static int g_progress_tty = -1;
+static int g_progress_active;
+void progress(const char *fmt, ...) {
+  if (g_progress_tty < 0) g_progress_tty = isatty(fileno(stderr)) && !getenv("PDL_NO_PROGRESS");
+  if (!g_progress_tty) return;
+  va_list ap; va_start(ap, fmt);
+  fputs("\r\033[K", stderr); vfprintf(stderr, fmt, ap); fflush(stderr);
+  va_end(ap);
+  g_progress_active = 1;
+}
+void progress_done(void) {
+  if (g_progress_active) { fputs("\r\033[K", stderr); fflush(stderr); g_progress_active = 0; }
+}
+
+volatile int pdl_stop_signal;
+static void on_stop(int sig) { pdl_stop_signal = sig; }
+void install_stop_handlers(void) {
+  struct sigaction sa; memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop; sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}

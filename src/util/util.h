@@ -1,0 +1,63 @@
+/* util.h — error-check macros, allocation, timers, JSON writing, progress line.
+ * Conventions: every failing call ends the process with a message naming the statement,
+ * file and line (die). Usage errors (bad flags) exit 2; data/file errors exit 1. */
+#ifndef PDL_UTIL_H
+#define PDL_UTIL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdarg.h>
+
+#define PDL_EXIT_USAGE 2
+#define PDL_EXIT_ERROR 1
+
+void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));       /* exit 1 */
+void die_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2))); /* exit 2 */
+
+#define CHECK_ALLOC(p) do { if (!(p)) die("out of memory: %s at %s:%d", #p, __FILE__, __LINE__); } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "pdl: check failed: %s at %s:%d: ", #cond, __FILE__, __LINE__); \
+  fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(PDL_EXIT_ERROR); } } while (0)
+#define SHAPE_ASSERT(cond) do { if (!(cond)) die("shape assertion failed: %s at %s:%d", #cond, __FILE__, __LINE__); } while (0)
+
+void *xmalloc(size_t bytes);            /* dies on failure; 64-byte aligned */
+void *xcalloc(size_t n, size_t size);   /* zeroed, 64-byte aligned */
+void xfree(void *p);
+
+double now_s(void);                     /* monotonic seconds */
+double median(double *v, int n);        /* sorts v in place */
+int cmp_double(const void *a, const void *b);
+
+/* Parsing helpers for CLI flags: exit 2 naming the flag on a bad value. */
+long parse_long(const char *flag, const char *s, long lo, long hi);
+double parse_double(const char *flag, const char *s, double lo, double hi);
+
+/* JSON line builder: append key/value pairs into a fixed buffer, then write. */
+typedef struct { char buf[16384]; size_t len; int first; } json_t;
+void json_begin(json_t *j);
+void json_str(json_t *j, const char *key, const char *val);
+void json_num(json_t *j, const char *key, double val);     /* %.9g; NaN/Inf written as null */
+void json_int(json_t *j, const char *key, long long val);
+void json_bool(json_t *j, const char *key, int val);
+void json_raw(json_t *j, const char *key, const char *raw); /* already-formatted JSON value */
+const char *json_end(json_t *j);                            /* returns the object text, no newline */
+
+/* Results file: one JSON object per line, appended and fsync'ed so an interrupt never
+ * corrupts earlier lines. path NULL -> no file. Creates parent directories. */
+typedef struct { FILE *f; char path[1024]; } results_t;
+void results_open(results_t *r, const char *path);
+void results_write(results_t *r, const char *line);
+void results_close(results_t *r);
+void mkdir_p(const char *dir);
+
+/* Common run metadata (git revision, host) as JSON raw pairs added to a json_t. */
+void json_meta(json_t *j);
+
+/* Progress line on a terminal (stderr if a tty), silent otherwise. */
+void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void progress_done(void);
+
+/* Signal handling for long runs: SIGINT/SIGTERM set the flag; loops poll it. */
+extern volatile int pdl_stop_signal;
+void install_stop_handlers(void);
+
+#endif

@@ -1,0 +1,27 @@
+# tests/lib.sh — shared helpers for script tests (sourced). Prints TAP-like lines that
+# tests/run.sh counts: ok(name), notok(name, why).
+PDL=${PDL:-bin/pdl}
+ok() { echo "ok - $1"; }
+notok() { echo "not ok - $1: $2"; FAILED=1; }
+FAILED=0
+# expect NAME CMD...: the command must succeed
+expect() { local n=$1; shift; if out=$("$@" 2>&1); then ok "$n"; else notok "$n" "exit $? from: $* :: $(echo "$out" | tail -3)"; fi; }
+# expect_exit CODE NAME CMD...: the command must exit with CODE
+expect_exit() { local code=$1 n=$2; shift 2; out=$("$@" 2>&1); local rc=$?
+  if [ "$rc" -eq "$code" ]; then ok "$n"; else notok "$n" "wanted exit $code, got $rc from: $* :: $(echo "$out" | tail -2)"; fi; }
+# mpirun with the flags this machine needs; fails loudly when there is no mpirun.
+MPIRUN() {
+  if ! command -v mpirun >/dev/null 2>&1; then
+    echo "not ok - mpirun: no mpirun found; MPI tests need Open MPI (make deps installs openmpi-bin)"; FAILED=1; return 127
+  fi
+  local extra=(--oversubscribe --bind-to none)
+  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} mpirun "${extra[@]}" "$@"
+}
+# last_json: the last stdout line of a command's output
+last_line() { tail -n 1; }
+# jget KEY: read a numeric/string field from a JSON object on stdin (flat objects only)
+jget() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); v=d; 
+for k in sys.argv[1].split("."): v=v[k]
+print(v)' "$1"; }
+finish() { exit "$FAILED"; }
