@@ -103,6 +103,10 @@ void json_num(json_t *j, const char *key, double val) {
 void json_int(json_t *j, const char *key, long long val) { jkey(j, key); japp(j, "%lld", val); }
 void json_bool(json_t *j, const char *key, int val) { jkey(j, key); japp(j, val ? "true" : "false"); }
 void json_raw(json_t *j, const char *key, const char *raw) { jkey(j, key); japp(j, "%s", raw); }
+void json_pairs(json_t *j, const char *pairs) {
+  if (!pairs || !*pairs) return;
+  japp(j, "%s%s", j->first ? "" : ",", pairs); j->first = 0;
+}
 const char *json_end(json_t *j) { japp(j, "}"); return j->buf; }
 
 void mkdir_p(const char *dir) {

@@ -39,6 +39,7 @@ void json_num(json_t *j, const char *key, double val);     /* %.9g; NaN/Inf writ
 void json_int(json_t *j, const char *key, long long val);
 void json_bool(json_t *j, const char *key, int val);
 void json_raw(json_t *j, const char *key, const char *raw); /* already-formatted JSON value */
+void json_pairs(json_t *j, const char *pairs);               /* raw "\"k\":v,..." pairs; NULL/"" = none */
 const char *json_end(json_t *j);                            /* returns the object text, no newline */
 
 /* Results file: one JSON object per line, appended and fsync'ed so an interrupt never

@@ -1,0 +1,263 @@
+/* model.c — spec parsing, presets, parameter layout, forward/backward orchestration.
+ * See model.h for the spec grammar and buffer conventions. */
+#include "core/model.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/util.h"
+
+/* Widths the papers leave out are chosen here, for 28x28 (Fashion-MNIST) or 32x32 inputs. */
+const preset_t net_presets[] = {
+  {"ppasgd-cifar", "leaky C32 C32 P C64 P C128 P F256 F256 S10",
+   "PP-ASGD CIFAR-10 net CCPCPCPFFF (3x3 convs, leaky 0.01); widths ours; = the speed reference net"},
+  {"ppasgd-imagenet32", "leaky C32 Pc C64 Pc C96 Pc C128 Pc C160 Pc C192 Pc C256 C256 S10",
+   "PP-ASGD ImageNet-32 net CPCPCPCPCPCPCCF; ceil-mode pools so 6 pools fit 28x28 (28-14-7-4-2-1-1); widths ours"},
+  {"ppasgd-imagenet1000", "leaky C32 C32 P C64 P C96 P C128 P C192 S10",
+   "PP-ASGD ImageNet-1000 net CCPCPCPCPCF (28-14-7-3-1); widths ours"},
+  {"easgd-cifar", "relu C64k5p0 P C128k5p0 P C64k3p0 F256 D0.5 S10",
+   "EASGD CIFAR net (3,28)C(64,24)P(64,12)C(128,8)P(128,4)C(64,2)D(256,1)S(10,1): 5x5,5x5,3x3 valid convs, dropout 0.5 before softmax"},
+  {"hermans-mlp", "relu F1000 F2000 F1000 S10", "Hermans' MNIST MLP 784-1000-2000-1000-10 (ReLU)"},
+  {"vgg-small", "relu C32 C32 P C64 C64 P C128 C128 P F256 S10",
+   "small VGG-style net for K-FAC and gossip (VGG16 is too large for 2 cores); widths ours"},
+  {"tiny", "leaky C8 P F32 S10", "a tiny net for tests"},
+};
+const int net_npresets = (int)(sizeof net_presets / sizeof net_presets[0]);
+
+static int parse_int_at(const char **p) {
+  if (!isdigit((unsigned char)**p)) return -1;
+  long v = strtol(*p, (char **)p, 10);
+  return v > 0 && v < 1000000 ? (int)v : -1;
+}
+
+void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
+  memset(net, 0, sizeof *net);
+  const char *spec = spec_or_preset;
+  snprintf(net->name, sizeof net->name, "custom");
+  for (int i = 0; i < net_npresets; i++)
+    if (!strcmp(spec_or_preset, net_presets[i].name)) {
+      spec = net_presets[i].spec;
+      snprintf(net->name, sizeof net->name, "%s", net_presets[i].name);
+    }
+  snprintf(net->spec, sizeof net->spec, "%s", spec);
+  net->in_c = c; net->in_h = h; net->in_w = w;
+  float slope = 0.01f;
+  char buf[256]; snprintf(buf, sizeof buf, "%s", spec);
+  size_t off = 0;
+  int cc = c, hh = h, ww = w, done = 0;
+  double ff = 0, ft = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+    if (done) die_usage("net spec '%s': nothing may follow the S layer (token '%s')", spec, tok);
+    if (!strcmp(tok, "leaky")) { slope = 0.01f; continue; }
+    if (!strcmp(tok, "relu")) { slope = 0.0f; continue; }
+    if (net->nlayers + 2 > NET_MAX_LAYERS) die_usage("net spec '%s': more than %d layers", spec, NET_MAX_LAYERS);
+    layer_t *L = &net->L[net->nlayers];
+    memset(L, 0, sizeof *L);
+    L->c = cc; L->h = hh; L->w = ww;
+    const char *p = tok + 1;
+    int first = net->nlayers == 0;
+    switch (tok[0]) {
+    case 'C': {
+      int n = parse_int_at(&p), k = 3, pad = -1;
+      if (n < 0) goto bad;
+      while (*p) {
+        char f = *p++;
+        int v = isdigit((unsigned char)*p) ? (int)strtol(p, (char **)&p, 10) : -1;
+        if (f == 'k' && v > 0) k = v; else if (f == 'p' && v >= 0) pad = v; else goto bad;
+      }
+      if (pad < 0) pad = k / 2;
+      int oh = hh + 2 * pad - k + 1, ow = ww + 2 * pad - k + 1;
+      if (oh < 1 || ow < 1) die_usage("net spec '%s': conv '%s' on %dx%d input gives an empty output", spec, tok, hh, ww);
+      L->type = L_CONV; L->k = k; L->pad = pad; L->oc = n; L->oh = oh; L->ow = ow;
+      L->w_off = off; L->n_w = (size_t)n * cc * k * k; L->b_off = off + L->n_w; L->n_b = (size_t)n;
+      off += L->n_w + L->n_b;
+      double mac = (double)n * oh * ow * cc * k * k;
+      ff += 2 * mac; ft += 2 * mac + 2 * mac + (first ? 0 : 2 * mac);
+      cc = n; hh = oh; ww = ow;
+      net->nlayers++;
+      layer_t *A = &net->L[net->nlayers++];
+      memset(A, 0, sizeof *A);
+      A->type = L_ACT; A->slope = slope; A->c = A->oc = cc; A->h = A->oh = hh; A->w = A->ow = ww; A->inplace = 1;
+      break;
+    }
+    case 'P': {
+      int s = 2, cm = 0;
+      if (isdigit((unsigned char)*p)) s = parse_int_at(&p);
+      if (*p == 'c') { cm = 1; p++; }
+      if (*p || s < 1) goto bad;
+      int oh = cm ? (hh + s - 1) / s : hh / s, ow = cm ? (ww + s - 1) / s : ww / s;
+      if (oh < 1 || ow < 1) die_usage("net spec '%s': pool '%s' on %dx%d input gives an empty output (try 'Pc')", spec, tok, hh, ww);
+      L->type = L_POOL; L->s = s; L->ceil_mode = cm; L->oc = cc; L->oh = oh; L->ow = ow;
+      hh = oh; ww = ow; net->nlayers++;
+      break;
+    }
+    case 'F': case 'S': {
+      int n = parse_int_at(&p);
+      if (n < 0 || *p) goto bad;
+      size_t m = (size_t)cc * hh * ww;
+      L->type = tok[0] == 'F' ? L_FC : L_SOFTMAX; L->oc = n; L->oh = L->ow = 1;
+      L->w_off = off; L->n_w = (size_t)n * m; L->b_off = off + L->n_w; L->n_b = (size_t)n;
+      off += L->n_w + L->n_b;
+      double mac = (double)n * m;
+      ff += 2 * mac; ft += 4 * mac + (first ? 0 : 2 * mac);
+      cc = n; hh = ww = 1; net->nlayers++;
+      if (tok[0] == 'S') { done = 1; net->classes = n; break; }
+      layer_t *A = &net->L[net->nlayers++];
+      memset(A, 0, sizeof *A);
+      A->type = L_ACT; A->slope = slope; A->c = A->oc = cc; A->h = A->oh = A->w = A->ow = 1; A->inplace = 1;
+      break;
+    }
+    case 'D': {
+      double pr = 0.5;
+      if (*p) { char *e; pr = strtod(p, &e); if (*e || !(pr >= 0 && pr < 1)) goto bad; }
+      L->type = L_DROPOUT; L->drop_p = (float)pr; L->oc = cc; L->oh = hh; L->ow = ww; net->nlayers++;
+      break;
+    }
+    default: goto bad;
+    }
+    continue;
+  bad:
+    die_usage("net spec '%s': bad token '%s' (expected C<n>[k<k>][p<p>], P[<s>][c], F<n>, D[<p>], S<n>, relu, leaky, or a preset: pdl nets)", spec, tok);
+  }
+  if (!done) die_usage("net spec '%s' must end with an S<classes> layer (or name a preset: pdl nets)", spec);
+  net->nparams = off; net->flops_fwd = ff; net->flops_train = ft;
+}
+
+void net_init_params(const net_t *net, float *params, uint64_t seed) {
+  rng_t r; rng_seed(&r, seed, 0x1417);
+  memset(params, 0, net->nparams * sizeof(float));
+  for (int i = 0; i < net->nlayers; i++) {
+    const layer_t *L = &net->L[i];
+    if (!L->n_w) continue;
+    double fan_in = L->type == L_CONV ? (double)L->c * L->k * L->k : (double)L->c * L->h * L->w;
+    float bound = (float)sqrt(6.0 / fan_in);  /* He-uniform */
+    if (L->type == L_SOFTMAX) bound = (float)sqrt(3.0 / fan_in);
+    for (size_t j = 0; j < L->n_w; j++) params[L->w_off + j] = bound * (float)(2.0 * rng_uniform(&r) - 1.0);
+  }
+}
+
+#define KTABLE(P) { #P, P##conv_forward, P##conv_backward, P##fc_forward, P##fc_backward, \
+  P##maxpool_forward, P##maxpool_backward, P##act_forward, P##act_backward, P##dropout_forward, \
+  P##dropout_backward, P##softmax_xent_forward, P##softmax_xent_backward }
+const kernels_t kernels_cpu = KTABLE(cpu_);
+const kernels_t kernels_ref = KTABLE(ref_);
+
+static size_t in_size(const layer_t *L) { return (size_t)L->c * L->h * L->w; }
+static size_t out_size(const layer_t *L) { return (size_t)L->oc * L->oh * L->ow; }
+
+static float *ws_alloc(workspace_t *ws, size_t n) {
+  float *p = xcalloc(n ? n : 1, sizeof(float));
+  SHAPE_ASSERT(ws->nowned < (int)(sizeof ws->owned / sizeof ws->owned[0]));
+  ws->owned[ws->nowned++] = p;
+  return p;
+}
+
+void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, const kernels_t *k, uint64_t seed) {
+  memset(ws, 0, sizeof *ws);
+  ws->net = net; ws->k = k ? k : &kernels_cpu; ws->max_batch = max_batch; ws->nthreads = nthreads;
+  rng_seed(&ws->rng, seed, 0xd50);
+  size_t B = (size_t)max_batch;
+  ws->a[0] = ws_alloc(ws, B * in_size(&net->L[0]));
+  ws->da[0] = ws_alloc(ws, B * in_size(&net->L[0]));
+  size_t scratch = 0;
+  for (int i = 0; i < net->nlayers; i++) {
+    const layer_t *L = &net->L[i];
+    if (L->inplace) { ws->a[i + 1] = ws->a[i]; ws->da[i + 1] = ws->da[i]; }
+    else { ws->a[i + 1] = ws_alloc(ws, B * out_size(L)); ws->da[i + 1] = ws_alloc(ws, B * out_size(L)); }
+    if (L->type == L_DROPOUT) ws->mask[i] = ws_alloc(ws, B * out_size(L));
+    if (L->type == L_CONV) {
+      size_t s = cpu_conv_scratch_floats(max_batch, L->c, L->h, L->w, L->oc, L->k, L->pad, nthreads);
+      if (s > scratch) scratch = s;
+    }
+  }
+  ws->probs = ws_alloc(ws, B * (size_t)net->classes);
+  ws->scratch_n = scratch; ws->scratch = ws_alloc(ws, scratch);
+}
+
+void ws_free(workspace_t *ws) {
+  for (int i = 0; i < ws->nowned; i++) xfree(ws->owned[i]);
+  memset(ws, 0, sizeof *ws);
+}
+
+double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct) {
+  const net_t *net = ws->net; const kernels_t *k = ws->k;
+  SHAPE_ASSERT(B >= 1 && B <= ws->max_batch);
+  cpu_set_threads(ws->nthreads);
+  memcpy(ws->a[0], x, (size_t)B * in_size(&net->L[0]) * sizeof(float));
+  double loss = 0;
+  for (int i = 0; i < net->nlayers; i++) {
+    const layer_t *L = &net->L[i];
+    float *in = ws->a[i], *out = ws->a[i + 1];
+    switch (L->type) {
+    case L_CONV:
+      k->conv_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad, ws->scratch);
+      break;
+    case L_POOL: k->maxpool_forward(out, in, B, L->c, L->h, L->w, L->s, L->ceil_mode); break;
+    case L_FC: case L_SOFTMAX:
+      k->fc_forward(out, in, params + L->w_off, params + L->b_off, B, (int)in_size(L), L->oc);
+      if (L->type == L_SOFTMAX) loss = k->softmax_xent_forward(ws->probs, out, y, B, L->oc);
+      break;
+    case L_ACT: k->act_forward(out, in, (size_t)B * in_size(L), L->slope); break;
+    case L_DROPOUT: {
+      size_t n = (size_t)B * in_size(L);
+      if (train && L->drop_p > 0) {
+        float keep = 1.0f / (1.0f - L->drop_p);
+        for (size_t j = 0; j < n; j++) ws->mask[i][j] = rng_uniform(&ws->rng) < L->drop_p ? 0.0f : keep;
+      } else {
+        for (size_t j = 0; j < n; j++) ws->mask[i][j] = 1.0f;
+      }
+      k->dropout_forward(out, in, ws->mask[i], n);
+      break;
+    }
+    }
+  }
+  if (correct) {
+    int hits = 0, C = net->classes;
+    for (int b = 0; b < B; b++) {
+      const float *pr = ws->probs + (size_t)b * C;
+      int arg = 0;
+      for (int j = 1; j < C; j++) if (pr[j] > pr[arg]) arg = j;
+      hits += arg == y[b];
+    }
+    *correct = hits;
+  }
+  return loss;
+}
+
+void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale) {
+  const net_t *net = ws->net; const kernels_t *k = ws->k;
+  cpu_set_threads(ws->nthreads);
+  for (int i = net->nlayers - 1; i >= 0; i--) {
+    const layer_t *L = &net->L[i];
+    float *din = i == 0 ? NULL : ws->da[i];
+    const float *dout = ws->da[i + 1], *in = ws->a[i], *out = ws->a[i + 1];
+    switch (L->type) {
+    case L_SOFTMAX:
+      k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
+      k->fc_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, (int)in_size(L), L->oc);
+      break;
+    case L_FC:
+      k->fc_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, (int)in_size(L), L->oc);
+      break;
+    case L_CONV:
+      k->conv_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, L->c, L->h, L->w,
+                       L->oc, L->k, L->pad, ws->scratch);
+      break;
+    case L_POOL: if (din) k->maxpool_backward(din, dout, in, out, B, L->c, L->h, L->w, L->s, L->ceil_mode); break;
+    case L_ACT: if (din) k->act_backward(din, dout, out, (size_t)B * in_size(L), L->slope); break;
+    case L_DROPOUT: if (din) k->dropout_backward(din, dout, ws->mask[i], (size_t)B * in_size(L)); break;
+    }
+  }
+}
+
+void net_evaluate(workspace_t *ws, const float *params, const float *x, const int *y, int n, double *err, double *loss) {
+  size_t img = in_size(&ws->net->L[0]);
+  long hits = 0; double tot = 0;
+  for (int i = 0; i < n; i += ws->max_batch) {
+    int B = n - i < ws->max_batch ? n - i : ws->max_batch, c = 0;
+    tot += net_forward(ws, params, x + (size_t)i * img, y + i, B, 0, &c);
+    hits += c;
+  }
+  *err = n ? 1.0 - (double)hits / n : NAN;
+  *loss = n ? tot / n : NAN;
+}

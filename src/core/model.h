@@ -1,0 +1,102 @@
+/* model.h — nets built from spec strings, one flat parameter vector, a workspace sized once.
+ *
+ * Spec grammar (tokens separated by spaces):
+ *   C<n>[k<k>][p<p>]  conv, n filters, k x k (default 3), zero padding p (default k/2), stride 1,
+ *                     followed by the current activation
+ *   P[<s>][c]         non-overlapping s x s max-pool (default 2); suffix c = ceil mode
+ *   F<n>              fully connected to n units, followed by the current activation
+ *   D[<p>]            dropout with drop probability p (default 0.5), training only
+ *   S<n>              fully connected to n classes + softmax cross-entropy; must be last
+ *   leaky | relu      activation for the layers that follow (default leaky, slope 0.01)
+ * or a preset name (see `pdl nets`). Input shape comes from the data set.
+ *
+ * Parameters: one contiguous float array; layer l owns w[w_off .. w_off+n_w) then its bias.
+ * Gradients: a second array of the same layout, accumulated (+=) by net_backward.
+ * Workspace: activations a[0..L] (a[0] = input batch) and their gradients, dropout masks,
+ * softmax probabilities and conv scratch, all sized once for max_batch; nothing is allocated
+ * by net_forward/net_backward. Activation layers run in place (a[i+1] aliases a[i]). */
+#ifndef PDL_MODEL_H
+#define PDL_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/layers.h"
+#include "core/rng.h"
+
+typedef enum { L_CONV, L_POOL, L_FC, L_ACT, L_DROPOUT, L_SOFTMAX } ltype_t;
+
+typedef struct {
+  ltype_t type;
+  int c, h, w;          /* input shape per image */
+  int oc, oh, ow;       /* output shape per image */
+  int k, pad, s, ceil_mode;
+  float slope, drop_p;
+  size_t w_off, n_w, b_off, n_b;
+  int inplace;          /* output aliases input (activation layers) */
+} layer_t;
+
+#define NET_MAX_LAYERS 64
+typedef struct {
+  char name[48];        /* preset name or "custom" */
+  char spec[256];       /* expanded spec */
+  int in_c, in_h, in_w, classes;
+  int nlayers;
+  layer_t L[NET_MAX_LAYERS];
+  size_t nparams;
+  double flops_fwd;     /* per image, 2 flops per multiply-add */
+  double flops_train;   /* per image, forward + backward (no input gradient for the first layer) */
+} net_t;
+
+typedef struct { const char *name, *spec, *note; } preset_t;
+extern const preset_t net_presets[];
+extern const int net_npresets;
+
+/* Build from a preset name or spec for inputs c x h x w; bad spec -> die_usage naming the token. */
+void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w);
+/* He-uniform weights from seed (fan-in scaled), zero biases. */
+void net_init_params(const net_t *net, float *params, uint64_t seed);
+
+/* Kernel implementation table (reference oracle or fast CPU path). */
+typedef struct {
+  const char *name;
+  void (*conv_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
+  void (*conv_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
+  void (*fc_forward)(float *, const float *, const float *, const float *, int, int, int);
+  void (*fc_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int);
+  void (*maxpool_forward)(float *, const float *, int, int, int, int, int, int);
+  void (*maxpool_backward)(float *, const float *, const float *, const float *, int, int, int, int, int, int);
+  void (*act_forward)(float *, const float *, size_t, float);
+  void (*act_backward)(float *, const float *, const float *, size_t, float);
+  void (*dropout_forward)(float *, const float *, const float *, size_t);
+  void (*dropout_backward)(float *, const float *, const float *, size_t);
+  double (*softmax_xent_forward)(float *, const float *, const int *, int, int);
+  void (*softmax_xent_backward)(float *, const float *, const int *, int, int, float);
+} kernels_t;
+extern const kernels_t kernels_cpu, kernels_ref;
+
+typedef struct {
+  const net_t *net;
+  const kernels_t *k;
+  int max_batch, nthreads;
+  float *a[NET_MAX_LAYERS + 1];   /* a[i]: [max_batch][layer i input shape]; a[L] = logits */
+  float *da[NET_MAX_LAYERS + 1];  /* gradients w.r.t. a[i] */
+  float *mask[NET_MAX_LAYERS];    /* dropout masks */
+  float *probs;                   /* [max_batch][classes] */
+  float *scratch; size_t scratch_n;
+  rng_t rng;                      /* dropout masks */
+  void *owned[2 * NET_MAX_LAYERS + 4]; int nowned;
+} workspace_t;
+
+void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, const kernels_t *k, uint64_t seed);
+void ws_free(workspace_t *ws);
+
+/* Forward pass on x [B][c][h][w] with labels y; returns the SUM over the batch of the
+ * cross-entropy loss; probabilities in ws->probs. train=1 enables dropout. If correct != NULL
+ * it receives the number of argmax hits. */
+double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct);
+/* Backward after net_forward(train=1) on the same batch: grads += scale * d(sum loss)/d params. */
+void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale);
+
+/* Test error and mean loss of params over a data set (batched by ws->max_batch). */
+void net_evaluate(workspace_t *ws, const float *params, const float *x, const int *y, int n, double *err, double *loss);
+
+#endif

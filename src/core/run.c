@@ -1,0 +1,246 @@
+/* run.c — configuration parsing, set-up, evaluation, summary and checkpoints shared by every
+ * training run (see run.h). */
+#include "core/run.h"
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void train_cfg_defaults(train_cfg_t *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->data, sizeof c->data, "fashion-mnist");
+  snprintf(c->net, sizeof c->net, "ppasgd-cifar");
+  snprintf(c->algo, sizeof c->algo, "msgd");
+  snprintf(c->runtime, sizeof c->runtime, "real");
+  snprintf(c->staleness, sizeof c->staleness, "auto");
+  c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
+  c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3;
+  c->workers = 0; c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
+}
+
+void train_usage(FILE *f) {
+  fprintf(f,
+    "usage: pdl train [options]\n"
+    "  --data D          fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]   (fashion-mnist)\n"
+    "  --net N           preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10' (ppasgd-cifar)\n"
+    "  --algo A          sequential: sgd msgd nag adam asgd mvasgd;\n"
+    "                    distributed: ssgd asgd-dist ppasgd easgd easgd-sync eamsgd downpour mdownpour\n"
+    "                    adownpour mvadownpour                                        (msgd)\n"
+    "  --batch B         mini-batch per worker (sub-batch b for ssgd/ppasgd)          (128)\n"
+    "  --lr L            learning rate                                                 (0.01)\n"
+    "  --momentum M      momentum mu (msgd, nag, ssgd, ppasgd)                         (0.9)\n"
+    "  --wd W            L2 weight decay                                               (0)\n"
+    "  --warmup W        linear learning-rate warm-up: 'epoch' (the first epoch), N steps, or 0 (0)\n"
+    "  --epochs E        epochs (fractional allowed)                                   (1)\n"
+    "  --steps K         updates (overrides --epochs)\n"
+    "  --seed S          seed for init, shuffling, dropout                             (1)\n"
+    "  --threads T       OpenMP threads per replica                        (cores / replicas)\n"
+    "  --eval-every N    also evaluate every N updates                                 (each epoch)\n"
+    "  --train-subset N, --test-subset N   use only the first N examples\n"
+    "  --results FILE    append JSON lines (config, eval, summary)\n"
+    "  --checkpoint FILE save state each epoch and on SIGINT/SIGTERM (temp file + rename)\n"
+    "  --resume          continue from --checkpoint FILE if it exists\n"
+    "  --diverge-loss X  stop as diverged when the train loss exceeds X or is NaN       (1000)\n"
+    "  --tag T           free-form label copied into every JSON line\n"
+    " distributed:\n"
+    "  --runtime R       real (pthreads + MPI ranks) | sim (SimGrid, real numerics)   (real)\n"
+    "  --platform P      sim platform: cluster:nodes=N,gpus=G[,rate=GFLOPS] | star:k=K,bw=...  \n"
+    "  --device-rate R   sim device rate: GFLOP/s number, 'calibrated', or a device name (k80)\n"
+    "  --workers P       workers (threads in a rank, or sim workers)\n"
+    "  --grad-threads G  grad threads per rank (ssgd/ppasgd)                           (1)\n"
+    "  --staleness S     ppasgd: auto (S = floor(1 + F_U/F_G)) | N | emulate:N         (auto)\n"
+    "  --tau T           communication period (easgd family, downpour)                 (1)\n"
+    "  --alpha A, --beta B, --delta D   elastic moving rate, EASGD beta, EAMSGD momentum\n"
+    "  --timeout S       watchdog: fail a run that makes no progress for S seconds\n"
+    "Prints a progress line on a terminal; the last stdout line is a JSON summary.\n");
+}
+
+void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    char *a = argv[i], *val = NULL, key[64];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(stdout); exit(0); }
+    if (strncmp(a, "--", 2)) die_usage("train: unexpected argument '%s' (pdl train --help)", a);
+    char *eq = strchr(a, '=');
+    if (eq) { snprintf(key, sizeof key, "%.*s", (int)(eq - a), a); val = eq + 1; }
+    else snprintf(key, sizeof key, "%s", a);
+#define FLAG(name) (!strcmp(key, name))
+#define VAL() (val ? val : (i + 1 < argc ? argv[++i] : (die_usage("train: %s needs a value", key), (char *)0)))
+#define STR(dst) snprintf(dst, sizeof dst, "%s", VAL())
+    if (FLAG("--resume")) { c->resume = 1; continue; }
+    if (FLAG("--quiet")) { c->quiet = 1; continue; }
+    if (FLAG("--with-replacement")) { c->with_replacement = 1; continue; }
+    if (FLAG("--data")) STR(c->data);
+    else if (FLAG("--net")) STR(c->net);
+    else if (FLAG("--algo")) STR(c->algo);
+    else if (FLAG("--batch")) c->batch = (int)parse_long(key, VAL(), 1, 1 << 20);
+    else if (FLAG("--lr")) c->lr = (float)parse_double(key, VAL(), 0, 1e6);
+    else if (FLAG("--momentum")) { c->momentum = (float)parse_double(key, VAL(), 0, 0.999999); c->momentum_set = 1; }
+    else if (FLAG("--wd")) c->wd = (float)parse_double(key, VAL(), 0, 1);
+    else if (FLAG("--warmup")) { const char *v = VAL(); c->warmup = !strcmp(v, "epoch") ? -1 : parse_long(key, v, 0, 1L << 40); }
+    else if (FLAG("--epochs")) c->epochs = parse_double(key, VAL(), 1e-9, 1e6);
+    else if (FLAG("--steps")) c->steps = parse_long(key, VAL(), 1, 1L << 40);
+    else if (FLAG("--seed")) c->seed = (uint64_t)parse_long(key, VAL(), 0, 1L << 62);
+    else if (FLAG("--threads")) c->threads = (int)parse_long(key, VAL(), 1, 1024);
+    else if (FLAG("--eval-every")) c->eval_every = parse_long(key, VAL(), 0, 1L << 40);
+    else if (FLAG("--train-subset")) c->train_subset = (int)parse_long(key, VAL(), 1, 1 << 30);
+    else if (FLAG("--test-subset")) c->test_subset = (int)parse_long(key, VAL(), 1, 1 << 30);
+    else if (FLAG("--results")) STR(c->results);
+    else if (FLAG("--checkpoint")) STR(c->checkpoint);
+    else if (FLAG("--diverge-loss")) c->diverge_loss = parse_double(key, VAL(), 0, 1e30);
+    else if (FLAG("--tag")) STR(c->tag);
+    else if (FLAG("--runtime")) STR(c->runtime);
+    else if (FLAG("--platform")) STR(c->platform);
+    else if (FLAG("--device-rate")) STR(c->device_rate);
+    else if (FLAG("--workers")) c->workers = (int)parse_long(key, VAL(), 1, 4096);
+    else if (FLAG("--grad-threads")) c->grad_threads = (int)parse_long(key, VAL(), 1, 1024);
+    else if (FLAG("--staleness")) STR(c->staleness);
+    else if (FLAG("--tau")) c->tau = (int)parse_long(key, VAL(), 1, 1 << 20);
+    else if (FLAG("--alpha")) c->alpha = (float)parse_double(key, VAL(), 0, 1);
+    else if (FLAG("--beta")) c->beta = (float)parse_double(key, VAL(), 0, 1);
+    else if (FLAG("--delta")) c->delta = (float)parse_double(key, VAL(), 0, 0.999999);
+    else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
+    else die_usage("train: unknown flag '%s' (pdl train --help)", key);
+#undef FLAG
+#undef VAL
+#undef STR
+  }
+  if (strcmp(c->runtime, "real") && strcmp(c->runtime, "sim"))
+    die_usage("train: --runtime must be 'real' or 'sim', not '%s'", c->runtime);
+  if (c->resume && !c->checkpoint[0]) die_usage("train: --resume needs --checkpoint FILE");
+}
+
+void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
+  memset(r, 0, sizeof *r);
+  r->cfg = *c; r->nranks = 1;
+  data_load(&r->data, c->data);
+  data_truncate(&r->data, c->train_subset, c->test_subset);
+  const dataset_t *tr = &r->data.train;
+  net_build(&r->net, c->net, tr->c, tr->h, tr->w);
+  if (r->net.classes != tr->classes)
+    die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
+  if (r->cfg.threads <= 0) { long n = sysconf(_SC_NPROCESSORS_ONLN); r->cfg.threads = n > 0 ? (int)n : 1; }
+  if (examples_per_update < 1) examples_per_update = 1;
+  r->steps_per_epoch = tr->n / examples_per_update;
+  if (r->steps_per_epoch < 1) r->steps_per_epoch = 1;
+  r->total_steps = c->steps > 0 ? c->steps : (long)ceil(c->epochs * (double)r->steps_per_epoch);
+  if (r->cfg.warmup < 0) r->cfg.warmup = r->steps_per_epoch;
+  ws_init(&r->eval_ws, &r->net, 256, r->cfg.threads, &kernels_cpu, c->seed);
+  results_open(&r->res, c->results);
+  r->t0 = now_s();
+  r->test_err = r->test_loss = r->train_loss = NAN;
+}
+
+void run_free(run_t *r) {
+  ws_free(&r->eval_ws);
+  results_close(&r->res);
+  data_free(&r->data);
+}
+
+void run_json_common(run_t *r, json_t *j, const char *event) {
+  const train_cfg_t *c = &r->cfg;
+  json_begin(j);
+  json_str(j, "event", event);
+  json_str(j, "algo", c->algo);
+  json_str(j, "net", r->net.name);
+  json_str(j, "net_spec", r->net.spec);
+  json_str(j, "data", r->data.name);
+  json_int(j, "seed", (long long)c->seed);
+  json_int(j, "batch", c->batch);
+  json_num(j, "lr", c->lr);
+  json_num(j, "momentum", c->momentum);
+  json_num(j, "wd", c->wd);
+  json_int(j, "threads", c->threads);
+  json_int(j, "ranks", r->nranks);
+  json_str(j, "runtime", r->simulated ? "sim" : "real");
+  json_bool(j, "simulated", r->simulated);
+  if (c->tag[0]) json_str(j, "tag", c->tag);
+  json_meta(j);
+}
+
+void run_eval(run_t *r, const float *params, double t, const char *extra) {
+  const dataset_t *te = &r->data.test;
+  net_evaluate(&r->eval_ws, params, te->x, te->y, te->n, &r->test_err, &r->test_loss);
+  if (r->rank != 0) return;
+  json_t j; run_json_common(r, &j, "eval");
+  json_num(&j, "epoch", r->epochs_done);
+  json_int(&j, "updates", r->updates);
+  json_num(&j, "time_s", t);
+  json_num(&j, "train_loss", r->train_loss);
+  json_num(&j, "test_err", r->test_err);
+  json_num(&j, "test_loss", r->test_loss);
+  json_pairs(&j, extra);
+  const char *line = json_end(&j);
+  results_write(&r->res, line);
+  progress_done();
+  if (!r->cfg.quiet)
+    fprintf(stderr, "epoch %.2f  updates %ld  train_loss %.4f  test_err %.4f  test_loss %.4f  %.1fs\n",
+            r->epochs_done, r->updates, r->train_loss, r->test_err, r->test_loss, t);
+}
+
+void run_summary(run_t *r, double time_s, const char *extra) {
+  if (r->rank != 0) return;
+  json_t j; run_json_common(r, &j, "summary");
+  json_num(&j, "test_acc", 1.0 - r->test_err);
+  json_num(&j, "test_err", r->test_err);
+  json_num(&j, "test_loss", r->test_loss);
+  json_num(&j, "train_loss", r->train_loss);
+  json_num(&j, "epochs", r->epochs_done);
+  json_int(&j, "updates", r->updates);
+  json_num(&j, "time_s", time_s);
+  json_bool(&j, "diverged", r->diverged);
+  if (r->diverged) json_int(&j, "diverged_at", r->diverged_at);
+  if (pdl_stop_signal) json_int(&j, "interrupted_by_signal", pdl_stop_signal);
+  json_pairs(&j, extra);
+  const char *line = json_end(&j);
+  results_write(&r->res, line);
+  progress_done();
+  printf("%s\n", line);
+  fflush(stdout);
+}
+
+int run_check_diverged(run_t *r, double loss, long step) {
+  if (isfinite(loss) && loss <= r->cfg.diverge_loss) return 0;
+  if (!r->diverged) { r->diverged = 1; r->diverged_at = step; }
+  if (r->rank == 0 && !r->cfg.quiet) fprintf(stderr, "pdl: diverged at step %ld (train loss %g)\n", step, loss);
+  return 1;
+}
+
+/* ---- checkpoints ---- */
+#define CKPT_MAGIC "PDLCKPT1"
+typedef struct {
+  char magic[8]; uint32_t version; uint32_t algo_len;
+  uint64_t nparams; char spec[256]; char algo[32]; uint64_t seed;
+} ckpt_hdr_t;
+
+void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos) {
+  char tmp[1100]; snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) die("cannot write checkpoint %s: %s", tmp, strerror(errno));
+  ckpt_hdr_t h; memset(&h, 0, sizeof h);
+  memcpy(h.magic, CKPT_MAGIC, 8); h.version = 1; h.nparams = r->net.nparams;
+  snprintf(h.spec, sizeof h.spec, "%s", r->net.spec); snprintf(h.algo, sizeof h.algo, "%s", r->cfg.algo);
+  h.seed = r->cfg.seed;
+  int bad = fwrite(&h, sizeof h, 1, f) != 1 || fwrite(pos, sizeof *pos, 1, f) != 1 ||
+            fwrite(w, sizeof(float), r->net.nparams, f) != r->net.nparams || optim_save(o, f) != 0;
+  bad |= fflush(f) != 0; if (!bad) fsync(fileno(f));
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) die("cannot write checkpoint %s: %s", path, strerror(errno));
+}
+
+int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { if (errno == ENOENT) return -1; die("cannot read checkpoint %s: %s", path, strerror(errno)); }
+  ckpt_hdr_t h;
+  if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CKPT_MAGIC, 8) || h.version != 1)
+    die("checkpoint %s: not a pdl checkpoint (bad magic or version)", path);
+  if (h.nparams != r->net.nparams || strcmp(h.spec, r->net.spec) || strcmp(h.algo, r->cfg.algo))
+    die("checkpoint %s: made for net '%s' (%llu params) algo %s, not this run's '%s' algo %s", path, h.spec,
+        (unsigned long long)h.nparams, h.algo, r->net.spec, r->cfg.algo);
+  if (fread(pos, sizeof *pos, 1, f) != 1 || fread(w, sizeof(float), r->net.nparams, f) != r->net.nparams ||
+      optim_load(o, f) != 0)
+    die("checkpoint %s: truncated", path);
+  fclose(f);
+  optim_refresh(o, w);
+  return 0;
+}

@@ -1,0 +1,89 @@
+/* run.h — what every training run shares, sequential or distributed: the parsed
+ * configuration, data, net, the results file, evaluation, the last-line JSON summary and
+ * checkpoints. Distributed algorithms (src/dist) receive a run_t and report through it. */
+#ifndef PDL_RUN_H
+#define PDL_RUN_H
+#include <stdint.h>
+#include "core/data.h"
+#include "core/model.h"
+#include "optim/optim.h"
+#include "util/util.h"
+
+typedef struct {
+  /* data / net */
+  char data[512], net[256];
+  int train_subset, test_subset;
+  /* optimisation */
+  char algo[32];
+  int batch;               /* per worker (sub-batch b for the PP-ASGD algorithms) */
+  float lr, momentum, wd;
+  int momentum_set;        /* --momentum given explicitly */
+  long warmup;             /* steps of linear warm-up; -1 = one epoch (resolved in run_setup) */
+  double epochs; long steps; /* steps > 0 overrides epochs */
+  uint64_t seed;
+  int threads;             /* OpenMP threads per replica */
+  long eval_every;         /* evaluate every N updates (0: each epoch) */
+  double diverge_loss;     /* a train loss above this (or NaN) stops the run as diverged */
+  /* output */
+  char results[1024], checkpoint[1024], tag[128];
+  int resume, quiet;
+  double timeout;          /* watchdog seconds (0 = off) */
+  /* distributed (parsed here, used by src/dist) */
+  char runtime[16];        /* "real" | "sim" */
+  char platform[256];      /* sim platform spec */
+  char device_rate[64];    /* sim device rate: number (GFLOP/s) or name */
+  int workers;             /* sim workers or threads per rank (algorithm-dependent) */
+  int grad_threads;        /* G */
+  char staleness[32];      /* "auto" | "S" | "emulate:S" */
+  int tau;                 /* communication period */
+  float alpha, beta, delta;/* elastic moving rate, EASGD beta, EAMSGD momentum */
+  int with_replacement;
+} train_cfg_t;
+
+typedef struct {
+  train_cfg_t cfg;
+  data_t data;
+  net_t net;
+  results_t res;
+  workspace_t eval_ws;
+  long steps_per_epoch;    /* examples per epoch / (batch * workers) */
+  long total_steps;
+  double t0;
+  int rank, nranks;        /* MPI (1 rank without) */
+  int simulated;
+  /* latest figures */
+  double test_err, test_loss, train_loss;
+  long updates; double epochs_done;
+  int diverged; long diverged_at;
+} run_t;
+
+void train_cfg_defaults(train_cfg_t *c);
+/* Parses `pdl train` flags into c (exit 2 on anything bad). */
+void train_cfg_parse(train_cfg_t *c, int argc, char **argv);
+void train_usage(FILE *f);
+
+/* Loads data and builds the net; examples_per_update = batch x workers per update. */
+void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update);
+void run_free(run_t *r);
+/* Common JSON fields (algo, net, data, seed, batch, lr, ...) for any line of this run. */
+void run_json_common(run_t *r, json_t *j, const char *event);
+/* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
+ * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
+void run_eval(run_t *r, const float *params, double wall_or_sim_time, const char *extra);
+/* Writes the summary line to the results file and prints it as the LAST line of stdout. */
+void run_summary(run_t *r, double time_s, const char *extra);
+/* Records divergence: returns 1 if loss is NaN/Inf or above cfg.diverge_loss. */
+int run_check_diverged(run_t *r, double loss, long step);
+
+/* Checkpoint: parameters, optimizer, sampler position, rng (temp file + rename). */
+typedef struct {
+  long step; long sampler_epoch; int sampler_pos; rng_t sampler_rng, ws_rng;
+  double train_loss_acc; long train_loss_n;
+} ckpt_pos_t;
+void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos);
+/* Returns 0 and fills w, o, pos if the file exists and matches this run; dies on a mismatch. */
+int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos);
+
+/* Sequential training (sgd, msgd, nag, adam, asgd, mvasgd). */
+int train_sequential(run_t *r);
+#endif

@@ -1,0 +1,86 @@
+/* train_seq.c — sequential training: one replica, one optimizer (sgd, msgd, nag, adam, asgd,
+ * mvasgd). Bit-identical for a seed and thread count. Saves a checkpoint each epoch and on
+ * SIGINT/SIGTERM when --checkpoint is given; results lines are fsync'ed as written. */
+#include <math.h>
+#include <string.h>
+#include <stdlib.h>
+#include "core/run.h"
+
+int train_sequential(run_t *r) {
+  const train_cfg_t *c = &r->cfg;
+  opt_kind_t kind;
+  if (optim_parse(c->algo, &kind)) die_usage("train: unknown --algo '%s' (pdl train --help)", c->algo);
+  const net_t *net = &r->net;
+  size_t n = net->nparams, img = dataset_image_floats(&r->data.train);
+  int B = c->batch;
+  float *w = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float));
+  float *x = xmalloc((size_t)B * img * sizeof(float));
+  int *y = xmalloc((size_t)B * sizeof(int));
+  net_init_params(net, w, c->seed);
+  optim_t o; optim_init(&o, kind, n, c->momentum, c->wd);
+  workspace_t ws; ws_init(&ws, net, B, c->threads, &kernels_cpu, c->seed);
+  sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
+
+  ckpt_pos_t pos; memset(&pos, 0, sizeof pos);
+  long step = 0; double loss_acc = 0; long loss_n = 0;
+  if (c->resume && checkpoint_load(c->checkpoint, r, w, &o, &pos) == 0) {
+    step = pos.step; loss_acc = pos.train_loss_acc; loss_n = pos.train_loss_n;
+    if (c->with_replacement) s.rng = pos.sampler_rng; else sampler_seek(&s, pos.sampler_epoch, pos.sampler_pos);
+    ws.rng = pos.ws_rng;
+    if (!c->quiet) fprintf(stderr, "pdl: resumed from %s at update %ld\n", c->checkpoint, step);
+  }
+  if (r->rank == 0) {
+    json_t j; run_json_common(r, &j, "config");
+    json_int(&j, "nparams", (long long)n);
+    json_int(&j, "steps_per_epoch", r->steps_per_epoch);
+    json_int(&j, "total_steps", r->total_steps);
+    json_int(&j, "resumed_at", step);
+    results_write(&r->res, json_end(&j));
+  }
+  install_stop_handlers();
+  double t_start = now_s() - 0.0;
+  for (; step < r->total_steps && !pdl_stop_signal; step++) {
+    sampler_next(&s, B, x, y);
+    vec_zero(g, n);
+    const float *gp = optim_grad_point(&o, w);
+    double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;
+    net_backward(&ws, gp, g, y, B, 1.0f / (float)B);
+    optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
+    loss_acc += loss; loss_n++;
+    r->updates = step + 1;
+    r->epochs_done = (double)(step + 1) / (double)r->steps_per_epoch;
+    if (run_check_diverged(r, loss, step)) { step++; break; }
+    int epoch_end = (step + 1) % r->steps_per_epoch == 0;
+    if (epoch_end || (c->eval_every && (step + 1) % c->eval_every == 0) || step + 1 == r->total_steps) {
+      r->train_loss = loss_acc / (double)loss_n; loss_acc = 0; loss_n = 0;
+      run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
+    } else if (!c->quiet) {
+      progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
+               loss, (double)(step + 1) * B / (now_s() - t_start));
+    }
+    if (c->checkpoint[0] && epoch_end) {
+      pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
+      pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
+      checkpoint_save(c->checkpoint, r, w, &o, &pos);
+    }
+  }
+  if (pdl_stop_signal) {
+    if (c->checkpoint[0]) {
+      pos.step = step; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
+      pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
+      checkpoint_save(c->checkpoint, r, w, &o, &pos);
+      fprintf(stderr, "pdl: signal %d: checkpoint saved to %s at update %ld\n", pdl_stop_signal, c->checkpoint, step);
+    }
+    if (loss_n) r->train_loss = loss_acc / (double)loss_n;
+    run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
+  }
+  if (r->diverged && loss_n) r->train_loss = loss_acc / (double)loss_n;
+  run_summary(r, now_s() - t_start, NULL);
+  if (getenv("PDL_DUMP_PARAMS")) {  /* test hook: raw final parameters for equivalence tests */
+    FILE *f = fopen(getenv("PDL_DUMP_PARAMS"), "wb");
+    if (!f || fwrite(w, sizeof(float), n, f) != n || fclose(f)) die("cannot write %s", getenv("PDL_DUMP_PARAMS"));
+  }
+  sampler_free(&s); ws_free(&ws); optim_free(&o);
+  xfree(w); xfree(g); xfree(x); xfree(y);
+  return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
+}

@@ -1,0 +1,82 @@
+/* rt.h — the runtime seam. Every distributed algorithm is written once, as the programs of
+ * its roles, against these operations; two runtimes implement them:
+ *   real (src/comm/rt_real.c): a node is an MPI rank (or the only process without mpirun);
+ *        roles inside a node are pthreads; collectives and point-to-point map to MPI; time is
+ *        the wall clock; rt_compute() is a no-op (the work already took its time).
+ *   sim  (src/sim, libpdlsim.so, dlopen'ed): a node is a SimGrid host; roles are S4U actors on
+ *        that node's hosts (device d of node i is its own host, with the device's FLOP rate);
+ *        messages take the network model's time with contention; rt_compute(flops) advances the
+ *        calling actor's clock by flops / its host's rate. The numerics are real in both.
+ *
+ * CONTRACT
+ *  - Every call is made by a role (the node's main role, or a thread started by
+ *    rt->ops->thread_start) and passes that role's own rt_t.
+ *  - Collectives (allreduce, reduce, bcast, allgatherv, reduce_scatterv, barrier) are called
+ *    by exactly ONE role per node, by all nodes, in the same order. Sums are of floats; the
+ *    reduction order is the runtime's (MPI's algorithm or the sim's ring), so results agree
+ *    across runtimes within float rounding, not bit for bit.
+ *  - send/recv are between the main roles of two nodes (tag < 1024), blocking, matched in
+ *    order per (src, tag); recv_any receives from any node and reports the source.
+ *  - Shared memory inside a node is visible to all its roles; guard it with rt mutexes
+ *    (pthread mutexes in real, sg_mutex in sim so a blocked actor costs simulated time).
+ *  - now() is seconds since the run started (wall or simulated). compute(flops) must be called
+ *    after doing flops of real work that a device would do (the gradient of a sub-batch);
+ *    work(bytes) after touching `bytes` of memory in vector updates (modelled at the node's
+ *    memory rate in sim; no-op in real).
+ *  - Nothing here allocates per call on the real runtime's hot path. */
+#ifndef PDL_RT_H
+#define PDL_RT_H
+#include <stddef.h>
+
+typedef struct rt rt_t;
+typedef void (*rt_fn)(rt_t *rt, void *arg);
+
+typedef struct rt_ops {
+  const char *name;        /* "real" | "sim" */
+  int simulated;
+  double (*now)(rt_t *rt);
+  void (*compute)(rt_t *rt, double flops);
+  void (*work)(rt_t *rt, double bytes);
+  /* roles inside this node: device >= 0 runs on that device (sim host), -1 on the node CPU */
+  void *(*thread_start)(rt_t *rt, int device, rt_fn fn, void *arg);
+  void (*thread_join)(rt_t *rt, void *thread);
+  void *(*mutex_new)(rt_t *rt);
+  void (*mutex_lock)(rt_t *rt, void *m);
+  void (*mutex_unlock)(rt_t *rt, void *m);
+  void (*mutex_free)(rt_t *rt, void *m);
+  void (*yield)(rt_t *rt);                                   /* let other roles run */
+  /* between nodes */
+  void (*send)(rt_t *rt, int dst, const void *buf, size_t bytes, int tag);
+  void (*recv)(rt_t *rt, int src, void *buf, size_t bytes, int tag);
+  int (*recv_any)(rt_t *rt, void *buf, size_t bytes, int tag); /* returns the source node */
+  void (*allreduce)(rt_t *rt, float *buf, size_t n);
+  void (*reduce)(rt_t *rt, float *buf, size_t n, int root);   /* result at root only */
+  void (*bcast)(rt_t *rt, float *buf, size_t n, int root);
+  void (*allgatherv)(rt_t *rt, const float *mine, float *all, const size_t *counts); /* all = concat */
+  void (*reduce_scatterv)(rt_t *rt, const float *buf, float *mine, const size_t *counts); /* sum, my part */
+  void (*barrier)(rt_t *rt);
+} rt_ops_t;
+
+struct rt {
+  const rt_ops_t *ops;
+  int node, nnodes;        /* this role's node and the node count */
+  int device, ndevices;    /* device of this role (-1: node CPU) and devices per node */
+  void *impl;              /* runtime-private */
+};
+
+/* Runs node_main(rt, arg) once per node on the chosen runtime and returns when all are done.
+ * real: this process is one node (MPI rank); sim: cfg describes the platform. */
+typedef struct {
+  const char *platform;    /* sim platform spec (see src/sim/platform.c) */
+  double device_gflops;    /* device rate for platforms that take it (0: platform default) */
+  unsigned long seed;
+  char platform_desc[512]; /* out: what was simulated (hosts, rates, links), for results */
+} rt_sim_cfg_t;
+
+int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv);
+/* Loads libpdlsim.so (never linked into this MPI binary: libsimgrid exports MPI_* symbols). */
+int rt_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg);
+/* Nodes the sim platform spec describes (e.g. cluster:nodes=4,gpus=8 -> 4 nodes x 8 devices). */
+int rt_sim_platform_shape(const char *platform, int *nnodes, int *ndevices);
+
+#endif

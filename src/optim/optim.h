@@ -1,0 +1,55 @@
+/* optim.h — sequential optimizers on flat float vectors of n parameters.
+ *   sgd     w -= lr * g
+ *   msgd    M = mu*M - lr*g;  w += M                        (the PP-ASGD paper's form)
+ *   nag     same update, gradient taken at w_hat = w + mu*M (the paper's Alg. 4 / f_0)
+ *   adam    Kingma & Ba with bias correction (beta1, beta2, eps)
+ *   asgd    SGD + Polyak averaging z += (w - z)/(t+1); evaluated at z
+ *   mvasgd  SGD + constant moving-rate averaging z = (1-a) z + a w; evaluated at z
+ * L2 weight decay wd adds wd*w to the gradient. The gradient g is used as given (callers
+ * pass the batch mean). Learning rate per step from lr_at(): constant, or linearly warmed
+ * up from lr/warmup to lr over the first `warmup` steps, then held. */
+#ifndef PDL_OPTIM_H
+#define PDL_OPTIM_H
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { OPT_SGD, OPT_MSGD, OPT_NAG, OPT_ADAM, OPT_ASGD, OPT_MVASGD } opt_kind_t;
+
+typedef struct {
+  opt_kind_t kind;
+  size_t n;
+  float mu, wd, beta1, beta2, eps, mvrate;
+  long t;          /* steps taken */
+  float *M;        /* momentum (msgd/nag) or Adam's first moment */
+  float *V;        /* Adam's second moment */
+  float *Z;        /* averaged iterate (asgd/mvasgd) */
+  float *what;     /* nag: point where the next gradient is taken */
+} optim_t;
+
+int optim_parse(const char *name, opt_kind_t *kind); /* 0 on success */
+const char *optim_name(opt_kind_t kind);
+void optim_init(optim_t *o, opt_kind_t kind, size_t n, float mu, float wd);
+void optim_free(optim_t *o);
+/* The parameters at which the next gradient must be computed (w, or w_hat for NAG). */
+const float *optim_grad_point(const optim_t *o, const float *w);
+/* The parameters to evaluate (test error): w, or the average for asgd/mvasgd. */
+const float *optim_eval_point(const optim_t *o, const float *w);
+/* One step; g may be modified (weight decay is added in place). */
+void optim_step(optim_t *o, float *w, float *g, float lr);
+/* Re-derive w_hat after w or M were loaded from a checkpoint. */
+void optim_refresh(optim_t *o, const float *w);
+float lr_at(float lr, long step, long warmup);
+
+/* Checkpoint I/O of the state vectors that exist for this kind (fwrite/fread, checked). */
+int optim_save(const optim_t *o, FILE *f);
+int optim_load(optim_t *o, FILE *f);
+
+/* Vector helpers (OpenMP-free, vectorisable), shared by the distributed algorithms. */
+void vec_axpy(float *y, float a, const float *x, size_t n);      /* y += a*x */
+void vec_scale(float *y, float a, size_t n);                     /* y *= a */
+void vec_copy(float *y, const float *x, size_t n);
+void vec_zero(float *y, size_t n);
+void vec_add(float *y, const float *x, size_t n);                /* y += x */
+double vec_dist2(const float *a, const float *b, size_t n);      /* ||a - b||_2 */
+double vec_norm2(const float *a, size_t n);
+#endif
