@@ -22,9 +22,15 @@ static const char *h_cur_name;
   printf("  FAIL %s:%d: %s = %.9g vs %s = %.9g (tol %.3g: %s)\n", __FILE__, __LINE__, #a, _a, #b, _b, (double)(tol), reason); } } while (0)
 #define SKIP(...) do { h_cur_skipped = 1; printf("skip - %s: ", h_cur_name); printf(__VA_ARGS__); printf("\n"); return; } while (0)
 
-#define RUN(fn) do { h_cur_name = #fn; h_cur_failed = 0; h_cur_skipped = 0; fflush(stdout); fn(); \
-  if (!h_cur_skipped) { printf("%s - %s\n", h_cur_failed ? "not ok" : "ok", #fn); } \
-  if (h_cur_failed) h_failed_total++; fflush(stdout); } while (0)
+static inline void harness_run(void (*fn)(void), const char *name) {
+  h_cur_name = name; h_cur_failed = 0; h_cur_skipped = 0;
+  fflush(stdout);
+  fn();
+  if (!h_cur_skipped) printf("%s - %s\n", h_cur_failed ? "not ok" : "ok", name);
+  if (h_cur_failed) h_failed_total++;
+  fflush(stdout);
+}
+#define RUN(fn) harness_run(fn, #fn)
 
 static inline int harness_exit(void) { return h_failed_total ? 1 : 0; }
 

@@ -1,0 +1,125 @@
+/* speed.c — `pdl speed` and `pdl calibrate`: training-step throughput of a net (forward +
+ * backward + momentum update on random inputs) after warm-up, median over repeats, beside
+ * OpenBLAS sgemm GFLOP/s measured in the same run with the same thread count.
+ * calibrate stores the figure as this machine's device rate for the sim runtime. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/model.h"
+#include "optim/optim.h"
+#include "util/util.h"
+
+/* Median GFLOP/s of an n x n x n sgemm on `threads` OpenBLAS threads. */
+double measure_sgemm_gflops(int n, int threads, int repeats) {
+  float *a = xmalloc((size_t)n * n * 4), *b = xmalloc((size_t)n * n * 4), *c = xmalloc((size_t)n * n * 4);
+  for (size_t i = 0; i < (size_t)n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
+  openblas_set_num_threads(threads);
+  double t[32]; if (repeats > 32) repeats = 32;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+  for (int r = 0; r < repeats; r++) {
+    int reps = 0; double t0 = now_s(), el;
+    do { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n); reps++; }
+    while ((el = now_s() - t0) < 0.1);
+    t[r] = 2.0 * n * n * (double)n * reps / el / 1e9;
+  }
+  openblas_set_num_threads(1);
+  xfree(a); xfree(b); xfree(c);
+  return median(t, repeats);
+}
+
+typedef struct { double img_s, img_s_min, img_s_max, gflops; } speed_t;
+
+/* Median images/s of full training steps of net at batch B on `threads` threads. */
+speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s) {
+  size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
+  float *w = xmalloc(n * 4), *g = xmalloc(n * 4), *x = xmalloc((size_t)B * img * 4);
+  int *y = xmalloc((size_t)B * sizeof(int));
+  rng_t r; rng_seed(&r, 7, 0);
+  for (size_t i = 0; i < (size_t)B * img; i++) x[i] = rng_normal(&r);
+  for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
+  net_init_params(net, w, 1);
+  optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
+  workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);
+  double v[64]; if (repeats > 64) repeats = 64;
+  for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
+    int steps = 0; double t0 = now_s(), el;
+    do {
+      vec_zero(g, n);
+      net_forward(&ws, w, x, y, B, 1, NULL);
+      net_backward(&ws, w, g, y, B, 1.0f / B);
+      optim_step(&o, w, g, 1e-4f);
+      steps++;
+    } while ((el = now_s() - t0) < window_s);
+    if (rep >= 0) v[rep] = steps * (double)B / el;
+  }
+  speed_t s;
+  double lo = v[0], hi = v[0];
+  for (int i = 0; i < repeats; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
+  s.img_s = median(v, repeats); s.img_s_min = lo; s.img_s_max = hi;
+  s.gflops = s.img_s * net->flops_train / 1e9;
+  ws_free(&ws); optim_free(&o); xfree(w); xfree(g); xfree(x); xfree(y);
+  return s;
+}
+
+static void speed_usage(FILE *f, const char *cmd) {
+  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW]%s\n"
+             "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
+             "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
+             "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
+             "  Last stdout line: JSON with img_per_s, gflops, sgemm_gflops, ratio_to_sgemm.\n",
+          cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
+  if (!strcmp(cmd, "calibrate"))
+    fprintf(f, "  calibrate also writes the figure (default results/calibration/<host>-<net>.json), which\n"
+               "  the sim runtime uses with --device-rate calibrated.\n");
+}
+
+static int speed_main(int argc, char **argv, int calibrate) {
+  const char *netname = "ppasgd-cifar", *out = NULL;
+  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
+    else if (!strcmp(a, "--net")) { if (!v) die_usage("%s needs a value", a); netname = v; i++; }
+    else if (!strcmp(a, "--batch")) { B = (int)parse_long(a, v, 1, 1 << 16); i++; }
+    else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
+    else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
+    else if (!strcmp(a, "--input")) { if (!v || sscanf(v, "%dx%dx%d", &c, &h, &w) != 3) die_usage("--input wants CxHxW"); i++; }
+    else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
+    else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
+  }
+  net_t net; net_build(&net, netname, c, h, w);
+  double sg = measure_sgemm_gflops(1024, T, 5);
+  speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25);
+  double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
+  double sgm = sg > sg2 ? sg : sg2;
+  fprintf(stderr, "%s batch %d threads %d: %.1f img/s (%.1f-%.1f), %.1f GFLOP/s = %.0f%% of sgemm %.1f GFLOP/s\n",
+          net.name, B, T, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
+  json_t j; json_begin(&j);
+  json_str(&j, "event", calibrate ? "calibration" : "speed");
+  json_str(&j, "net", net.name); json_str(&j, "net_spec", net.spec);
+  json_int(&j, "batch", B); json_int(&j, "threads", T); json_int(&j, "repeats", R);
+  json_num(&j, "img_per_s", s.img_s); json_num(&j, "img_per_s_min", s.img_s_min); json_num(&j, "img_per_s_max", s.img_s_max);
+  json_num(&j, "gflops", s.gflops); json_num(&j, "sgemm_gflops", sgm);
+  json_num(&j, "ratio_to_sgemm", s.gflops / sgm);
+  json_num(&j, "flops_train_per_img", net.flops_train);
+  json_meta(&j);
+  const char *line = json_end(&j);
+  if (calibrate) {
+    char path[1024], host[256] = "host";
+    gethostname(host, sizeof host);
+    if (!out) { snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, net.name); out = path; }
+    FILE *f; char tmp[1100]; snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    char dir[1024]; snprintf(dir, sizeof dir, "%s", out);
+    char *sl = strrchr(dir, '/'); if (sl) { *sl = 0; mkdir_p(dir); }
+    if (!(f = fopen(tmp, "w")) || fprintf(f, "%s\n", line) < 0 || fclose(f) || rename(tmp, out))
+      die("cannot write calibration %s", out);
+    fprintf(stderr, "calibration written to %s\n", out);
+  }
+  printf("%s\n", line);
+  return 0;
+}
+
+int cmd_speed(int argc, char **argv) { return speed_main(argc, argv, 0); }
+int cmd_calibrate(int argc, char **argv) { return speed_main(argc, argv, 1); }

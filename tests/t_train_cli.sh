@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# t_train_cli.sh — `pdl train` / `pdl speed` / `pdl nets` from the command line: help, bad flags
+# (exit 2), broken data (exit 1 naming the file), learning on synthetic data, bit-identical
+# repeats, checkpoint/resume and SIGINT give the same final parameters as an uninterrupted run.
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+SYN="synthetic:n=512,seed=3"
+COMMON=(--data "$SYN" --net tiny --algo nag --batch 32 --lr 0.05 --threads 1 --quiet)
+
+for c in train speed nets calibrate; do expect "help: $c" "$PDL" "$c" --help; done
+expect_exit 2 "unknown flag" "$PDL" train --bogus 1
+expect_exit 2 "bad batch" "$PDL" train --batch 0
+expect_exit 2 "bad lr" "$PDL" train --lr abc
+expect_exit 2 "unknown algo" "$PDL" train "${COMMON[@]}" --algo nope --steps 1
+expect_exit 2 "bad net spec" "$PDL" train "${COMMON[@]}" --net "C8 X3 S10" --steps 1
+expect_exit 2 "unknown data" "$PDL" train --data imagenet --steps 1
+expect_exit 2 "unknown command" "$PDL" frobnicate
+
+# broken data: exit 1 and the file named
+mkdir -p "$T/fm"; for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  [ -f /usr/share/datasets/fashion-mnist/$f.gz ] && cp /usr/share/datasets/fashion-mnist/$f.gz "$T/fm/"; done
+if [ -f "$T/fm/train-images-idx3-ubyte.gz" ]; then
+  head -c 100000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz > "$T/fm/train-images-idx3-ubyte.gz"
+  out=$("$PDL" train --data "fashion-mnist:$T/fm" --steps 1 2>&1); rc=$?
+  if [ $rc -eq 1 ] && echo "$out" | grep -q "train-images-idx3-ubyte"; then ok "truncated data file: exit 1 naming it"
+  else notok "truncated data file" "rc=$rc out=$out"; fi
+else notok "fashion-mnist present" "dataset-fashion-mnist not installed (make deps)"; fi
+
+# learns on synthetic data; summary is the last stdout line with the documented keys
+out=$("$PDL" train "${COMMON[@]}" --epochs 4 --results "$T/r.jsonl"); rc=$?
+err=$(echo "$out" | tail -1 | jget test_err 2>/dev/null)
+if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(0 if float('$err') < 0.3 else 1)" 2>/dev/null; then ok "learns synthetic (test_err $err)"
+else notok "learns synthetic" "rc=$rc test_err=$err"; fi
+keys_ok=1; for k in test_acc test_err test_loss train_loss epochs updates time_s seed; do
+  echo "$out" | tail -1 | jget $k >/dev/null 2>&1 || keys_ok=0; done
+[ $keys_ok = 1 ] && ok "summary keys" || notok "summary keys" "$(echo "$out" | tail -1)"
+n=$(grep -c '"event":"eval"' "$T/r.jsonl"); [ "$n" -ge 4 ] && ok "results file has eval lines ($n)" || notok "results eval lines" "$n"
+
+# bit-identical repeats
+PDL_DUMP_PARAMS=$T/a.bin "$PDL" train "${COMMON[@]}" --epochs 2 >/dev/null
+PDL_DUMP_PARAMS=$T/b.bin "$PDL" train "${COMMON[@]}" --epochs 2 >/dev/null
+cmp -s "$T/a.bin" "$T/b.bin" && ok "same seed: bit-identical parameters" || notok "bit-identical" "params differ"
+PDL_DUMP_PARAMS=$T/c.bin "$PDL" train "${COMMON[@]}" --epochs 2 --seed 2 >/dev/null
+cmp -s "$T/a.bin" "$T/c.bin" && notok "seed matters" "seed 2 gave the same params" || ok "different seed differs"
+
+# checkpoint after epoch 1, resume to epoch 2 == uninterrupted
+"$PDL" train "${COMMON[@]}" --epochs 1 --checkpoint "$T/ck" >/dev/null
+PDL_DUMP_PARAMS=$T/r.bin "$PDL" train "${COMMON[@]}" --epochs 2 --checkpoint "$T/ck" --resume >/dev/null
+cmp -s "$T/a.bin" "$T/r.bin" && ok "checkpoint/resume == uninterrupted" || notok "checkpoint/resume" "params differ"
+
+# SIGINT mid-run: checkpoint saved, summary flushed, resume == uninterrupted
+SLOW=(--data "synthetic:n=4096,seed=3" --net "C16 C16 P F64 S10" --algo nag --batch 32 --lr 0.02 --threads 1 --quiet)
+PDL_DUMP_PARAMS=$T/full.bin "$PDL" train "${SLOW[@]}" --epochs 2 >/dev/null
+rm -f "$T/ck2"
+"$PDL" train "${SLOW[@]}" --epochs 2 --checkpoint "$T/ck2" --results "$T/int.jsonl" > "$T/int.out" 2>&1 &
+pid=$!; sleep 1.5; kill -INT $pid; wait $pid; rc=$?
+if [ $rc -ne 0 ] && [ -f "$T/ck2" ] && grep -q interrupted_by_signal "$T/int.jsonl"; then ok "SIGINT: checkpoint + summary (exit $rc)"
+else notok "SIGINT" "rc=$rc ck=$(ls "$T") $(tail -2 "$T/int.out")"; fi
+PDL_DUMP_PARAMS=$T/res.bin "$PDL" train "${SLOW[@]}" --epochs 2 --checkpoint "$T/ck2" --resume >/dev/null
+cmp -s "$T/full.bin" "$T/res.bin" && ok "SIGINT + resume == uninterrupted" || notok "SIGINT resume" "params differ"
+
+out=$("$PDL" nets); echo "$out" | grep -q ppasgd-cifar && ok "nets lists presets" || notok "nets" "$out"
+finish

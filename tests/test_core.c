@@ -1,0 +1,163 @@
+/* test_core.c — the training core above the kernels: spec parsing, whole-net gradients
+ * (finite differences on the reference path; fast path against the reference), optimizer
+ * steps against hand-computed values, and bit-identical repeat training steps. */
+#include "harness.h"
+#include "core/model.h"
+#include "optim/optim.h"
+#include "util/util.h"
+
+static void fill(float *v, size_t n, uint64_t seed, float scale) {
+  rng_t r; rng_seed(&r, seed, 3);
+  for (size_t i = 0; i < n; i++) v[i] = scale * rng_normal(&r);
+}
+
+static void test_spec_parsing(void) {
+  net_t n;
+  net_build(&n, "C32 C32 P C64 P C128 P F256 F256 S10", 1, 28, 28);
+  /* convs: 1*32*9+32, 32*32*9+32, 32*64*9+64, 64*128*9+128; fc 128*3*3 -> 256, 256 -> 256, 256 -> 10 */
+  size_t want = (9 * 32 + 32) + (32 * 32 * 9 + 32) + (32 * 64 * 9 + 64) + (64 * 128 * 9 + 128) +
+                (1152 * 256 + 256) + (256 * 256 + 256) + (256 * 10 + 10);
+  EXPECT_MSG(n.nparams == want, "nparams %zu want %zu", n.nparams, want);
+  EXPECT(n.classes == 10);
+  net_build(&n, "easgd-cifar", 1, 28, 28);
+  /* (3,28)C(64,24)P(64,12)C(128,8)P(128,4)C(64,2)D(256,1)S(10,1) with 1 input channel */
+  int found = 0;
+  for (int i = 0; i < n.nlayers; i++)
+    if (n.L[i].type == L_CONV && n.L[i].k == 3) { EXPECT(n.L[i].oh == 2 && n.L[i].oc == 64); found = 1; }
+  EXPECT(found);
+  net_build(&n, "C8k5p0 Pc F16 S3", 2, 9, 7);  /* 9x7 -> 5x3 -> ceil 3x2 */
+  EXPECT(n.L[2].oh == 3 && n.L[2].ow == 2);
+  /* FLOPs of a single conv + fc: 2*MAC each */
+  net_build(&n, "C4 S2", 1, 5, 5);
+  double conv = 2.0 * 4 * 25 * 9, fc = 2.0 * 100 * 2;
+  EXPECT_NEAR(n.flops_fwd, conv + fc, 1e-9, "integer flop counts");
+}
+
+/* Whole-net gradient check: central differences of the summed loss on the reference path. */
+static void test_net_gradient_fd(void) {
+  const char *specs[] = {"leaky C3 P F6 S4", "relu C2k3p0 Pc C3k1p0 F5 S3"};
+  for (int si = 0; si < 2; si++) {
+    net_t n; net_build(&n, specs[si], 2, 7, 6);
+    int B = 3;
+    size_t np = n.nparams, img = 2 * 7 * 6;
+    float *w = xmalloc(np * 4), *g = xcalloc(np, 4), *x = xmalloc(B * img * 4);
+    int y[3] = {0, 2, 1};
+    net_init_params(&n, w, 5);
+    fill(w, np, 11, 0.3f);  /* nonzero biases too */
+    fill(x, B * img, 12, 1.0f);
+    workspace_t ws; ws_init(&ws, &n, B, 1, &kernels_ref, 1);
+    net_forward(&ws, w, x, y, B, 1, NULL);
+    net_backward(&ws, w, g, y, B, 1.0f);
+    int checked = 0, bad = 0;
+    for (size_t i = 0; i < np; i += 1 + np / 60) {
+      float keep = w[i], h = 1e-3f;
+      w[i] = keep + h; double lp = net_forward(&ws, w, x, y, B, 0, NULL);
+      w[i] = keep - h; double lm = net_forward(&ws, w, x, y, B, 0, NULL);
+      w[i] = keep;
+      double fd = (lp - lm) / (2 * h);
+      /* float32 loss (~1e-7 relative) over 2h = 2e-3 leaves ~1e-3 absolute noise; kinks of
+       * leaky ReLU / max-pool inside [w-h, w+h] bend a few points by a few %, hence the count. */
+      if (fabs(fd - g[i]) > 5e-3 + 3e-2 * fabs(fd)) bad++;
+      checked++;
+    }
+    EXPECT_MSG(bad <= checked / 10, "%s: %d of %d parameters disagree with finite differences", specs[si], bad, checked);
+    ws_free(&ws); xfree(w); xfree(g); xfree(x);
+  }
+}
+
+/* The fast path's whole-net loss and gradients agree with the reference. */
+static void test_net_cpu_vs_ref(void) {
+  net_t n; net_build(&n, "leaky C8 C8 P C16 Pc F32 D0.3 S10", 1, 13, 11);
+  int B = 5; size_t np = n.nparams, img = 13 * 11;
+  float *w = xmalloc(np * 4), *gr = xcalloc(np, 4), *gc = xcalloc(np, 4), *x = xmalloc(B * img * 4);
+  int y[5] = {1, 3, 5, 7, 9};
+  net_init_params(&n, w, 3); fill(x, B * img, 4, 1.0f);
+  for (int t = 1; t <= 2; t++) {
+    workspace_t wr, wc;
+    ws_init(&wr, &n, B, 1, &kernels_ref, 9); ws_init(&wc, &n, B, t, &kernels_cpu, 9);
+    double lr_ = net_forward(&wr, w, x, y, B, 1, NULL), lc = net_forward(&wc, w, x, y, B, 1, NULL);
+    net_backward(&wr, w, gr, y, B, 0.2f); net_backward(&wc, w, gc, y, B, 0.2f);
+    /* float sums in different orders (GEMM blocking vs naive loops): ~1e-6 relative per op */
+    EXPECT_NEAR(lc, lr_, 1e-4 * fabs(lr_), "summation order differs between GEMM and loops");
+    double e = max_rel_err(gc, gr, np, 1e-3);
+    EXPECT_MSG(e < 1e-3, "threads %d: max relative gradient error %g (float summation order)", t, e);
+    ws_free(&wr); ws_free(&wc);
+  }
+  xfree(w); xfree(gr); xfree(gc); xfree(x);
+}
+
+static void test_optimizers(void) {
+  float w[2], g[2];
+  optim_t o;
+  /* sgd with weight decay: w -= lr*(g + wd*w) */
+  optim_init(&o, OPT_SGD, 2, 0, 0.1f); w[0] = 1; w[1] = -2; g[0] = 0.5f; g[1] = 1;
+  optim_step(&o, w, g, 0.1f);
+  EXPECT_NEAR(w[0], 1 - 0.1 * (0.5 + 0.1), 1e-7, "float rounding"); EXPECT_NEAR(w[1], -2 - 0.1 * (1 - 0.2), 1e-7, "float rounding");
+  optim_free(&o);
+  /* msgd: M = mu M - lr g; w += M, two steps */
+  optim_init(&o, OPT_MSGD, 1, 0.9f, 0); w[0] = 1;
+  g[0] = 1; optim_step(&o, w, g, 0.1f);  /* M=-0.1, w=0.9 */
+  g[0] = 2; optim_step(&o, w, g, 0.1f);  /* M=-0.09-0.2=-0.29, w=0.61 */
+  EXPECT_NEAR(w[0], 0.61, 1e-6, "float rounding"); EXPECT_NEAR(o.M[0], -0.29, 1e-6, "float rounding");
+  optim_free(&o);
+  /* nag: the gradient point is w + mu M */
+  optim_init(&o, OPT_NAG, 1, 0.9f, 0); w[0] = 1;
+  EXPECT(optim_grad_point(&o, w) == w);
+  g[0] = 1; optim_step(&o, w, g, 0.1f);  /* M=-0.1, w=0.9, what = 0.9 - 0.09 = 0.81 */
+  EXPECT_NEAR(optim_grad_point(&o, w)[0], 0.81, 1e-6, "float rounding");
+  optim_free(&o);
+  /* adam, one step: m = 0.1 g, v = 0.001 g^2, bias-corrected step = lr * g/|g| */
+  optim_init(&o, OPT_ADAM, 1, 0, 0); w[0] = 1; g[0] = 4;
+  optim_step(&o, w, g, 0.01f);
+  EXPECT_NEAR(w[0], 1 - 0.01, 1e-6, "eps 1e-8 against |g| = 4");
+  optim_free(&o);
+  /* asgd: average of iterates 1-0.1, then -0.2 */
+  optim_init(&o, OPT_ASGD, 1, 0, 0); w[0] = 1;
+  g[0] = 1; optim_step(&o, w, g, 0.1f); g[0] = 2; optim_step(&o, w, g, 0.1f);  /* w: 0.9, 0.7 */
+  EXPECT_NEAR(optim_eval_point(&o, w)[0], 0.8, 1e-6, "float rounding");
+  optim_free(&o);
+  optim_init(&o, OPT_MVASGD, 1, 0, 0); o.mvrate = 0.5f; w[0] = 1;
+  g[0] = 1; optim_step(&o, w, g, 0.1f); g[0] = 2; optim_step(&o, w, g, 0.1f);  /* z: 0.9, 0.8 */
+  EXPECT_NEAR(optim_eval_point(&o, w)[0], 0.8, 1e-6, "float rounding");
+  optim_free(&o);
+  EXPECT_NEAR(lr_at(1.0f, 0, 4), 0.25, 0, "exact"); EXPECT_NEAR(lr_at(1.0f, 3, 4), 1.0, 0, "exact");
+  EXPECT_NEAR(lr_at(1.0f, 9, 4), 1.0, 0, "exact"); EXPECT_NEAR(lr_at(1.0f, 0, 0), 1.0, 0, "exact");
+}
+
+/* Same seed and thread count: bit-identical parameters after several steps. */
+static void run_steps(float *w, int threads) {
+  net_t n; net_build(&n, "leaky C8 P C16 P F32 D0.5 S10", 1, 28, 28);
+  int B = 16; size_t np = n.nparams, img = 784;
+  float *g = xmalloc(np * 4), *x = xmalloc(B * img * 4); int y[16];
+  net_init_params(&n, w, 1);
+  optim_t o; optim_init(&o, OPT_NAG, np, 0.9f, 1e-4f);
+  workspace_t ws; ws_init(&ws, &n, B, threads, &kernels_cpu, 1);
+  for (int s = 0; s < 5; s++) {
+    fill(x, B * img, 100 + s, 1.0f);
+    for (int i = 0; i < B; i++) y[i] = (i * 7 + s) % 10;
+    vec_zero(g, np);
+    const float *gp = optim_grad_point(&o, w);
+    net_forward(&ws, gp, x, y, B, 1, NULL);
+    net_backward(&ws, gp, g, y, B, 1.0f / B);
+    optim_step(&o, w, g, 0.05f);
+  }
+  ws_free(&ws); optim_free(&o); xfree(g); xfree(x);
+}
+static void test_bit_identical(void) {
+  net_t n; net_build(&n, "leaky C8 P C16 P F32 D0.5 S10", 1, 28, 28);
+  for (int t = 1; t <= 2; t++) {
+    float *a = xmalloc(n.nparams * 4), *b = xmalloc(n.nparams * 4);
+    run_steps(a, t); run_steps(b, t);
+    EXPECT_MSG(memcmp(a, b, n.nparams * 4) == 0, "threads %d: repeat runs differ", t);
+    xfree(a); xfree(b);
+  }
+}
+
+int main(void) {
+  RUN(test_spec_parsing);
+  RUN(test_net_gradient_fd);
+  RUN(test_net_cpu_vs_ref);
+  RUN(test_optimizers);
+  RUN(test_bit_identical);
+  return harness_exit();
+}
