@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# bench/core/run.sh — `make bench-core`: pdl speed beside the same net in Debian's PyTorch, at
+# batch 1, 16, 128 and 1 and 2 threads, measured in one run (alternating, so both see the same
+# machine state). Writes results/core/speed.jsonl and a table with the ratios and the targets
+# (>= 2x PyTorch at batch 128, >= 10x at batch 1, >= 50% of sgemm GFLOP/s at batch 128).
+cd "$(dirname "$0")/../.."
+source bench/lib.sh
+bench_init core
+OUT=$RES/speed.jsonl
+: > "$OUT.tmp"
+REPEATS=${QUICK:+3}; REPEATS=${REPEATS:-7}
+TORCH_PY=/usr/bin/python3
+have_torch=0
+if $TORCH_PY -c 'import torch' 2>/dev/null; then have_torch=1
+elif [ "$(id -u)" = 0 ]; then
+  echo "[core] installing python3-torch for the PyTorch side" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >&2 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >&2; }
+  $TORCH_PY -c 'import torch' 2>/dev/null && have_torch=1
+fi
+[ $have_torch = 1 ] || echo "[core] python3-torch not available (needs root to install): PyTorch column skipped" >&2
+printf '%-6s %-7s %12s %12s %8s %10s %10s %8s\n' batch threads pdl_img/s torch_img/s ratio pdl_GFLOP/s sgemm_GF/s %sgemm
+for B in 1 16 128; do
+  for T in 1 2; do
+    p=$(OMP_NUM_THREADS=$T "$PDL" speed --batch "$B" --threads "$T" --repeats "$REPEATS" 2>/dev/null | tail -1) || { echo "pdl speed failed" >&2; exit 1; }
+    t='{}'
+    [ $have_torch = 1 ] && t=$(OMP_NUM_THREADS=$T $TORCH_PY bench/core/torch_speed.py "$B" "$T" "$REPEATS" 2>/dev/null | tail -1)
+    echo "$p" >> "$OUT.tmp"; [ "$t" != '{}' ] && echo "$t" >> "$OUT.tmp"
+    python3 - "$p" "$t" <<'PY'
+import json, sys
+p, t = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ti = t.get("img_per_s")
+r = p["img_per_s"] / ti if ti else float("nan")
+print("%-6d %-7d %12.1f %12s %8s %10.1f %10.1f %7.0f%%" % (p["batch"], p["threads"], p["img_per_s"],
+      "%.1f" % ti if ti else "n/a", "%.2fx" % r if ti else "n/a", p["gflops"], p["sgemm_gflops"], 100 * p["ratio_to_sgemm"]))
+PY
+  done
+done
+mv "$OUT.tmp" "$OUT"
+python3 - "$OUT" "$TABLE.tmp" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+pdl = {(r["batch"], r["threads"]): r for r in rows if r.get("impl", "pdl") == "pdl" and "gflops" in r}
+tor = {(r["batch"], r["threads"]): r for r in rows if r.get("impl") == "pytorch"}
+out = open(sys.argv[2], "a")
+def row(*c): out.write("\t".join(str(x) for x in c) + "\n")
+for T in (1, 2):
+    for B, target in ((128, 2.0), (1, 10.0)):
+        p = pdl.get((B, T)); t = tor.get((B, T))
+        if p and t:
+            r = p["img_per_s"] / t["img_per_s"]
+            row("core-speed-b%d-t%d" % (B, T), ">= %gx PyTorch (issue target)" % target,
+                "%.0f vs %.0f img/s = %.2fx" % (p["img_per_s"], t["img_per_s"], r), "random 28x28x1", "real",
+                "met" if r >= target else "NOT met")
+    p = pdl.get((128, T))
+    if p:
+        row("core-sgemm-b128-t%d" % T, ">= 50% of sgemm GFLOP/s", "%.1f of %.1f GFLOP/s = %.0f%%" % (p["gflops"], p["sgemm_gflops"], 100 * p["ratio_to_sgemm"]),
+            "random 28x28x1", "real", "met" if p["ratio_to_sgemm"] >= 0.5 else "NOT met")
+PY
+table_print
