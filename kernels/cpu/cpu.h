@@ -1,0 +1,34 @@
+/* cpu.h — internal helpers shared by the kernels/cpu/ files (not part of the public layer API).
+ * Threading model: every cpu_* kernel opens its own OpenMP team with num_threads(cpu_get_threads())
+ * so the count is a property of the calling thread (several worker pthreads may each train a
+ * replica with their own count); OpenBLAS is made single-threaded once and all parallelism is ours.
+ * Work is always split by the actual team size with static, index-based partitions, so the same
+ * inputs and the same thread count give bit-identical results. */
+#ifndef PDL_KERNELS_CPU_H
+#define PDL_KERNELS_CPU_H
+#include <stddef.h>
+
+/* Make OpenBLAS single-threaded (idempotent, thread-safe; called by every BLAS-using kernel). */
+void cpu_blas_init(void);
+
+/* Element counts below which an element-wise kernel runs on the calling thread only: waking a
+ * team costs a few microseconds, more than streaming this many floats. */
+#define CPU_PAR_MIN_ELEMS ((size_t)1 << 15)
+
+/* [lo, hi) of part t of n split into nt nearly equal contiguous parts. */
+static inline void cpu_split(int n, int nt, int t, int *lo, int *hi) {
+  *lo = (int)((long long)n * t / nt);
+  *hi = (int)((long long)n * (t + 1) / nt);
+}
+
+/* Round a float count up to a whole number of 64-byte lines so per-thread slices stay aligned. */
+static inline size_t cpu_round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* im2col of one image, rows [r0, r1) of col only (row r = (ci*k + kh)*k + kw):
+ * img [C][H][W] -> col [C*k*k][Ho*Wo], col[r][oh*Wo+ow] = img[ci][oh+kh-pad][ow+kw-pad] or 0. */
+void cpu_im2col(float *col, const float *img, int C, int H, int W, int k, int pad, int r0, int r1);
+/* col2im of one image, channels [c0, c1) only: img[ci] = sum of the col entries that im2col
+ * would have copied from img[ci] (img channels are overwritten, the rest untouched). */
+void cpu_col2im(float *img, const float *col, int C, int H, int W, int k, int pad, int c0, int c1);
+
+#endif

@@ -1,0 +1,202 @@
+/* cpu_conv.c — convolution forward/backward: im2col + OpenBLAS sgemm, OpenMP over images.
+ * Per image (K = Ci*k*k, P = Ho*Wo):  out_i[Co][P] = w[Co][K] x col_i[K][P] + b
+ *                                     dw[Co][K] += dout_i[Co][P] x col_i^T,   db += row sums of dout_i
+ *                                     dcol[K][P] = w^T x dout_i,   din_i = col2im(dcol)
+ * Per-image GEMMs keep col_i in L2 and ran faster here than one whole-batch GEMM (DESIGN.md), so
+ * with B >= nthreads each thread takes a contiguous block of images with its own scratch slice;
+ * thread 0 accumulates dw/db in place, the others into private partials that are added to dw/db
+ * afterwards in thread order (fixed order -> bit-identical results for a given thread count).
+ * With B < nthreads (batch 1) the GEMMs themselves are split: forward and dw by output-channel
+ * rows, dcol/col2im by input channels, im2col by col rows. k == 1 && pad == 0 skips im2col/col2im
+ * (col_i is the input image itself, dcol is din_i). Bias is fused: out rows are filled with b and
+ * the GEMM accumulates (beta = 1), which costs the same as OpenBLAS's beta = 0 clearing pass.
+ * Scratch per thread: col [K][P], dw partial [Co][K], db partial [Co] (each rounded to 64 bytes). */
+#include <cblas.h>
+#include <omp.h>
+#include "core/layers.h"
+#include "kernels/cpu/cpu.h"
+#include "util/util.h"
+
+typedef struct {
+  int B, Ci, H, W, Co, k, pad, Ho, Wo, P, K, direct;
+  size_t col_n, per_thread; /* floats: one col buffer (rounded), one thread's scratch slice */
+} conv_shape_t;
+
+static conv_shape_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
+  conv_shape_t s;
+  SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && k > 0 && pad >= 0);
+  s.B = B; s.Ci = Ci; s.H = H; s.W = W; s.Co = Co; s.k = k; s.pad = pad;
+  s.Ho = H + 2 * pad - k + 1; s.Wo = W + 2 * pad - k + 1;
+  SHAPE_ASSERT(s.Ho > 0 && s.Wo > 0);
+  s.P = s.Ho * s.Wo; s.K = Ci * k * k;
+  s.direct = k == 1 && pad == 0;
+  s.col_n = cpu_round16((size_t)s.K * s.P);
+  s.per_thread = s.col_n + cpu_round16((size_t)Co * s.K) + cpu_round16((size_t)Co);
+  return s;
+}
+
+/* Batch 1 with several threads splits each GEMM; otherwise threads take whole images. */
+static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nthreads; }
+
+size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
+  conv_shape_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
+  size_t n = T * s.per_thread;
+  if (T > 1 && 2 * s.col_n > n) n = 2 * s.col_n; /* split-GEMM layout: col + dcol */
+  return n;
+}
+
+/* out rows [co0, co1) of one image: fill with bias, then += w rows x col. */
+static void fwd_rows(const conv_shape_t *s, float *out_i, const float *colp, const float *w, const float *b,
+                     int co0, int co1) {
+  if (co1 <= co0) return;
+  for (int co = co0; co < co1; co++) {
+    float *o = out_i + (size_t)co * s->P;
+    const float bv = b[co];
+    for (int p = 0; p < s->P; p++) o[p] = bv;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, co1 - co0, s->P, s->K, 1.0f, w + (size_t)co0 * s->K,
+              s->K, colp, s->P, 1.0f, out_i + (size_t)co0 * s->P, s->P);
+}
+
+static void fwd_body(const conv_shape_t *s, float *out, const float *in, const float *w, const float *b,
+                     float *scratch, int t, int nt, int split) {
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
+  if (!split) {
+    float *col = scratch + (size_t)t * s->per_thread;
+    int i0, i1;
+    cpu_split(s->B, nt, t, &i0, &i1);
+    for (int i = i0; i < i1; i++) {
+      const float *in_i = in + i * in_n, *colp = in_i;
+      if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->K); colp = col; }
+      fwd_rows(s, out + i * out_n, colp, w, b, 0, s->Co);
+    }
+    return;
+  }
+  float *col = scratch;
+  int r0, r1, co0, co1;
+  cpu_split(s->K, nt, t, &r0, &r1);
+  cpu_split(s->Co, nt, t, &co0, &co1);
+  for (int i = 0; i < s->B; i++) {
+    const float *in_i = in + i * in_n, *colp = in_i;
+    if (!s->direct) {
+      if (i > 0) {
+#pragma omp barrier
+      }
+      cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, r0, r1);
+      colp = col;
+#pragma omp barrier
+    }
+    fwd_rows(s, out + i * out_n, colp, w, b, co0, co1);
+  }
+}
+
+void cpu_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                      int Co, int k, int pad, float *scratch) {
+  /* in [B][Ci][H][W], w [Co][Ci][k][k], b [Co], out [B][Co][Ho][Wo] */
+  conv_shape_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = conv_split_gemm(B, T);
+  if (T == 1) { fwd_body(&s, out, in, w, b, scratch, 0, 1, 0); return; }
+#pragma omp parallel num_threads(T)
+  fwd_body(&s, out, in, w, b, scratch, omp_get_thread_num(), omp_get_num_threads(),
+           split && omp_get_num_threads() > 1);
+}
+
+/* db[co] (+)= sum_p dout_i[co][p] for co in [co0, co1); acc = 0 overwrites. */
+static void bias_grad(float *db, const float *dout_i, int P, int co0, int co1, int acc) {
+  for (int co = co0; co < co1; co++) {
+    const float *d = dout_i + (size_t)co * P;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int p = 0; p < P; p++) sum += d[p];
+    db[co] = acc ? db[co] + sum : sum;
+  }
+}
+
+/* Input gradient of one image, input channels [c0, c1): dcol rows = w^T rows x dout_i, then col2im. */
+static void din_channels(const conv_shape_t *s, float *din_i, const float *dout_i, const float *w, float *dcol,
+                         int c0, int c1) {
+  if (c1 <= c0) return;
+  const int kk = s->k * s->k;
+  if (s->direct) {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, s->P, s->Co, 1.0f, w + c0, s->K, dout_i, s->P,
+                0.0f, din_i + (size_t)c0 * s->P, s->P);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (c1 - c0) * kk, s->P, s->Co, 1.0f, w + (size_t)c0 * kk,
+              s->K, dout_i, s->P, 0.0f, dcol + (size_t)c0 * kk * s->P, s->P);
+  cpu_col2im(din_i, dcol, s->Ci, s->H, s->W, s->k, s->pad, c0, c1);
+}
+
+static void bwd_body(const conv_shape_t *s, float *din, float *dw, float *db, const float *dout, const float *in,
+                     const float *w, float *scratch, int t, int nt, int split) {
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
+  if (!split) {
+    float *col = scratch + (size_t)t * s->per_thread;
+    float *dwp = t == 0 ? dw : col + s->col_n, *dbp = t == 0 ? db : dwp + cpu_round16((size_t)s->Co * s->K);
+    int i0, i1;
+    cpu_split(s->B, nt, t, &i0, &i1);
+    for (int i = i0; i < i1; i++) {
+      const float *in_i = in + i * in_n, *dout_i = dout + i * out_n, *colp = in_i;
+      const int acc = t == 0 || i > i0; /* thread 0 adds onto dw; partials start at their first image */
+      if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->K); colp = col; }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, s->K, s->P, 1.0f, dout_i, s->P, colp, s->P,
+                  acc ? 1.0f : 0.0f, dwp, s->K);
+      bias_grad(dbp, dout_i, s->P, 0, s->Co, acc);
+      if (din) din_channels(s, din + i * in_n, dout_i, w, col, 0, s->Ci);
+    }
+    if (nt == 1) return;
+#pragma omp barrier
+    /* dw, db += partials of threads 1..nt-1 (those that had images), in thread order */
+    const int nw = s->Co * s->K, nall = nw + s->Co;
+    int j0, j1;
+    cpu_split(nall, nt, t, &j0, &j1);
+    for (int j = j0; j < j1; j++) {
+      float *dst = j < nw ? dw + j : db + (j - nw);
+      float v = *dst;
+      for (int u = 1; u < nt; u++) {
+        int u0, u1;
+        cpu_split(s->B, nt, u, &u0, &u1);
+        if (u1 <= u0) continue;
+        const float *part = scratch + (size_t)u * s->per_thread + s->col_n;
+        v += j < nw ? part[j] : part[cpu_round16((size_t)nw) + (j - nw)];
+      }
+      *dst = v;
+    }
+    return;
+  }
+  float *col = scratch, *dcol = scratch + s->col_n;
+  int r0, r1, co0, co1, c0, c1;
+  cpu_split(s->K, nt, t, &r0, &r1);
+  cpu_split(s->Co, nt, t, &co0, &co1);
+  cpu_split(s->Ci, nt, t, &c0, &c1);
+  for (int i = 0; i < s->B; i++) {
+    const float *in_i = in + i * in_n, *dout_i = dout + i * out_n, *colp = in_i;
+    if (!s->direct) {
+      if (i > 0) {
+#pragma omp barrier
+      }
+      cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, r0, r1);
+      colp = col;
+#pragma omp barrier
+    }
+    if (co1 > co0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co1 - co0, s->K, s->P, 1.0f, dout_i + (size_t)co0 * s->P,
+                  s->P, colp, s->P, 1.0f, dw + (size_t)co0 * s->K, s->K);
+    bias_grad(db, dout_i, s->P, co0, co1, 1);
+    if (din) din_channels(s, din + i * in_n, dout_i, w, dcol, c0, c1);
+  }
+}
+
+void cpu_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int B,
+                       int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
+  /* dout [B][Co][Ho][Wo], in/din [B][Ci][H][W], w/dw [Co][Ci][k][k], db [Co] */
+  conv_shape_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = conv_split_gemm(B, T);
+  if (T == 1) { bwd_body(&s, din, dw, db, dout, in, w, scratch, 0, 1, 0); return; }
+#pragma omp parallel num_threads(T)
+  bwd_body(&s, din, dw, db, dout, in, w, scratch, omp_get_thread_num(), omp_get_num_threads(),
+           split && omp_get_num_threads() > 1);
+}

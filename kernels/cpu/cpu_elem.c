@@ -1,0 +1,175 @@
+/* cpu_elem.c — the element-wise and small layers of the CPU path: max-pool, leaky ReLU, dropout,
+ * softmax cross-entropy. Loops are written to vectorise (branch-free selects, unit stride where
+ * the layout allows) and are spread over an OpenMP team only when there is enough work to pay for
+ * waking it (CPU_PAR_MIN_ELEMS). Static partitions, no reductions across threads: results do
+ * not depend on the thread count. Semantics match reference/layers_ref.c exactly (first maximum
+ * of a window, out's sign for the activation backward). */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+#include "core/layers.h"
+#include "kernels/cpu/cpu.h"
+#include "util/util.h"
+
+static inline int elem_threads(size_t n) { return n < CPU_PAR_MIN_ELEMS ? 1 : cpu_get_threads(); }
+static int pool_out(int n, int s, int ceil_mode) { return ceil_mode ? (n + s - 1) / s : n / s; }
+
+/* One H x W plane. s is a compile-time constant in the s == 2 instantiation, so the window loops
+ * unroll. Windows are clipped at the border (ceil mode); a window's first element (row-major)
+ * wins ties, as in the reference: v > m keeps the earlier maximum. */
+static inline __attribute__((always_inline)) void pool_fwd_plane(float *o, const float *x, int H, int W, int Ho,
+                                                                 int Wo, const int s) {
+  for (int oh = 0; oh < Ho; oh++) {
+    const int h0 = oh * s, hn = H - h0 < s ? H - h0 : s;
+    const float *r = x + (size_t)h0 * W;
+    float *orow = o + (size_t)oh * Wo;
+    const int Wf = W / s < Wo ? W / s : Wo; /* windows that are s wide */
+    if (hn == s) {
+      for (int ow = 0; ow < Wf; ow++) {
+        const float *p = r + ow * s;
+        float m = p[0];
+        for (int dh = 0; dh < s; dh++)
+          for (int dw = 0; dw < s; dw++) { float v = p[dh * W + dw]; m = v > m ? v : m; }
+        orow[ow] = m;
+      }
+    } else {
+      for (int ow = 0; ow < Wf; ow++) {
+        const float *p = r + ow * s;
+        float m = p[0];
+        for (int dh = 0; dh < hn; dh++)
+          for (int dw = 0; dw < s; dw++) { float v = p[dh * W + dw]; m = v > m ? v : m; }
+        orow[ow] = m;
+      }
+    }
+    for (int ow = Wf; ow < Wo; ow++) { /* clipped last column (ceil mode) */
+      const int wn = W - ow * s;
+      const float *p = r + ow * s;
+      float m = p[0];
+      for (int dh = 0; dh < hn; dh++)
+        for (int dw = 0; dw < wn; dw++) { float v = p[dh * W + dw]; m = v > m ? v : m; }
+      orow[ow] = m;
+    }
+  }
+}
+
+/* din plane = dout routed to the first maximum of each window, 0 elsewhere (every din element
+ * is written exactly once: windows tile the covered area, floor-mode leftovers are zeroed). */
+static inline __attribute__((always_inline)) void pool_bwd_plane(float *dx, const float *g, const float *x, int H,
+                                                                 int W, int Ho, int Wo, const int s) {
+  const int Hc = Ho * s < H ? Ho * s : H, Wc = Wo * s < W ? Wo * s : W; /* covered extent */
+  for (int oh = 0; oh < Ho; oh++) {
+    const int h0 = oh * s, hn = H - h0 < s ? H - h0 : s;
+    const float *r = x + (size_t)h0 * W;
+    float *d = dx + (size_t)h0 * W;
+    const float *grow = g + (size_t)oh * Wo;
+    for (int ow = 0; ow < Wo; ow++) {
+      const int wn = W - ow * s < s ? W - ow * s : s;
+      const float *p = r + ow * s;
+      float *q = d + ow * s;
+      float m = p[0];
+      int best = 0;
+      for (int dh = 0; dh < hn; dh++)
+        for (int dw = 0; dw < wn; dw++) {
+          float v = p[dh * W + dw];
+          if (v > m) { m = v; best = dh * W + dw; }
+        }
+      const float gv = grow[ow];
+      for (int dh = 0; dh < hn; dh++)
+        for (int dw = 0; dw < wn; dw++) q[dh * W + dw] = dh * W + dw == best ? gv : 0.0f;
+    }
+    if (Wc < W)
+      for (int dh = 0; dh < hn; dh++) memset(d + (size_t)dh * W + Wc, 0, sizeof(float) * (W - Wc));
+  }
+  if (Hc < H) memset(dx + (size_t)Hc * W, 0, sizeof(float) * (size_t)(H - Hc) * W);
+}
+
+void cpu_maxpool_forward(float *out, const float *in, int B, int C, int H, int W, int s, int ceil_mode) {
+  /* in [B][C][H][W], out [B][C][Ho][Wo] */
+  SHAPE_ASSERT(B > 0 && C > 0 && s > 0);
+  const int Ho = pool_out(H, s, ceil_mode), Wo = pool_out(W, s, ceil_mode);
+  SHAPE_ASSERT(Ho > 0 && Wo > 0);
+  const long planes = (long)B * C;
+  const int T = elem_threads((size_t)planes * H * W);
+#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+  for (long pl = 0; pl < planes; pl++) {
+    float *o = out + (size_t)pl * Ho * Wo;
+    const float *x = in + (size_t)pl * H * W;
+    if (s == 2) pool_fwd_plane(o, x, H, W, Ho, Wo, 2);
+    else pool_fwd_plane(o, x, H, W, Ho, Wo, s);
+  }
+}
+
+void cpu_maxpool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H,
+                          int W, int s, int ceil_mode) {
+  /* dout, out [B][C][Ho][Wo]; in, din [B][C][H][W]; out unused (the argmax is recomputed from in) */
+  (void)out;
+  SHAPE_ASSERT(B > 0 && C > 0 && s > 0);
+  const int Ho = pool_out(H, s, ceil_mode), Wo = pool_out(W, s, ceil_mode);
+  SHAPE_ASSERT(Ho > 0 && Wo > 0);
+  const long planes = (long)B * C;
+  const int T = elem_threads((size_t)planes * H * W);
+#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+  for (long pl = 0; pl < planes; pl++) {
+    float *dx = din + (size_t)pl * H * W;
+    const float *g = dout + (size_t)pl * Ho * Wo, *x = in + (size_t)pl * H * W;
+    if (s == 2) pool_bwd_plane(dx, g, x, H, W, Ho, Wo, 2);
+    else pool_bwd_plane(dx, g, x, H, W, Ho, Wo, s);
+  }
+}
+
+void cpu_act_forward(float *out, const float *in, size_t n, float slope) {
+  const int T = elem_threads(n);
+#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+  for (size_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : slope * in[i];
+}
+
+void cpu_act_backward(float *din, const float *dout, const float *out, size_t n, float slope) {
+  const int T = elem_threads(n);
+#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+  for (size_t i = 0; i < n; i++) din[i] = out[i] > 0.0f ? dout[i] : slope * dout[i];
+}
+
+void cpu_dropout_forward(float *out, const float *in, const float *mask, size_t n) {
+  const int T = elem_threads(n);
+#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+  for (size_t i = 0; i < n; i++) out[i] = in[i] * mask[i];
+}
+
+void cpu_dropout_backward(float *din, const float *dout, const float *mask, size_t n) {
+  const int T = elem_threads(n);
+#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+  for (size_t i = 0; i < n; i++) din[i] = dout[i] * mask[i];
+}
+
+/* Softmax rows are short (classes) and few (batch): one thread, double inside each row so the
+ * loss -log p = log(sum exp(z - max)) - (z[label] - max) is accurate even for tiny p. */
+double cpu_softmax_xent_forward(float *probs, const float *logits, const int *labels, int B, int N) {
+  /* logits, probs [B][N]; labels [B] in [0, N) */
+  SHAPE_ASSERT(B > 0 && N > 0);
+  double loss = 0;
+  for (int i = 0; i < B; i++) {
+    const float *z = logits + (size_t)i * N;
+    float *p = probs + (size_t)i * N;
+    SHAPE_ASSERT(labels[i] >= 0 && labels[i] < N);
+    float mx = z[0];
+    for (int j = 1; j < N; j++) mx = z[j] > mx ? z[j] : mx;
+    double sum = 0;
+    for (int j = 0; j < N; j++) sum += exp((double)z[j] - mx);
+    const double inv = 1.0 / sum;
+    for (int j = 0; j < N; j++) p[j] = (float)(exp((double)z[j] - mx) * inv);
+    loss += log(sum) - ((double)z[labels[i]] - mx);
+  }
+  return loss;
+}
+
+void cpu_softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int N, float scale) {
+  /* probs, dlogits [B][N] */
+  SHAPE_ASSERT(B > 0 && N > 0);
+  for (int i = 0; i < B; i++) {
+    SHAPE_ASSERT(labels[i] >= 0 && labels[i] < N);
+    const float *p = probs + (size_t)i * N;
+    float *d = dlogits + (size_t)i * N;
+    for (int j = 0; j < N; j++) d[j] = p[j] * scale;
+    d[labels[i]] = (p[labels[i]] - 1.0f) * scale;
+  }
+}

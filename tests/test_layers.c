@@ -1,0 +1,515 @@
+/* test_layers.c — every layer of the CPU path (kernels/cpu) against the reference oracle
+ * (reference/layers_ref.c) over odd shapes, batch 1 and batch > threads, 1-3 threads, din NULL
+ * and not, += semantics of parameter gradients onto nonzero buffers, overwrite semantics of din
+ * (buffers pre-filled with NaN), scratch bounds (canary past cpu_conv_scratch_floats), bit-identical
+ * repeats, concurrent callers; and finite differences (double, central) on the reference itself
+ * so the oracle is checked against calculus rather than against another implementation. */
+#include <pthread.h>
+#include <stdint.h>
+#include "core/layers.h"
+#include "core/rng.h"
+#include "tests/harness.h"
+#include "util/util.h"
+
+/* float32 GEMM sums of up to a few hundred O(1) products against double sums: the expected
+ * error is ~sqrt(terms) * 2^-24 * magnitude, i.e. 1e-6 relative; 1e-4 leaves a wide margin while
+ * any indexing or semantics bug gives O(1). */
+#define TOL_SUM 1e-4
+#define TOL_SUM_WHY "float32 accumulation of <= ~500 O(1) products vs the double reference"
+
+static rng_t R;
+
+static float *fa(size_t n) { return xmalloc((n ? n : 1) * sizeof(float)); }
+static void fill(float *x, size_t n, float lo, float hi) {
+  for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * (float)rng_uniform(&R);
+}
+static void fill_nan(float *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = NAN; }
+static float *dup(const float *x, size_t n) { float *y = fa(n); memcpy(y, x, n * sizeof(float)); return y; }
+static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
+
+/* ---------------------------------------------------------------- conv vs reference */
+
+#define CANARY 64
+static const uint32_t canary_bits = 0x7fc0dead;
+
+static float *scratch_with_canary(size_t n) {
+  float *s = fa(n + CANARY);
+  fill(s, n, -1, 1);
+  for (int i = 0; i < CANARY; i++) memcpy(s + n + i, &canary_bits, 4);
+  return s;
+}
+static int canary_ok(const float *s, size_t n) {
+  for (int i = 0; i < CANARY; i++) if (memcmp(s + n + i, &canary_bits, 4)) return 0;
+  return 1;
+}
+
+/* One conv configuration, cpu vs ref, forward and backward (din NULL and not). */
+static void conv_case(int B, int Ci, int H, int W, int Co, int k, int pad, int T) {
+  int Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
+  if (Ho <= 0 || Wo <= 0) return;
+  size_t nin = (size_t)B * Ci * H * W, nout = (size_t)B * Co * Ho * Wo, nw = (size_t)Co * Ci * k * k;
+  float *in = fa(nin), *w = fa(nw), *b = fa(Co), *dout = fa(nout);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, Co, -1, 1); fill(dout, nout, -1, 1);
+  cpu_set_threads(T);
+  size_t ns = cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T);
+  float *scratch = scratch_with_canary(ns);
+
+  float *o_ref = fa(nout), *o_cpu = fa(nout);
+  fill_nan(o_cpu, nout);
+  ref_conv_forward(o_ref, in, w, b, B, Ci, H, W, Co, k, pad, NULL);
+  cpu_conv_forward(o_cpu, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
+  double e = max_rel_err(o_cpu, o_ref, nout, 1.0);
+  EXPECT_MSG(e <= TOL_SUM, "conv fwd B=%d Ci=%d H=%d W=%d Co=%d k=%d pad=%d T=%d err %.3g", B, Ci, H, W, Co, k, pad,
+             T, e);
+
+  /* nonzero initial parameter grads: both must add onto them */
+  float *dw0 = fa(nw), *db0 = fa(Co);
+  fill(dw0, nw, -2, 2); fill(db0, Co, -2, 2);
+  float *dw_ref = dup(dw0, nw), *db_ref = dup(db0, Co), *din_ref = fa(nin);
+  ref_conv_backward(din_ref, dw_ref, db_ref, dout, in, w, B, Ci, H, W, Co, k, pad, NULL);
+  for (int with_din = 0; with_din < 2; with_din++) {
+    float *dw = dup(dw0, nw), *db = dup(db0, Co), *din = fa(nin);
+    fill_nan(din, nin);
+    cpu_conv_backward(with_din ? din : NULL, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+    double ew = max_rel_err(dw, dw_ref, nw, 1.0), eb = max_rel_err(db, db_ref, Co, 1.0);
+    double ed = with_din ? max_rel_err(din, din_ref, nin, 1.0) : 0.0;
+    EXPECT_MSG(ew <= TOL_SUM && eb <= TOL_SUM && ed <= TOL_SUM,
+               "conv bwd B=%d Ci=%d H=%d W=%d Co=%d k=%d pad=%d T=%d din=%d: dw %.3g db %.3g din %.3g (%s)", B, Ci,
+               H, W, Co, k, pad, T, with_din, ew, eb, ed, TOL_SUM_WHY);
+    free(dw); free(db); free(din);
+  }
+  EXPECT_MSG(canary_ok(scratch, ns), "conv scratch overrun B=%d Ci=%d k=%d pad=%d T=%d", B, Ci, k, pad, T);
+  free(in); free(w); free(b); free(dout); free(scratch); free(o_ref); free(o_cpu);
+  free(dw0); free(db0); free(dw_ref); free(db_ref); free(din_ref);
+}
+
+static void test_conv_vs_ref(void) {
+  static const int ks[] = {1, 3, 5}, pads[] = {0, 1, 2}, Bs[] = {1, 3, 5}, Ts[] = {1, 2, 3};
+  for (int a = 0; a < 3; a++)
+    for (int p = 0; p < 3; p++)
+      for (int bi = 0; bi < 3; bi++)
+        for (int ti = 0; ti < 3; ti++) conv_case(Bs[bi], 3, 7, 5, 5, ks[a], pads[p], Ts[ti]);
+  /* single input channel (first layer), even kernel, Co < threads, wider image */
+  for (int ti = 0; ti < 3; ti++) {
+    conv_case(2, 1, 6, 9, 4, 3, 1, Ts[ti]);
+    conv_case(1, 2, 5, 6, 2, 2, 1, Ts[ti]);
+    conv_case(4, 4, 9, 11, 7, 3, 1, Ts[ti]);
+    conv_case(1, 5, 4, 4, 3, 1, 0, Ts[ti]);
+  }
+}
+
+/* dw/db accumulate: two backward calls add twice the gradient onto the initial value. */
+static void test_conv_accumulates(void) {
+  int B = 3, Ci = 2, H = 6, W = 5, Co = 4, k = 3, pad = 1, T = 2;
+  size_t nin = (size_t)B * Ci * H * W, nout = (size_t)B * Co * H * W, nw = (size_t)Co * Ci * k * k;
+  float *in = fa(nin), *w = fa(nw), *dout = fa(nout), *dw = fa(nw), *db = fa(Co), *g = fa(nw), *gb = fa(Co);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(dout, nout, -1, 1); fill(dw, nw, -3, 3); fill(db, Co, -3, 3);
+  float *dw0 = dup(dw, nw), *db0 = dup(db, Co);
+  memset(g, 0, nw * sizeof(float)); memset(gb, 0, Co * sizeof(float));
+  ref_conv_backward(NULL, g, gb, dout, in, w, B, Ci, H, W, Co, k, pad, NULL);
+  cpu_set_threads(T);
+  float *scratch = fa(cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T));
+  cpu_conv_backward(NULL, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+  cpu_conv_backward(NULL, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+  for (size_t i = 0; i < nw; i++) EXPECT_NEAR(dw[i], dw0[i] + 2 * g[i], 1e-4 * (1 + fabs(g[i])), TOL_SUM_WHY);
+  for (int i = 0; i < Co; i++) EXPECT_NEAR(db[i], db0[i] + 2 * gb[i], 1e-4 * (1 + fabs(gb[i])), TOL_SUM_WHY);
+  free(in); free(w); free(dout); free(dw); free(db); free(g); free(gb); free(dw0); free(db0); free(scratch);
+}
+
+/* Same inputs, same thread count -> the same bits, for the image-parallel path (B >= T, partial
+ * reduction) and the split-GEMM path (B < T); a realistic layer shape so GEMMs take their fast paths. */
+static void test_conv_bit_identical_repeat(void) {
+  static const int cases[][2] = {{8, 2}, {1, 2}, {6, 1}, {7, 3}}; /* {B, T} */
+  int Ci = 8, H = 12, W = 12, Co = 16, k = 3, pad = 1;
+  for (int c = 0; c < 4; c++) {
+    int B = cases[c][0], T = cases[c][1];
+    size_t nin = (size_t)B * Ci * H * W, nout = (size_t)B * Co * H * W, nw = (size_t)Co * Ci * k * k;
+    float *in = fa(nin), *w = fa(nw), *b = fa(Co), *dout = fa(nout);
+    fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, Co, -1, 1); fill(dout, nout, -1, 1);
+    cpu_set_threads(T);
+    float *scratch = fa(cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T));
+    float *o[2], *dw[2], *db[2], *din[2];
+    for (int r = 0; r < 2; r++) {
+      o[r] = fa(nout); dw[r] = fa(nw); db[r] = fa(Co); din[r] = fa(nin);
+      for (size_t i = 0; i < nw; i++) dw[r][i] = 0.25f * (float)(i % 7);
+      for (int i = 0; i < Co; i++) db[r][i] = 0.5f;
+      cpu_conv_forward(o[r], in, w, b, B, Ci, H, W, Co, k, pad, scratch);
+      cpu_conv_backward(din[r], dw[r], db[r], dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+    }
+    EXPECT_MSG(same_bits(o[0], o[1], nout) && same_bits(dw[0], dw[1], nw) && same_bits(db[0], db[1], Co) &&
+                   same_bits(din[0], din[1], nin),
+               "conv repeat not bit-identical B=%d T=%d", B, T);
+    for (int r = 0; r < 2; r++) { free(o[r]); free(dw[r]); free(db[r]); free(din[r]); }
+    free(in); free(w); free(b); free(dout); free(scratch);
+  }
+}
+
+/* Two pthreads, each a "replica" with its own thread count, buffers and scratch, run conv
+ * backward concurrently; each must match the same computation done alone (bit for bit). */
+typedef struct {
+  int T, B; const float *in, *w, *dout; float *dw, *db, *din, *scratch;
+} replica_job_t;
+enum { RJ_CI = 6, RJ_H = 10, RJ_W = 9, RJ_CO = 12, RJ_K = 3, RJ_PAD = 1 };
+static void *replica_run(void *arg) {
+  replica_job_t *j = arg;
+  cpu_set_threads(j->T);
+  for (int rep = 0; rep < 3; rep++) {
+    memset(j->dw, 0, sizeof(float) * RJ_CO * RJ_CI * RJ_K * RJ_K);
+    memset(j->db, 0, sizeof(float) * RJ_CO);
+    cpu_conv_backward(j->din, j->dw, j->db, j->dout, j->in, j->w, j->B, RJ_CI, RJ_H, RJ_W, RJ_CO, RJ_K, RJ_PAD,
+                      j->scratch);
+  }
+  return NULL;
+}
+static void test_conv_concurrent_replicas(void) {
+  int B = 4;
+  size_t nin = (size_t)B * RJ_CI * RJ_H * RJ_W, nout = (size_t)B * RJ_CO * RJ_H * RJ_W;
+  size_t nw = (size_t)RJ_CO * RJ_CI * RJ_K * RJ_K;
+  float *in = fa(nin), *w = fa(nw), *dout = fa(nout);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(dout, nout, -1, 1);
+  replica_job_t solo[2], par[2];
+  for (int r = 0; r < 2; r++) {
+    replica_job_t *js[2] = {&solo[r], &par[r]};
+    for (int q = 0; q < 2; q++) {
+      replica_job_t *j = js[q];
+      j->T = r + 1; j->B = B; j->in = in; j->w = w; j->dout = dout;
+      j->dw = fa(nw); j->db = fa(RJ_CO); j->din = fa(nin);
+      j->scratch = fa(cpu_conv_scratch_floats(B, RJ_CI, RJ_H, RJ_W, RJ_CO, RJ_K, RJ_PAD, j->T));
+    }
+    replica_run(&solo[r]);
+  }
+  pthread_t th[2];
+  for (int r = 0; r < 2; r++) EXPECT(pthread_create(&th[r], NULL, replica_run, &par[r]) == 0);
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 2; r++) {
+    EXPECT_MSG(same_bits(solo[r].dw, par[r].dw, nw) && same_bits(solo[r].db, par[r].db, RJ_CO) &&
+                   same_bits(solo[r].din, par[r].din, nin),
+               "replica with T=%d differs when run beside another", r + 1);
+    replica_job_t *js[2] = {&solo[r], &par[r]};
+    for (int q = 0; q < 2; q++) { free(js[q]->dw); free(js[q]->db); free(js[q]->din); free(js[q]->scratch); }
+  }
+  free(in); free(w); free(dout);
+}
+
+static void *get_threads_in_new_thread(void *arg) { *(int *)arg = cpu_get_threads(); cpu_set_threads(1); return NULL; }
+static void test_thread_count_is_per_thread(void) {
+  cpu_set_threads(3);
+  EXPECT(cpu_get_threads() == 3);
+  int other = -1;
+  pthread_t th;
+  EXPECT(pthread_create(&th, NULL, get_threads_in_new_thread, &other) == 0);
+  pthread_join(th, NULL);
+  EXPECT_MSG(other >= 1, "new thread saw %d", other);
+  EXPECT_MSG(cpu_get_threads() == 3, "another thread's cpu_set_threads(1) changed ours to %d", cpu_get_threads());
+  cpu_set_threads(0);
+  EXPECT(cpu_get_threads() == 1);
+}
+
+/* ---------------------------------------------------------------- fc vs reference */
+
+static void fc_case(int B, int M, int N, int T) {
+  size_t nin = (size_t)B * M, nout = (size_t)B * N, nw = (size_t)N * M;
+  float *in = fa(nin), *w = fa(nw), *b = fa(N), *dout = fa(nout), *o_ref = fa(nout), *o_cpu = fa(nout);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, N, -1, 1); fill(dout, nout, -1, 1); fill_nan(o_cpu, nout);
+  cpu_set_threads(T);
+  ref_fc_forward(o_ref, in, w, b, B, M, N);
+  cpu_fc_forward(o_cpu, in, w, b, B, M, N);
+  /* dot products of up to ~1200 terms here: error grows ~sqrt(M) */
+  double tol = 1e-4 * (1 + sqrt(M / 100.0));
+  double e = max_rel_err(o_cpu, o_ref, nout, 1.0);
+  EXPECT_MSG(e <= tol, "fc fwd B=%d M=%d N=%d T=%d err %.3g", B, M, N, T, e);
+  float *dw0 = fa(nw), *db0 = fa(N);
+  fill(dw0, nw, -2, 2); fill(db0, N, -2, 2);
+  float *dw_ref = dup(dw0, nw), *db_ref = dup(db0, N), *din_ref = fa(nin);
+  ref_fc_backward(din_ref, dw_ref, db_ref, dout, in, w, B, M, N);
+  for (int with_din = 0; with_din < 2; with_din++) {
+    float *dw = dup(dw0, nw), *db = dup(db0, N), *din = fa(nin);
+    fill_nan(din, nin);
+    cpu_fc_backward(with_din ? din : NULL, dw, db, dout, in, w, B, M, N);
+    double ew = max_rel_err(dw, dw_ref, nw, 1.0), eb = max_rel_err(db, db_ref, N, 1.0);
+    double ed = with_din ? max_rel_err(din, din_ref, nin, 1.0) : 0.0;
+    EXPECT_MSG(ew <= tol && eb <= tol && ed <= tol, "fc bwd B=%d M=%d N=%d T=%d din=%d: dw %.3g db %.3g din %.3g (%s)",
+               B, M, N, T, with_din, ew, eb, ed, TOL_SUM_WHY);
+    free(dw); free(db); free(din);
+  }
+  free(in); free(w); free(b); free(dout); free(o_ref); free(o_cpu); free(dw0); free(db0); free(dw_ref);
+  free(db_ref); free(din_ref);
+}
+
+static void test_fc_vs_ref(void) {
+  static const int Bs[] = {1, 3, 7}, Ms[] = {1, 13, 37}, Ns[] = {1, 11, 29};
+  for (int T = 1; T <= 3; T++) {
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        for (int l = 0; l < 3; l++) fc_case(Bs[i], Ms[j], Ns[l], T);
+    fc_case(5, 301, 67, T);  /* large enough to be threaded */
+    fc_case(1, 1153, 97, T); /* batch 1, threaded */
+    fc_case(9, 257, 3, T);   /* fewer outputs than... a few threads */
+  }
+}
+
+/* ---------------------------------------------------------------- max-pool vs reference */
+
+static void pool_case(int B, int C, int H, int W, int s, int ceil_mode, int T, int ties) {
+  int Ho = ceil_mode ? (H + s - 1) / s : H / s, Wo = ceil_mode ? (W + s - 1) / s : W / s;
+  if (Ho <= 0 || Wo <= 0) return;
+  size_t nin = (size_t)B * C * H * W, nout = (size_t)B * C * Ho * Wo;
+  float *in = fa(nin), *o_ref = fa(nout), *o_cpu = fa(nout), *dout = fa(nout), *d_ref = fa(nin), *d_cpu = fa(nin);
+  fill(in, nin, -1, 1);
+  if (ties) /* few distinct values, including both zeros: the first maximum must win */
+    for (size_t i = 0; i < nin; i++) { int q = (int)(rng_uniform(&R) * 4); in[i] = q == 0 ? -0.0f : (float)(q - 1); }
+  fill(dout, nout, -1, 1); fill_nan(o_cpu, nout); fill_nan(d_cpu, nin);
+  cpu_set_threads(T);
+  ref_maxpool_forward(o_ref, in, B, C, H, W, s, ceil_mode);
+  cpu_maxpool_forward(o_cpu, in, B, C, H, W, s, ceil_mode);
+  ref_maxpool_backward(d_ref, dout, in, o_ref, B, C, H, W, s, ceil_mode);
+  cpu_maxpool_backward(d_cpu, dout, in, o_cpu, B, C, H, W, s, ceil_mode);
+  /* exact: a max and a routing are selections, no arithmetic */
+  EXPECT_MSG(same_bits(o_cpu, o_ref, nout), "pool fwd B=%d C=%d H=%d W=%d s=%d ceil=%d T=%d ties=%d", B, C, H, W, s,
+             ceil_mode, T, ties);
+  EXPECT_MSG(same_bits(d_cpu, d_ref, nin), "pool bwd B=%d C=%d H=%d W=%d s=%d ceil=%d T=%d ties=%d", B, C, H, W, s,
+             ceil_mode, T, ties);
+  free(in); free(o_ref); free(o_cpu); free(dout); free(d_ref); free(d_cpu);
+}
+
+static void test_maxpool_vs_ref(void) {
+  static const int Hs[] = {7, 8, 5, 2}, Ws[] = {5, 9, 6, 3};
+  for (int T = 1; T <= 2; T++)
+    for (int s = 2; s <= 3; s++)
+      for (int cm = 0; cm < 2; cm++)
+        for (int ties = 0; ties < 2; ties++) {
+          for (int h = 0; h < 4; h++)
+            for (int w = 0; w < 4; w++) pool_case(2, 3, Hs[h], Ws[w], s, cm, T, ties);
+          pool_case(4, 16, 29, 31, s, cm, T, ties); /* above the threading threshold */
+        }
+  pool_case(1, 2, 9, 9, 4, 1, 2, 0);
+  pool_case(1, 2, 9, 9, 1, 0, 2, 1);
+}
+
+/* ---------------------------------------------------------------- element-wise vs reference */
+
+static void test_act_dropout_vs_ref(void) {
+  static const size_t ns[] = {1, 17, 1000, 100003};
+  static const float slopes[] = {0.01f, 0.0f};
+  for (int T = 1; T <= 2; T++)
+    for (int a = 0; a < 4; a++)
+      for (int si = 0; si < 2; si++) {
+        size_t n = ns[a];
+        float sl = slopes[si];
+        float *x = fa(n), *g = fa(n), *o_ref = fa(n), *o_cpu = fa(n), *d_ref = fa(n), *d_cpu = fa(n), *m = fa(n);
+        fill(x, n, -1, 1); fill(g, n, -1, 1);
+        for (size_t i = 0; i < n; i++) m[i] = rng_uniform(&R) < 0.3 ? 0.0f : 1.0f / 0.7f;
+        if (n > 3) x[0] = 0.0f, x[1] = -0.0f;
+        cpu_set_threads(T);
+        ref_act_forward(o_ref, x, n, sl);
+        memcpy(o_cpu, x, n * sizeof(float));
+        cpu_act_forward(o_cpu, o_cpu, n, sl); /* in place, as model.c runs it */
+        ref_act_backward(d_ref, g, o_ref, n, sl);
+        memcpy(d_cpu, g, n * sizeof(float));
+        cpu_act_backward(d_cpu, d_cpu, o_cpu, n, sl);
+        /* exact: one multiply per element in both */
+        EXPECT_MSG(same_bits(o_cpu, o_ref, n) && same_bits(d_cpu, d_ref, n), "act n=%zu slope=%g T=%d", n, sl, T);
+        ref_dropout_forward(o_ref, x, m, n);
+        cpu_dropout_forward(o_cpu, x, m, n);
+        ref_dropout_backward(d_ref, g, m, n);
+        cpu_dropout_backward(d_cpu, g, m, n);
+        EXPECT_MSG(same_bits(o_cpu, o_ref, n) && same_bits(d_cpu, d_ref, n), "dropout n=%zu T=%d", n, T);
+        free(x); free(g); free(o_ref); free(o_cpu); free(d_ref); free(d_cpu); free(m);
+      }
+}
+
+static void test_softmax_xent_vs_ref(void) {
+  static const int Bs[] = {1, 3, 64}, Ns[] = {1, 2, 10, 37};
+  for (int bi = 0; bi < 3; bi++)
+    for (int ni = 0; ni < 4; ni++)
+      for (int big = 0; big < 2; big++) {
+        int B = Bs[bi], N = Ns[ni];
+        size_t n = (size_t)B * N;
+        float *z = fa(n), *p_ref = fa(n), *p_cpu = fa(n), *d_ref = fa(n), *d_cpu = fa(n);
+        int *y = malloc(sizeof(int) * B);
+        fill(z, n, big ? -300.0f : -3.0f, big ? 300.0f : 3.0f); /* big: exp overflows without the max shift */
+        for (int i = 0; i < B; i++) y[i] = (int)rng_below(&R, (uint64_t)N);
+        double l_ref = ref_softmax_xent_forward(p_ref, z, y, B, N);
+        double l_cpu = cpu_softmax_xent_forward(p_cpu, z, y, B, N);
+        EXPECT_MSG(isfinite(l_ref) && l_ref >= 0, "ref loss %g", l_ref);
+        /* both sum in double; only the order of the last roundings may differ */
+        EXPECT_NEAR(l_cpu, l_ref, 1e-9 * (1 + fabs(l_ref)), "double sums of the same terms");
+        EXPECT_MSG(max_rel_err(p_cpu, p_ref, n, 1e-30) <= 1e-6, "probs B=%d N=%d big=%d (float rounding of a double)",
+                   B, N, big);
+        ref_softmax_xent_backward(d_ref, p_ref, y, B, N, 0.125f);
+        cpu_softmax_xent_backward(d_cpu, p_ref, y, B, N, 0.125f);
+        EXPECT_MSG(max_rel_err(d_cpu, d_ref, n, 1e-6) <= 1e-6, "softmax bwd B=%d N=%d (p - 1 in float vs double)", B,
+                   N);
+        free(z); free(p_ref); free(p_cpu); free(d_ref); free(d_cpu); free(y);
+      }
+}
+
+/* ---------------------------------------------------------------- finite differences on the reference */
+
+/* L = sum_i r_i * out_i in double. For layers linear in the perturbed variable (conv, fc) the
+ * central difference is exact up to rounding, so a large step keeps rounding noise small. */
+static double dotd(const float *a, const float *r, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += (double)a[i] * (double)r[i];
+  return s;
+}
+
+/* Central difference of f at x[i] with step h, using the float values actually stored. */
+typedef double (*lossfn_t)(void *ctx);
+static double central(lossfn_t f, void *ctx, float *x, size_t i, float h) {
+  float x0 = x[i], xp = x0 + h, xm = x0 - h;
+  x[i] = xp; double lp = f(ctx);
+  x[i] = xm; double lm = f(ctx);
+  x[i] = x0;
+  return (lp - lm) / ((double)xp - (double)xm);
+}
+
+typedef struct { int B, Ci, H, W, Co, k, pad; float *in, *w, *b, *out, *r; size_t nout; } conv_fd_t;
+static double conv_loss(void *c) {
+  conv_fd_t *p = c;
+  ref_conv_forward(p->out, p->in, p->w, p->b, p->B, p->Ci, p->H, p->W, p->Co, p->k, p->pad, NULL);
+  return dotd(p->out, p->r, p->nout);
+}
+
+/* finite-difference tolerance: |out| ~ 10, float outputs rounded at 2^-24, step 0.5 -> noise
+ * ~ sqrt(#outputs) * 10 * 6e-8 / 1 ~ 1e-5 absolute; 1e-3 relative to max(|g|, 1) is generous */
+#define FD_TOL 1e-3
+#define FD_WHY "central difference of a linear map in float, step 0.5"
+
+static void test_fd_conv_ref(void) {
+  static const int cfg[][7] = {{2, 3, 5, 4, 2, 3, 1}, {1, 2, 4, 5, 3, 2, 0}, {2, 2, 3, 3, 2, 3, 2}};
+  for (int c = 0; c < 3; c++) {
+    conv_fd_t p = {cfg[c][0], cfg[c][1], cfg[c][2], cfg[c][3], cfg[c][4], cfg[c][5], cfg[c][6],
+                   NULL, NULL, NULL, NULL, NULL, 0};
+    int Ho = p.H + 2 * p.pad - p.k + 1, Wo = p.W + 2 * p.pad - p.k + 1;
+    size_t nin = (size_t)p.B * p.Ci * p.H * p.W, nw = (size_t)p.Co * p.Ci * p.k * p.k;
+    p.nout = (size_t)p.B * p.Co * Ho * Wo;
+    p.in = fa(nin); p.w = fa(nw); p.b = fa(p.Co); p.out = fa(p.nout); p.r = fa(p.nout);
+    fill(p.in, nin, -1, 1); fill(p.w, nw, -1, 1); fill(p.b, p.Co, -1, 1); fill(p.r, p.nout, -1, 1);
+    float *dw = fa(nw), *db = fa(p.Co), *din = fa(nin);
+    memset(dw, 0, nw * sizeof(float)); memset(db, 0, p.Co * sizeof(float));
+    ref_conv_backward(din, dw, db, p.r, p.in, p.w, p.B, p.Ci, p.H, p.W, p.Co, p.k, p.pad, NULL);
+    for (size_t i = 0; i < nw; i++)
+      EXPECT_NEAR(dw[i], central(conv_loss, &p, p.w, i, 0.5f), FD_TOL * fmax(1, fabs(dw[i])), FD_WHY);
+    for (int i = 0; i < p.Co; i++)
+      EXPECT_NEAR(db[i], central(conv_loss, &p, p.b, i, 0.5f), FD_TOL * fmax(1, fabs(db[i])), FD_WHY);
+    for (size_t i = 0; i < nin; i++)
+      EXPECT_NEAR(din[i], central(conv_loss, &p, p.in, i, 0.5f), FD_TOL * fmax(1, fabs(din[i])), FD_WHY);
+    free(p.in); free(p.w); free(p.b); free(p.out); free(p.r); free(dw); free(db); free(din);
+  }
+}
+
+typedef struct { int B, M, N; float *in, *w, *b, *out, *r; } fc_fd_t;
+static double fc_loss(void *c) {
+  fc_fd_t *p = c;
+  ref_fc_forward(p->out, p->in, p->w, p->b, p->B, p->M, p->N);
+  return dotd(p->out, p->r, (size_t)p->B * p->N);
+}
+static void test_fd_fc_ref(void) {
+  fc_fd_t p = {3, 7, 5, NULL, NULL, NULL, NULL, NULL};
+  size_t nin = (size_t)p.B * p.M, nw = (size_t)p.N * p.M, nout = (size_t)p.B * p.N;
+  p.in = fa(nin); p.w = fa(nw); p.b = fa(p.N); p.out = fa(nout); p.r = fa(nout);
+  fill(p.in, nin, -1, 1); fill(p.w, nw, -1, 1); fill(p.b, p.N, -1, 1); fill(p.r, nout, -1, 1);
+  float *dw = fa(nw), *db = fa(p.N), *din = fa(nin);
+  memset(dw, 0, nw * sizeof(float)); memset(db, 0, p.N * sizeof(float));
+  ref_fc_backward(din, dw, db, p.r, p.in, p.w, p.B, p.M, p.N);
+  for (size_t i = 0; i < nw; i++) EXPECT_NEAR(dw[i], central(fc_loss, &p, p.w, i, 0.5f), FD_TOL * fmax(1, fabs(dw[i])), FD_WHY);
+  for (int i = 0; i < p.N; i++) EXPECT_NEAR(db[i], central(fc_loss, &p, p.b, i, 0.5f), FD_TOL * fmax(1, fabs(db[i])), FD_WHY);
+  for (size_t i = 0; i < nin; i++)
+    EXPECT_NEAR(din[i], central(fc_loss, &p, p.in, i, 0.5f), FD_TOL * fmax(1, fabs(din[i])), FD_WHY);
+  free(p.in); free(p.w); free(p.b); free(p.out); free(p.r); free(dw); free(db); free(din);
+}
+
+typedef struct { int B, C, H, W, s, cm; float *in, *out, *r; size_t nout; } pool_fd_t;
+static double pool_loss(void *c) {
+  pool_fd_t *p = c;
+  ref_maxpool_forward(p->out, p->in, p->B, p->C, p->H, p->W, p->s, p->cm);
+  return dotd(p->out, p->r, p->nout);
+}
+/* Piecewise linear: inputs are a shuffled grid spaced 0.1 apart, so a 0.01 step never changes
+ * which element is the maximum and the difference is exact up to rounding. */
+static void test_fd_pool_ref(void) {
+  for (int cm = 0; cm < 2; cm++) {
+    pool_fd_t p = {2, 2, 5, 7, 2, cm, NULL, NULL, NULL, 0};
+    int Ho = cm ? 3 : 2, Wo = cm ? 4 : 3;
+    size_t nin = (size_t)p.B * p.C * p.H * p.W;
+    p.nout = (size_t)p.B * p.C * Ho * Wo;
+    p.in = fa(nin); p.out = fa(p.nout); p.r = fa(p.nout);
+    int *perm = malloc(sizeof(int) * nin);
+    for (size_t i = 0; i < nin; i++) perm[i] = (int)i;
+    rng_shuffle(&R, perm, (int)nin);
+    for (size_t i = 0; i < nin; i++) p.in[i] = 0.1f * (float)perm[i] - 5.0f;
+    fill(p.r, p.nout, -1, 1);
+    float *din = fa(nin), *o = fa(p.nout);
+    ref_maxpool_forward(o, p.in, p.B, p.C, p.H, p.W, p.s, cm);
+    ref_maxpool_backward(din, p.r, p.in, o, p.B, p.C, p.H, p.W, p.s, cm);
+    for (size_t i = 0; i < nin; i++)
+      EXPECT_NEAR(din[i], central(pool_loss, &p, p.in, i, 0.01f), 1e-4, "piecewise linear, step below the value gap");
+    free(p.in); free(p.out); free(p.r); free(perm); free(din); free(o);
+  }
+}
+
+typedef struct { size_t n; float slope; float *in, *out, *r; } act_fd_t;
+static double act_loss(void *c) {
+  act_fd_t *p = c;
+  ref_act_forward(p->out, p->in, p->n, p->slope);
+  return dotd(p->out, p->r, p->n);
+}
+static void test_fd_act_ref(void) {
+  for (int si = 0; si < 2; si++) {
+    act_fd_t p = {40, si ? 0.0f : 0.01f, NULL, NULL, NULL};
+    p.in = fa(p.n); p.out = fa(p.n); p.r = fa(p.n);
+    fill(p.in, p.n, 0.1f, 1.0f);
+    for (size_t i = 0; i < p.n; i += 2) p.in[i] = -p.in[i]; /* |x| >= 0.1: a 0.01 step stays on one side */
+    fill(p.r, p.n, -1, 1);
+    float *din = fa(p.n);
+    ref_act_forward(p.out, p.in, p.n, p.slope);
+    ref_act_backward(din, p.r, p.out, p.n, p.slope);
+    for (size_t i = 0; i < p.n; i++)
+      EXPECT_NEAR(din[i], central(act_loss, &p, p.in, i, 0.01f), 1e-5, "linear on each side of 0, float rounding");
+    free(p.in); free(p.out); free(p.r); free(din);
+  }
+}
+
+typedef struct { int B, N; float *z, *p; int *y; } sm_fd_t;
+static double sm_loss(void *c) {
+  sm_fd_t *p = c;
+  return ref_softmax_xent_forward(p->p, p->z, p->y, p->B, p->N);
+}
+static void test_fd_softmax_xent_ref(void) {
+  sm_fd_t p = {3, 6, NULL, NULL, NULL};
+  size_t n = (size_t)p.B * p.N;
+  p.z = fa(n); p.p = fa(n); p.y = malloc(sizeof(int) * p.B);
+  fill(p.z, n, -2, 2);
+  for (int i = 0; i < p.B; i++) p.y[i] = (int)rng_below(&R, (uint64_t)p.N);
+  float *d = fa(n);
+  ref_softmax_xent_forward(p.p, p.z, p.y, p.B, p.N);
+  ref_softmax_xent_backward(d, p.p, p.y, p.B, p.N, 1.0f);
+  for (size_t i = 0; i < n; i++)
+    EXPECT_NEAR(d[i], central(sm_loss, &p, p.z, i, 1e-3f), 1e-5, "smooth loss, O(h^2) truncation with h = 1e-3");
+  /* scale multiplies the whole gradient (probs recomputed: the loop above left perturbed ones) */
+  float *d2 = fa(n);
+  ref_softmax_xent_forward(p.p, p.z, p.y, p.B, p.N);
+  ref_softmax_xent_backward(d2, p.p, p.y, p.B, p.N, 0.5f);
+  for (size_t i = 0; i < n; i++) EXPECT_NEAR(d2[i], 0.5 * d[i], 1e-7, "one float rounding");
+  free(p.z); free(p.p); free(p.y); free(d); free(d2);
+}
+
+int main(void) {
+  rng_seed(&R, 12345, 7);
+  RUN(test_fd_conv_ref);
+  RUN(test_fd_fc_ref);
+  RUN(test_fd_pool_ref);
+  RUN(test_fd_act_ref);
+  RUN(test_fd_softmax_xent_ref);
+  RUN(test_conv_vs_ref);
+  RUN(test_conv_accumulates);
+  RUN(test_conv_bit_identical_repeat);
+  RUN(test_conv_concurrent_replicas);
+  RUN(test_thread_count_is_per_thread);
+  RUN(test_fc_vs_ref);
+  RUN(test_maxpool_vs_ref);
+  RUN(test_act_dropout_vs_ref);
+  RUN(test_softmax_xent_vs_ref);
+  return harness_exit();
+}
