@@ -286,7 +286,7 @@ static int run_iterate(pdl_stab_method m, int p, double eta, double coef_in, int
 typedef struct { int failed; out_t *o; } check_ctx;
 
 static void row(check_ctx *cx, const char *name, int p, const char *ours, const char *paper, int pass, json_t *j) {
-  printf("%-14s %2d  %-62s %-34s %s\n", name, p, ours, paper, pass ? "PASS" : "FAIL");
+  printf("%-14s %2d  %-76s %-33s %s\n", name, p, ours, paper, pass ? "PASS" : "FAIL");
   cx->failed += !pass;
   json_bool(j, "pass", pass);
   json_bool(j, "simulated", 0);
@@ -398,7 +398,7 @@ static int run_check(long N, double band, long rounds, const char *path) {
   double t0 = now_s();
   printf("E1 (EASGD paper Sec. 4, Fig. 1): round-robin stability on F(x)=x^2/2, radius by LAPACKE_dgeev, "
          "stable = radius <= 1 + %g\n", PDL_STAB_TOL);
-  printf("%-14s %2s  %-62s %-34s %s\n", "check", "p", "ours", "paper", "verdict");
+  printf("%-14s %2s  %-76s %-33s %s\n", "check", "p", "ours", "paper", "verdict");
   check_easgd_region(&cx, 3, N, band);
   check_easgd_region(&cx, 8, N, band);
   for (int p = 2; p <= 8; p *= 2) {
