@@ -1,0 +1,162 @@
+/* coll_nccl.c — the NCCL backend of pdl coll: device buffers, one CUDA device per rank (the
+ * rank's index among the ranks of its node), the communicator bootstrapped over MPI (rank 0's
+ * ncclUniqueId broadcast with MPI_Bcast), one non-blocking stream; every call is synchronised
+ * on that stream before it returns. NCCL has no v collectives: reduce_scatterv and allgatherv
+ * are not offered (the K-FAC workarounds *_via_allreduce are). "No device" is
+ * cudaGetDeviceCount failing or returning 0 on any rank; all ranks agree before anything else
+ * is tried, so one rank without a GPU makes the whole run skip instead of hanging.
+ * Plain C against cuda_runtime.h and nccl.h; compiled only with PDL_HAVE_NCCL. */
+#include "comm/coll.h"
+#include "comm/mpi_util.h"
+#include "util/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(PDL_HAVE_NCCL) && defined(PDL_HAVE_MPI)
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+static ncclComm_t g_comm;
+static cudaStream_t g_stream;
+static int g_dev = -1;
+
+static void fail_job(void) __attribute__((noreturn));
+static void fail_job(void) {
+  fflush(stdout); fflush(stderr);
+  if (pdl_mpi_active()) MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
+
+#define CHECK_CUDA(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
+  fprintf(stderr, "pdl: rank %d: CUDA error in %s at %s:%d: %s (device %d)\n", pdl_mpi_rank(), #call, \
+          __FILE__, __LINE__, cudaGetErrorString(e_), g_dev); fail_job(); } } while (0)
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0)
+#define NCCL_LAST(comm) ((comm) ? ncclGetLastError(comm) : "")
+#else
+#define NCCL_LAST(comm) ""
+#endif
+#define CHECK_NCCL(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) { \
+  fprintf(stderr, "pdl: rank %d: NCCL error in %s at %s:%d: %s %s(device %d)\n", pdl_mpi_rank(), #call, \
+          __FILE__, __LINE__, ncclGetErrorString(r_), NCCL_LAST(g_comm), g_dev); fail_job(); } } while (0)
+
+static ncclDataType_t nccl_type(coll_dtype_t dt) { return dt == COLL_DOUBLE ? ncclFloat64 : ncclFloat32; }
+
+static int nccl_supports(coll_op_t op) { return op != COLL_REDUCE_SCATTERV && op != COLL_ALLGATHERV; }
+
+static void *nccl_alloc(size_t bytes) {
+  void *p = NULL;
+  CHECK_CUDA(cudaMalloc(&p, bytes ? bytes : 64));
+  return p;
+}
+static void nccl_release(void *p) { if (p) CHECK_CUDA(cudaFree(p)); }
+static void nccl_upload(void *dst, const void *src, size_t bytes) {
+  CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+static void nccl_download(void *dst, const void *src, size_t bytes) {
+  ncclResult_t async = ncclSuccess;
+  CHECK_CUDA(cudaStreamSynchronize(g_stream));
+  CHECK_NCCL(ncclCommGetAsyncError(g_comm, &async));
+  CHECK_NCCL(async);
+  CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+static void nccl_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+
+static void nccl_run(const coll_call_t *c) {
+  ncclDataType_t t = nccl_type(c->dt);
+  size_t es = coll_elt_size(c->dt);
+  size_t r = (size_t)c->rank, mine = c->counts[r], d = c->displs[r];
+  char *recv = c->recv;
+  const void *in = c->inplace ? (const void *)recv : c->send;
+  switch (c->op) {
+  case COLL_ALLREDUCE: case COLL_RSV_VIA_ALLREDUCE:
+    CHECK_NCCL(ncclAllReduce(in, recv, c->count, t, ncclSum, g_comm, g_stream)); break;
+  case COLL_REDUCE:
+    CHECK_NCCL(ncclReduce(in, recv, c->count, t, ncclSum, c->root, g_comm, g_stream)); break;
+  case COLL_BCAST:
+    CHECK_NCCL(ncclBroadcast(recv, recv, c->count, t, c->root, g_comm, g_stream)); break;
+  case COLL_ALLGATHER:
+    /* in place: the send block is this rank's slot of recv */
+    CHECK_NCCL(ncclAllGather(c->inplace ? (const void *)(recv + d * es) : c->send, recv, mine, t, g_comm, g_stream));
+    break;
+  case COLL_REDUCE_SCATTER:
+    /* in place: input is the whole of recv, the result lands in this rank's slot */
+    CHECK_NCCL(ncclReduceScatter(in, c->inplace ? (void *)(recv + d * es) : recv, mine, t, ncclSum, g_comm, g_stream));
+    break;
+  case COLL_AGV_VIA_ALLREDUCE:
+    if (d) CHECK_CUDA(cudaMemsetAsync(recv, 0, d * es, g_stream));
+    if (c->count > d + mine) CHECK_CUDA(cudaMemsetAsync(recv + (d + mine) * es, 0, (c->count - d - mine) * es, g_stream));
+    if (!c->inplace && mine) CHECK_CUDA(cudaMemcpyAsync(recv + d * es, c->send, mine * es, cudaMemcpyDeviceToDevice, g_stream));
+    CHECK_NCCL(ncclAllReduce(recv, recv, c->count, t, ncclSum, g_comm, g_stream));
+    break;
+  case COLL_MEMCPY:
+    CHECK_CUDA(cudaMemcpyAsync(recv, c->send, c->count * es, cudaMemcpyDeviceToDevice, g_stream)); break;
+  case COLL_REDUCE_SCATTERV: case COLL_ALLGATHERV: case COLL_NOPS:
+    die("%s is not an NCCL collective", coll_ops[c->op].name);
+  }
+  CHECK_CUDA(cudaStreamSynchronize(g_stream));
+}
+
+static void nccl_teardown(void) {
+  if (g_comm) { CHECK_NCCL(ncclCommDestroy(g_comm)); g_comm = NULL; }
+  if (g_stream) { CHECK_CUDA(cudaStreamDestroy(g_stream)); g_stream = NULL; }
+}
+
+static const coll_backend_t g_nccl = {
+  .name = "nccl", .inplace_rs_at_block = 1, .supports = nccl_supports, .alloc = nccl_alloc,
+  .release = nccl_release, .upload = nccl_upload, .download = nccl_download, .run = nccl_run,
+  .barrier = nccl_barrier, .teardown = nccl_teardown,
+};
+
+const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
+  int rank = pdl_mpi_rank(), nranks = pdl_mpi_size();
+  /* 1. every rank looks for devices; all agree on the outcome */
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess) ndev = 0;
+  MPI_Comm node;
+  CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  int local_rank = 0, local_size = 1;
+  CHECK_MPI(MPI_Comm_rank(node, &local_rank));
+  CHECK_MPI(MPI_Comm_size(node, &local_size));
+  CHECK_MPI(MPI_Comm_free(&node));
+  int mine_bad = ndev == 0 ? 1 : local_size > ndev ? 2 : 0, worst = 0;
+  CHECK_MPI(MPI_Allreduce(&mine_bad, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (worst == 1) {
+    if (ndev == 0) snprintf(why, why_len, "no CUDA device (rank %d: cudaGetDeviceCount: %s)", rank,
+                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    else snprintf(why, why_len, "no CUDA device (on another rank; this one has %d)", ndev);
+    (void)cudaGetLastError();  /* clear the failed query */
+    return NULL;
+  }
+  if (worst == 2) {
+    if (mine_bad == 2)
+      fprintf(stderr, "pdl: rank %d: %d ranks on this node but %d CUDA device(s): NCCL needs one device per rank\n",
+              rank, local_size, ndev);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    pdl_mpi_finalize();
+    exit(1);
+  }
+  /* 2. one device per rank, then the communicator */
+  g_dev = local_rank;
+  CHECK_CUDA(cudaSetDevice(g_dev));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  CHECK_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+  CHECK_NCCL(ncclCommInitRank(&g_comm, nranks, id, rank));
+  return &g_nccl;
+}
+#elif defined(PDL_HAVE_NCCL)
+const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
+  snprintf(why, why_len, "this build has NCCL but no MPI to bootstrap it (built with NO_MPI=1)");
+  return NULL;
+}
+#else
+const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
+  snprintf(why, why_len, "NCCL backend not built (needs nvcc and nccl.h at build time)");
+  return NULL;
+}
+#endif
