@@ -74,8 +74,9 @@ assert s["norm_final"] > 1000 and abs(s["growth_per_round"] - s["radius"]) < 1e-
 tr = [l for l in L if l["kind"] == "trajectory"]
 assert tr[0]["round"] == 1 and tr[-1]["round"] == 20000 and len(tr) > 50, len(tr)
 EOF
-out=$($PDL stability --iterate --method easgd --p 3 --eta 0.001 --rho 2.5 --rounds 5000)
-echo "$out" | grep -q 'converges' && ok "easgd iterate converges" || notok "easgd iterate converges" "$out"
+out=$($PDL stability --iterate --method easgd --p 3 --rounds 5000)
+echo "$out" | grep -q 'converges' && echo "$out" | grep -q 'eta=0.001 alpha=0.0025' && ok "easgd iterate (paper defaults) converges" \
+  || notok "easgd iterate (paper defaults) converges" "$out"
 
 # --check on a coarse grid: every row passes, the JSON has one line per row
 expect "check (coarse)" $PDL stability --check --grid 41 --json "$T/check.jsonl"
