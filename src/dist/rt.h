@@ -74,6 +74,7 @@ typedef struct {
 } rt_sim_cfg_t;
 
 int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv);
+const rt_ops_t *rt_real_ops(void);
 /* Loads libpdlsim.so (never linked into this MPI binary: libsimgrid exports MPI_* symbols). */
 int rt_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg);
 /* Nodes the sim platform spec describes (e.g. cluster:nodes=4,gpus=8 -> 4 nodes x 8 devices). */

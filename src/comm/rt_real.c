@@ -1,0 +1,109 @@
+/* rt_real.c — the real runtime (see src/dist/rt.h): a node is an MPI rank (or the only process
+ * without mpirun / without MPI), roles inside a node are pthreads, time is the wall clock.
+ * MPI is initialised with MPI_THREAD_FUNNELED: by the seam's contract only a node's main role
+ * communicates, so no two threads of a rank ever call MPI. Collectives map 1:1 to MPI
+ * (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgatherv, MPI_Reduce_scatter); the parameter
+ * server of the algorithms is point-to-point (send/recv/recv_any), see src/dist/ps.c. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include "comm/mpi_util.h"
+#include "dist/rt.h"
+#include "util/util.h"
+
+static double g_t0;
+static int *g_counts, *g_displs;   /* [nnodes] scratch for the v-collectives, sized once */
+
+static double r_now(rt_t *rt) { (void)rt; return now_s() - g_t0; }
+static void r_compute(rt_t *rt, double flops) { (void)rt; (void)flops; }
+static void r_work(rt_t *rt, double bytes) { (void)rt; (void)bytes; }
+
+typedef struct { pthread_t th; rt_t rt; rt_fn fn; void *arg; } rthread_t;
+static void *r_tramp(void *p) { rthread_t *t = p; t->fn(&t->rt, t->arg); return NULL; }
+static void *r_thread_start(rt_t *rt, int device, rt_fn fn, void *arg) {
+  rthread_t *t = xmalloc(sizeof *t);
+  t->rt = *rt; t->rt.device = device; t->fn = fn; t->arg = arg;
+  if (pthread_create(&t->th, NULL, r_tramp, t)) die("pthread_create failed on rank %d", rt->node);
+  return t;
+}
+static void r_thread_join(rt_t *rt, void *th) { (void)rt; rthread_t *t = th; pthread_join(t->th, NULL); xfree(t); }
+static void *r_mutex_new(rt_t *rt) { (void)rt; pthread_mutex_t *m = xmalloc(sizeof *m); pthread_mutex_init(m, NULL); return m; }
+static void r_mutex_lock(rt_t *rt, void *m) { (void)rt; pthread_mutex_lock(m); }
+static void r_mutex_unlock(rt_t *rt, void *m) { (void)rt; pthread_mutex_unlock(m); }
+static void r_mutex_free(rt_t *rt, void *m) { (void)rt; pthread_mutex_destroy(m); xfree(m); }
+static void r_yield(rt_t *rt) { (void)rt; sched_yield(); }
+
+#ifdef PDL_HAVE_MPI
+static void r_send(rt_t *rt, int dst, const void *buf, size_t bytes, int tag) {
+  (void)rt; CHECK_MPI(MPI_Send(buf, (int)bytes, MPI_BYTE, dst, tag, MPI_COMM_WORLD));
+}
+static void r_recv(rt_t *rt, int src, void *buf, size_t bytes, int tag) {
+  (void)rt; CHECK_MPI(MPI_Recv(buf, (int)bytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+}
+static int r_recv_any(rt_t *rt, void *buf, size_t bytes, int tag) {
+  (void)rt; MPI_Status st;
+  CHECK_MPI(MPI_Recv(buf, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &st));
+  return st.MPI_SOURCE;
+}
+static void r_allreduce(rt_t *rt, float *buf, size_t n) {
+  if (rt->nnodes > 1) CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+}
+static void r_reduce(rt_t *rt, float *buf, size_t n, int root) {
+  if (rt->nnodes == 1) return;
+  if (rt->node == root) CHECK_MPI(MPI_Reduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD));
+  else CHECK_MPI(MPI_Reduce(buf, NULL, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD));
+}
+static void r_bcast(rt_t *rt, float *buf, size_t n, int root) {
+  if (rt->nnodes > 1) CHECK_MPI(MPI_Bcast(buf, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD));
+}
+static void r_allgatherv(rt_t *rt, const float *mine, float *all, const size_t *counts) {
+  int off = 0;
+  for (int i = 0; i < rt->nnodes; i++) { g_counts[i] = (int)counts[i]; g_displs[i] = off; off += (int)counts[i]; }
+  CHECK_MPI(MPI_Allgatherv(mine, g_counts[rt->node], MPI_FLOAT, all, g_counts, g_displs, MPI_FLOAT, MPI_COMM_WORLD));
+}
+static void r_reduce_scatterv(rt_t *rt, const float *buf, float *mine, const size_t *counts) {
+  for (int i = 0; i < rt->nnodes; i++) g_counts[i] = (int)counts[i];
+  CHECK_MPI(MPI_Reduce_scatter(buf, mine, g_counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+}
+static void r_barrier(rt_t *rt) { (void)rt; CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+#else
+static void r_send(rt_t *rt, int dst, const void *buf, size_t bytes, int tag) {
+  (void)rt; (void)dst; (void)buf; (void)bytes; (void)tag; die("send: built without MPI (one node only)");
+}
+static void r_recv(rt_t *rt, int src, void *buf, size_t bytes, int tag) {
+  (void)rt; (void)src; (void)buf; (void)bytes; (void)tag; die("recv: built without MPI (one node only)");
+}
+static int r_recv_any(rt_t *rt, void *buf, size_t bytes, int tag) { r_recv(rt, 0, buf, bytes, tag); return 0; }
+static void r_allreduce(rt_t *rt, float *buf, size_t n) { (void)rt; (void)buf; (void)n; }
+static void r_reduce(rt_t *rt, float *buf, size_t n, int root) { (void)rt; (void)buf; (void)n; (void)root; }
+static void r_bcast(rt_t *rt, float *buf, size_t n, int root) { (void)rt; (void)buf; (void)n; (void)root; }
+static void r_allgatherv(rt_t *rt, const float *mine, float *all, const size_t *counts) { (void)rt; memmove(all, mine, counts[0] * sizeof(float)); }
+static void r_reduce_scatterv(rt_t *rt, const float *buf, float *mine, const size_t *counts) { (void)rt; memmove(mine, buf, counts[0] * sizeof(float)); }
+static void r_barrier(rt_t *rt) { (void)rt; }
+#endif
+
+static const rt_ops_t real_ops = {
+  "real", 0, r_now, r_compute, r_work, r_thread_start, r_thread_join, r_mutex_new, r_mutex_lock,
+  r_mutex_unlock, r_mutex_free, r_yield, r_send, r_recv, r_recv_any, r_allreduce, r_reduce, r_bcast,
+  r_allgatherv, r_reduce_scatterv, r_barrier,
+};
+
+const rt_ops_t *rt_real_ops(void) { return &real_ops; }
+
+int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
+#ifdef PDL_HAVE_MPI
+  pdl_mpi_init(argc, argv, MPI_THREAD_FUNNELED);
+#else
+  (void)argc; (void)argv;
+#endif
+  rt_t rt = {&real_ops, pdl_mpi_rank(), pdl_mpi_size(), -1, 1, NULL};
+  g_counts = xcalloc((size_t)rt.nnodes, sizeof(int));
+  g_displs = xcalloc((size_t)rt.nnodes, sizeof(int));
+  rt.ops->barrier(&rt);
+  g_t0 = now_s();
+  node_main(&rt, arg);
+  rt.ops->barrier(&rt);
+  xfree(g_counts); xfree(g_displs);
+  return 0;
+}

@@ -1,0 +1,30 @@
+/* replica.h — one gradient-computing role's private state: workspace, sampler, batch buffers.
+ * Sampling modes:
+ *   sliced (nslices > 1 or with_replacement == 0): every replica walks the SAME seeded sequence
+ *     of global batches of b*nslices examples and takes slice `slice` of each, so R workers with
+ *     batch b see exactly the examples that one sequential worker with batch R*b sees
+ *     (what makes SSGD comparable bit-for-bit in data with sequential momentum SGD);
+ *   random picks (with_replacement == 1): each replica draws uniformly from the whole training
+ *     set with its own stream (the PP-ASGD paper's randpick). */
+#ifndef PDL_REPLICA_H
+#define PDL_REPLICA_H
+#include "core/run.h"
+#include "dist/rt.h"
+
+typedef struct {
+  const net_t *net;
+  workspace_t ws;
+  sampler_t s;
+  int b, slice, nslices;
+  size_t img;
+  float *x;   /* [b * nslices][img] */
+  int *y;     /* [b * nslices] */
+} replica_t;
+
+void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream);
+void replica_free(replica_t *rp);
+/* Draws this replica's next b examples, computes the gradient at params, adds
+ * scale * d(sum of losses)/d params into gacc, charges flops to rt (sim time) and returns the
+ * SUM of the b losses. */
+double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale);
+#endif
