@@ -445,7 +445,7 @@ void plat_describe(const plat_t *p, char *out, size_t n) {
   switch (p->kind) {
   case PLAT_CLUSTER:
     snprintf(out, n,
-             "simgrid cluster: %d nodes x %d devices @ %.4g GFLOP/s; node CPU %d x %.4g GFLOP/s, memory %.4g GB/s; "
+             "simgrid cluster: %d nodes x %d device(s) @ %.4g GFLOP/s; node CPU %d x %.4g GFLOP/s, memory %.4g GB/s; "
              "PCIe %.4g GB/s %.3g us per device; net %.4g Gb/s %.3g us per node link, non-blocking switch; "
              "full duplex; CM02 flow model, no TCP window",
              p->nnodes, p->ndevices, p->dev_flops / 1e9, p->cpu_cores, p->cpu_flops / 1e9, p->membw / 1e9,
@@ -472,7 +472,7 @@ void plat_describe(const plat_t *p, char *out, size_t n) {
              p->nnodes, p->cpu_cores, p->dev_flops / 1e9, p->membw / 1e9, p->shm_bw / 1e9, p->shm_lat * 1e6);
     break;
   case PLAT_FILE:
-    snprintf(out, n, "simgrid file %.300s: %d nodes x %d devices", p->file, p->nnodes, p->ndevices);
+    snprintf(out, n, "simgrid file %.300s: %d nodes x %d device(s)", p->file, p->nnodes, p->ndevices);
     break;
   }
 }

@@ -363,7 +363,7 @@ static void describe_loaded_file(char *out, size_t n) {
   const node_t *n0 = &G.nodes[0];
   sg_host_t h1 = G.nnodes > 1 ? G.nodes[1].cpu : NULL;
   snprintf(out, n,
-           "simgrid file %.160s: %d nodes x %d devices @ %.4g GFLOP/s (n0-g0); node CPU %d x %.4g GFLOP/s, "
+           "simgrid file %.160s: %d nodes x %d device(s) @ %.4g GFLOP/s (n0-g0); node CPU %d x %.4g GFLOP/s, "
            "memory %.4g GB/s; n0-n1 %s %.4g Gb/s %.6g us; CM02 flow model, no TCP window",
            G.file, G.nnodes, G.ndev, sg_host_get_speed(n0->dev[0]) / 1e9, sg_host_core_count(n0->cpu),
            sg_host_get_speed(n0->cpu) / 1e9, sg_host_get_speed(n0->mem) / 1e9, h1 ? "route" : "(one node)",
