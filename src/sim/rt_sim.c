@@ -152,7 +152,7 @@ static void *s_thread_start(rt_t *rt, int device, rt_fn fn, void *arg) {
 static void s_thread_join(rt_t *rt, void *thread) {
   (void)rt;
   role_t *r = thread;
-  if (!r || r->is_main || !r->actor) simc_fatal("thread_join: not a thread of thread_start");
+  if (!r || r->is_main || !r->actor) simc_fatal("thread_join: not a thread from thread_start, or joined twice");
   sg_actor_join(r->actor, -1);
   sg_actor_unref(r->actor);
   r->actor = NULL;
