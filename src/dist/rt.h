@@ -79,5 +79,17 @@ const rt_ops_t *rt_real_ops(void);
 int rt_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg);
 /* Nodes the sim platform spec describes (e.g. cluster:nodes=4,gpus=8 -> 4 nodes x 8 devices). */
 int rt_sim_platform_shape(const char *platform, int *nnodes, int *ndevices);
+/* Sim runtime notes (src/dist/rt_sim_loader.c, docs/SIM.md): rt_sim_run and
+ * rt_sim_platform_shape print their reason and return 2 for a bad platform spec (caller exits 2)
+ * and 1 for a failed run (deadlock, a second platform in one process); a missing libpdlsim.so
+ * dies. One platform per process: later runs must use the same spec, hint and rate. */
+/* 1 when libpdlsim.so loads; else 0 with the reason in why. */
+int rt_sim_available(char *why, size_t n);
+/* The path libpdlsim.so was loaded from (NULL before the first load). */
+const char *rt_sim_library(void);
+/* Writes the SimGrid XML of a generated platform spec to path (to edit and run as file:PATH);
+ * desc (may be NULL) gets the one-line description. 0 ok, 2 bad spec, 1 write error. */
+int rt_sim_platform_xml(const char *platform, double device_gflops, const char *path, char *desc,
+                        size_t desclen);
 
 #endif
