@@ -96,7 +96,7 @@ $(PDL): $(BUILD)/obj/src/cli/main.o $(LIBPDL)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS)
 
 # The sim runtime is a separate shared object: libsimgrid exports the MPI API (SMPI), so it is
-# never linked into the binary that calls MPI; pdl dlopen()s it RTLD_LOCAL (see src/sim/README).
+# never linked into the binary that calls MPI; pdl dlopen()s it RTLD_LOCAL (see docs/SIM.md).
 $(BUILD)/libpdlsim.so: $(SIM_OBJ)
 	gcc -shared -fopenmp $(SANFLAGS) -o $@ $^ -lsimgrid
 
