@@ -110,9 +110,12 @@ static void ssgd_node(rt_t *rt, void *arg) {
   if (r->diverged && N > 1) die("ssgd: diverged at step %ld (multi-node runs stop as a whole)", r->diverged_at);
   if (me == 0) {
     double tt = rt->ops->now(rt) - (rt->ops->simulated ? 0 : job->eval_time);
-    char extra[256];
-    snprintf(extra, sizeof extra, "\"nodes\":%d,\"grad_threads\":%d,\"workers\":%d,\"time_per_update_s\":%.9g", N, G, N * G,
-             r->updates ? tt / (double)r->updates : 0.0);
+    char extra[1024];
+    int k = snprintf(extra, sizeof extra, "\"nodes\":%d,\"grad_threads\":%d,\"workers\":%d,\"time_per_update_s\":%.9g", N, G,
+                     N * G, r->updates ? tt / (double)r->updates : 0.0);
+    if (rt->ops->simulated)
+      snprintf(extra + k, sizeof extra - (size_t)k, ",\"platform\":\"%s\",\"device_rate\":\"%s\"", c->platform,
+               c->device_rate[0] ? c->device_rate : "platform default");
     run_summary(r, tt, extra);
     if (getenv("PDL_DUMP_PARAMS")) {
       FILE *f = fopen(getenv("PDL_DUMP_PARAMS"), "wb");
