@@ -8,6 +8,7 @@
  * status 1 and a message naming the file and what is wrong (via die()). */
 #ifndef PDL_DATA_H
 #define PDL_DATA_H
+#include <stddef.h>
 #include <stdint.h>
 #include "core/rng.h"
 
