@@ -1,0 +1,506 @@
+/* data.c — data set loaders (Fashion-MNIST idx, CIFAR-10 binary, synthetic), per-channel
+ * normalisation, and the sharded batch sampler. See data.h for the interface.
+ * Conventions:
+ *  - Pixel bytes are scaled to [0, 1] (v / 255) before normalisation, so d->mean / d->std of the
+ *    byte-based sets are in that scale (Fashion-MNIST: 0.2860 / 0.3530). For byte data the
+ *    statistics come from a 256-bin histogram per channel (exact) and the conversion is a table
+ *    lookup, so zlib's inflate is most of a Fashion-MNIST load (~0.7 s on the 2-core test box).
+ *  - No OpenMP here: loading is serial so it stays safe in a fork()ed child of a process that
+ *    already ran parallel regions (libgomp's pool does not survive fork).
+ *  - Every file problem ends in die() naming the path and the problem; every spec problem in
+ *    die_usage() naming the spec or key.
+ *  - The sampler allocates idx with 2*n_shard ints: idx[0..n_shard) is this epoch's order (as
+ *    documented), idx[n_shard..2*n_shard) keeps the shard's canonical order (its positions in
+ *    the seeded global permutation), from which every epoch's order is rebuilt without
+ *    allocating. */
+#include "core/data.h"
+#include "util/util.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define FMNIST_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
+#define IDX_MAGIC_IMAGES 2051u /* 0x00000803: unsigned byte, 3 dims */
+#define IDX_MAGIC_LABELS 2049u /* 0x00000801: unsigned byte, 1 dim */
+#define MAX_EXAMPLES (1 << 24)  /* a header claiming more is treated as corrupt */
+#define CIFAR_REC 3073          /* 1 label byte + 3*32*32 pixel bytes (CHW) */
+
+/* rng streams (rng_seed's second argument) */
+#define STREAM_SYN_PROTO 0x53594e50ull  /* synthetic class prototypes */
+#define STREAM_SYN_TRAIN 0x53594e54ull  /* synthetic train examples */
+#define STREAM_SYN_TEST 0x53594e45ull   /* synthetic test examples */
+#define STREAM_PERM 0x5045524dull       /* sampler: global permutation */
+#define STREAM_EPOCH (1ull << 63)       /* sampler: | shard << 40 | epoch */
+#define STREAM_REPL (1ull << 62)        /* sampler: | shard, with-replacement draws */
+
+size_t dataset_image_floats(const dataset_t *ds) { return (size_t)ds->c * ds->h * ds->w; }
+
+/* ---- byte data -> normalised floats ------------------------------------------------------- */
+
+/* Per-channel histograms of train pixel bytes [nimg][c][hw] -> mean/std in [0,1] scale. */
+static void byte_stats(const uint8_t *px, long nimg, int c, long hw, float *mean, float *std) {
+  for (int ch = 0; ch < c; ch++) {
+    uint64_t hist[256] = {0};
+    for (long i = 0; i < nimg; i++) {
+      const uint8_t *p = px + ((size_t)i * c + ch) * hw;
+      for (long k = 0; k < hw; k++) hist[p[k]]++;
+    }
+    double cnt = 0, s = 0, ss = 0;
+    for (int v = 0; v < 256; v++) {
+      double f = v / 255.0;
+      cnt += (double)hist[v]; s += f * (double)hist[v]; ss += f * f * (double)hist[v];
+    }
+    double m = s / cnt, var = ss / cnt - m * m;
+    double sd = var > 1e-12 ? sqrt(var) : 1.0; /* constant channel: leave the scale alone */
+    mean[ch] = (float)m; std[ch] = (float)sd;
+  }
+}
+
+/* x [nimg][c][hw] = (px / 255 - mean[ch]) / std[ch] via a per-channel lookup table. */
+static void bytes_to_floats(float *x, const uint8_t *px, long nimg, int c, long hw,
+                            const float *mean, const float *std) {
+  float lut[3][256];
+  for (int ch = 0; ch < c; ch++)
+    for (int v = 0; v < 256; v++) lut[ch][v] = (float)((v / 255.0 - mean[ch]) / std[ch]);
+  for (long i = 0; i < nimg; i++)
+    for (int ch = 0; ch < c; ch++) {
+      const uint8_t *p = px + ((size_t)i * c + ch) * hw;
+      float *q = x + ((size_t)i * c + ch) * hw;
+      const float *t = lut[ch];
+      for (long k = 0; k < hw; k++) q[k] = t[p[k]];
+    }
+}
+
+/* ---- Fashion-MNIST (idx files, gzip or plain) ---------------------------------------------- */
+
+typedef struct { gzFile f; char path[1100]; int gz_name; } idxfile_t;
+
+static int path_exists(const char *p) {
+  struct stat st;
+  if (stat(p, &st) == 0) return 1;
+  if (errno != ENOENT) die("%s: cannot stat: %s", p, strerror(errno));
+  return 0;
+}
+
+/* Open DIR/NAME.gz, or DIR/NAME when the .gz is absent. */
+static void idx_open(idxfile_t *xf, const char *dir, const char *name) {
+  char plain[1100];
+  int len = snprintf(xf->path, sizeof xf->path, "%s/%s.gz", dir, name);
+  if (len < 0 || (size_t)len >= sizeof xf->path) die_usage("data directory path too long: %s", dir);
+  snprintf(plain, sizeof plain, "%s/%s", dir, name);
+  xf->gz_name = 1;
+  if (!path_exists(xf->path)) {
+    if (!path_exists(plain)) die("%s: missing (no uncompressed %s either)", xf->path, plain);
+    memcpy(xf->path, plain, sizeof plain);
+    xf->gz_name = 0;
+  }
+  struct stat st;
+  if (stat(xf->path, &st) != 0) die("%s: cannot stat: %s", xf->path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) die("%s: not a regular file", xf->path);
+  xf->f = gzopen(xf->path, "rb");
+  if (!xf->f) die("%s: cannot open: %s", xf->path, errno ? strerror(errno) : "out of memory");
+  gzbuffer(xf->f, 1 << 18);
+}
+
+/* zlib's message without the "PATH: " prefix gzerror puts in front. */
+static const char *gz_errmsg(idxfile_t *xf) {
+  int err;
+  const char *m = gzerror(xf->f, &err);
+  if (err == Z_ERRNO) return strerror(errno);
+  if (!m || !*m) return "no zlib error";
+  size_t pl = strlen(xf->path);
+  if (!strncmp(m, xf->path, pl) && !strncmp(m + pl, ": ", 2)) m += pl + 2;
+  return m;
+}
+
+/* Read exactly n bytes; `what` names the part for the message. */
+static void idx_read(idxfile_t *xf, void *buf, size_t n, const char *what) {
+  size_t got = 0;
+  while (got < n) {
+    size_t chunk = n - got > (1u << 30) ? (1u << 30) : n - got;
+    int r = gzread(xf->f, (char *)buf + got, (unsigned)chunk);
+    if (r < 0) die("%s: read error in %s: %s", xf->path, what, gz_errmsg(xf));
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  if (got > 0 && xf->gz_name && gzdirect(xf->f))
+    die("%s: not a gzip file (name ends in .gz but content is not gzip-compressed)", xf->path);
+  if (got < n) {
+    int err;
+    gzerror(xf->f, &err);
+    die("%s: truncated: %s needs %zu bytes, file ends after %zu (%s)", xf->path, what, n, got,
+        err == Z_OK ? "end of file" : gz_errmsg(xf));
+  }
+}
+
+/* Header words are big-endian uint32. */
+static uint32_t be32(const uint8_t *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* After the payload: no more data, and the gzip stream ended cleanly (CRC, length). */
+static void idx_close(idxfile_t *xf, const char *what) {
+  uint8_t extra;
+  int r = gzread(xf->f, &extra, 1);
+  if (r > 0) die("%s: trailing bytes after %s", xf->path, what);
+  int err;
+  gzerror(xf->f, &err);
+  if (r < 0 || err != Z_OK) die("%s: corrupt or truncated after %s: %s", xf->path, what, gz_errmsg(xf));
+  int rc = gzclose(xf->f);
+  xf->f = NULL;
+  if (rc != Z_OK && rc != Z_BUF_ERROR) die("%s: error closing (zlib code %d)", xf->path, rc);
+}
+
+/* One split: images [n][28][28] bytes and labels [n], into ds (floats filled later). */
+static uint8_t *fmnist_read_split(const char *dir, const char *prefix, dataset_t *ds) {
+  char name[64];
+  idxfile_t xi, xl;
+  uint8_t hdr[16];
+
+  snprintf(name, sizeof name, "%s-images-idx3-ubyte", prefix);
+  idx_open(&xi, dir, name);
+  idx_read(&xi, hdr, 16, "the 16-byte header");
+  uint32_t magic = be32(hdr), n = be32(hdr + 4), rows = be32(hdr + 8), cols = be32(hdr + 12);
+  if (magic != IDX_MAGIC_IMAGES)
+    die("%s: wrong magic number %u (0x%08x), expected %u for idx3-ubyte images", xi.path, magic, magic, IDX_MAGIC_IMAGES);
+  if (rows != 28 || cols != 28) die("%s: images are %ux%u, expected 28x28", xi.path, rows, cols);
+  if (n == 0 || n > MAX_EXAMPLES) die("%s: implausible image count %u in header", xi.path, n);
+  size_t npx = (size_t)n * 28 * 28;
+  uint8_t *px = xmalloc(npx); /* [n][28][28] */
+  idx_read(&xi, px, npx, "the pixel data");
+  idx_close(&xi, "the pixel data");
+
+  snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
+  idx_open(&xl, dir, name);
+  idx_read(&xl, hdr, 8, "the 8-byte header");
+  uint32_t lmagic = be32(hdr), ln = be32(hdr + 4);
+  if (lmagic != IDX_MAGIC_LABELS)
+    die("%s: wrong magic number %u (0x%08x), expected %u for idx1-ubyte labels", xl.path, lmagic, lmagic, IDX_MAGIC_LABELS);
+  if (ln != n) die("%s: label count %u does not match image count %u in %s", xl.path, ln, n, xi.path);
+  uint8_t *lab = xmalloc(n); /* [n] */
+  idx_read(&xl, lab, n, "the labels");
+  idx_close(&xl, "the labels");
+
+  ds->n = (int)n; ds->c = 1; ds->h = 28; ds->w = 28; ds->classes = 10;
+  ds->y = xmalloc(sizeof(int) * n);
+  for (uint32_t i = 0; i < n; i++) {
+    if (lab[i] >= 10) die("%s: label %u of example %u is out of range [0, 10)", xl.path, lab[i], i);
+    ds->y[i] = lab[i];
+  }
+  xfree(lab);
+  return px;
+}
+
+static void load_fmnist(data_t *d, const char *dir) {
+  snprintf(d->name, sizeof d->name, "fashion-mnist");
+  uint8_t *ptr = fmnist_read_split(dir, "train", &d->train); /* [ntrain][784] */
+  uint8_t *pte = fmnist_read_split(dir, "t10k", &d->test);   /* [ntest][784] */
+  byte_stats(ptr, d->train.n, 1, 784, d->mean, d->std);
+  d->train.x = xmalloc(sizeof(float) * (size_t)d->train.n * 784);
+  d->test.x = xmalloc(sizeof(float) * (size_t)d->test.n * 784);
+  bytes_to_floats(d->train.x, ptr, d->train.n, 1, 784, d->mean, d->std);
+  bytes_to_floats(d->test.x, pte, d->test.n, 1, 784, d->mean, d->std);
+  xfree(ptr); xfree(pte);
+}
+
+/* ---- CIFAR-10 binary ----------------------------------------------------------------------- */
+
+/* Read the given batch files into one buffer of records [nrec][3073]; first_rec[f] is the
+ * index of file f's first record. */
+static uint8_t *cifar_read(const char *dir, const char *const *names, int nfiles, long *nrec_out,
+                           char paths[][1100], long *first_rec) {
+  long sizes[8], total = 0;
+  for (int f = 0; f < nfiles; f++) {
+    int len = snprintf(paths[f], 1100, "%s/%s", dir, names[f]);
+    if (len < 0 || len >= 1100) die_usage("data directory path too long: %s", dir);
+    struct stat st;
+    if (stat(paths[f], &st) != 0) die("%s: %s", paths[f], errno == ENOENT ? "missing" : strerror(errno));
+    if (!S_ISREG(st.st_mode)) die("%s: not a regular file", paths[f]);
+    if (st.st_size == 0 || st.st_size % CIFAR_REC != 0)
+      die("%s: size %lld bytes is not a positive multiple of the %d-byte CIFAR-10 record", paths[f],
+          (long long)st.st_size, CIFAR_REC);
+    sizes[f] = (long)st.st_size;
+    first_rec[f] = total / CIFAR_REC;
+    total += sizes[f];
+  }
+  if (total / CIFAR_REC > MAX_EXAMPLES) die("%s: more than %d records", dir, MAX_EXAMPLES);
+  uint8_t *buf = xmalloc((size_t)total); /* [nrec][3073] */
+  long off = 0;
+  for (int f = 0; f < nfiles; f++) {
+    FILE *fp = fopen(paths[f], "rb");
+    if (!fp) die("%s: cannot open: %s", paths[f], strerror(errno));
+    size_t got = fread(buf + off, 1, (size_t)sizes[f], fp);
+    if (got != (size_t)sizes[f])
+      die("%s: read %zu of %ld bytes: %s", paths[f], got, sizes[f], ferror(fp) ? strerror(errno) : "file shrank");
+    if (fgetc(fp) != EOF) die("%s: file grew while reading", paths[f]);
+    fclose(fp);
+    off += sizes[f];
+  }
+  *nrec_out = total / CIFAR_REC;
+  return buf;
+}
+
+/* Split records into labels (validated) and pixels [nrec][3][32][32]. */
+static uint8_t *cifar_split(const uint8_t *rec, long nrec, dataset_t *ds, char paths[][1100],
+                            const long *first_rec, int nfiles) {
+  uint8_t *px = xmalloc((size_t)nrec * (CIFAR_REC - 1)); /* [nrec][3][32][32] */
+  ds->n = (int)nrec; ds->c = 3; ds->h = 32; ds->w = 32; ds->classes = 10;
+  ds->y = xmalloc(sizeof(int) * (size_t)nrec);
+  for (long i = 0; i < nrec; i++) {
+    const uint8_t *r = rec + (size_t)i * CIFAR_REC;
+    if (r[0] >= 10) {
+      int f = nfiles - 1;
+      while (f > 0 && first_rec[f] > i) f--;
+      die("%s: label %u of record %ld is out of range [0, 10)", paths[f], r[0], i - first_rec[f]);
+    }
+    ds->y[i] = r[0];
+    memcpy(px + (size_t)i * (CIFAR_REC - 1), r + 1, CIFAR_REC - 1);
+  }
+  return px;
+}
+
+static void load_cifar10(data_t *d, const char *dir) {
+  static const char *const train_names[5] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                             "data_batch_4.bin", "data_batch_5.bin"};
+  static const char *const test_names[1] = {"test_batch.bin"};
+  char paths[5][1100];
+  long first[5], nrec;
+  snprintf(d->name, sizeof d->name, "cifar10");
+
+  uint8_t *rec = cifar_read(dir, train_names, 5, &nrec, paths, first);
+  uint8_t *ptr = cifar_split(rec, nrec, &d->train, paths, first, 5); /* [ntrain][3][32][32] */
+  xfree(rec);
+
+  rec = cifar_read(dir, test_names, 1, &nrec, paths, first);
+  uint8_t *pte = cifar_split(rec, nrec, &d->test, paths, first, 1);   /* [ntest][3][32][32] */
+  xfree(rec);
+
+  byte_stats(ptr, d->train.n, 3, 1024, d->mean, d->std);
+  d->train.x = xmalloc(sizeof(float) * (size_t)d->train.n * 3072);
+  d->test.x = xmalloc(sizeof(float) * (size_t)d->test.n * 3072);
+  bytes_to_floats(d->train.x, ptr, d->train.n, 3, 1024, d->mean, d->std);
+  bytes_to_floats(d->test.x, pte, d->test.n, 3, 1024, d->mean, d->std);
+  xfree(ptr); xfree(pte);
+}
+
+/* ---- synthetic ----------------------------------------------------------------------------- */
+/* Each class k has a fixed prototype P_k [c][h][w] with unit RMS: a smooth part (a few random
+ * low-frequency cosines per channel) plus a white part, so both MLPs and conv nets can learn it.
+ * An example of class y is amp * P_y + SYN_NOISE * N(0, 1) per pixel, amp ~ U(0.6, 1.4).
+ * Labels are uniform over the classes. Everything is a function of the keys (seed included). */
+#define SYN_NOISE 1.5
+
+static void syn_prototypes(float *proto, int classes, int c, int h, int w, uint64_t seed) {
+  rng_t r;
+  rng_seed(&r, seed, STREAM_SYN_PROTO);
+  size_t img = (size_t)c * h * w;
+  for (int k = 0; k < classes; k++) {
+    float *p = proto + (size_t)k * img; /* [c][h][w] */
+    for (int ch = 0; ch < c; ch++) {
+      double amp[4], fx[4], fy[4], ph[4];
+      for (int m = 0; m < 4; m++) {
+        amp[m] = rng_normal(&r);
+        fx[m] = (double)rng_below(&r, 4);
+        fy[m] = (double)rng_below(&r, 4);
+        ph[m] = 6.283185307179586 * rng_uniform(&r);
+      }
+      for (int i = 0; i < h; i++)
+        for (int j = 0; j < w; j++) {
+          double v = 0;
+          for (int m = 0; m < 4; m++)
+            v += amp[m] * cos(6.283185307179586 * (fx[m] * i / h + fy[m] * j / w) + ph[m]);
+          p[((size_t)ch * h + i) * w + j] = (float)(v / 2.0 + 0.7 * rng_normal(&r));
+        }
+    }
+    double ss = 0;
+    for (size_t q = 0; q < img; q++) ss += (double)p[q] * p[q];
+    float inv = (float)(1.0 / sqrt(ss / (double)img + 1e-12));
+    for (size_t q = 0; q < img; q++) p[q] *= inv;
+  }
+}
+
+static void syn_fill(dataset_t *ds, const float *proto, uint64_t seed, uint64_t stream) {
+  size_t img = dataset_image_floats(ds);
+  rng_t r;
+  rng_seed(&r, seed, stream);
+  for (int i = 0; i < ds->n; i++) {
+    int y = (int)rng_below(&r, (uint64_t)ds->classes);
+    float amp = (float)(0.6 + 0.8 * rng_uniform(&r));
+    const float *p = proto + (size_t)y * img;
+    float *x = ds->x + (size_t)i * img;
+    for (size_t q = 0; q < img; q++) x[q] = amp * p[q] + (float)SYN_NOISE * rng_normal(&r);
+    ds->y[i] = y;
+  }
+}
+
+static long syn_value(const char *key, const char *val, long lo, long hi) {
+  char *end;
+  errno = 0;
+  long v = strtol(val, &end, 10);
+  if (errno || end == val || *end)
+    die_usage("synthetic data set: key %s: '%s' is not an integer", key, val);
+  if (v < lo || v > hi) die_usage("synthetic data set: key %s: %ld is out of range [%ld, %ld]", key, v, lo, hi);
+  return v;
+}
+
+static void load_synthetic(data_t *d, const char *opts) {
+  long n = 1024, c = 1, h = 28, w = 28, classes = 10;
+  uint64_t seed = 1;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", opts);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(item, '=');
+    if (!eq) die_usage("synthetic data set: '%s' is not key=value (keys: n, c, h, w, classes, seed)", item);
+    *eq = 0;
+    const char *key = item, *val = eq + 1;
+    if (!strcmp(key, "n")) n = syn_value(key, val, 1, MAX_EXAMPLES);
+    else if (!strcmp(key, "c")) c = syn_value(key, val, 1, 3);
+    else if (!strcmp(key, "h")) h = syn_value(key, val, 1, 1024);
+    else if (!strcmp(key, "w")) w = syn_value(key, val, 1, 1024);
+    else if (!strcmp(key, "classes")) classes = syn_value(key, val, 2, 100000);
+    else if (!strcmp(key, "seed")) seed = (uint64_t)syn_value(key, val, 0, LONG_MAX);
+    else die_usage("synthetic data set: unknown key '%s' (keys: n, c, h, w, classes, seed)", key);
+  }
+  long ntest = n / 4 > 0 ? n / 4 : 1;
+  double total = (double)(n + ntest) * (double)c * (double)h * (double)w;
+  if (total > (double)(1L << 30))
+    die_usage("synthetic data set: n=%ld with %ldx%ldx%ld images is too large (%.3g floats, limit 2^30)",
+              n, c, h, w, total);
+  snprintf(d->name, sizeof d->name, "synthetic");
+  size_t img = (size_t)c * h * w;
+  float *proto = xmalloc(sizeof(float) * (size_t)classes * img); /* [classes][c][h][w] */
+  syn_prototypes(proto, (int)classes, (int)c, (int)h, (int)w, seed);
+  dataset_t *sets[2] = {&d->train, &d->test};
+  long counts[2] = {n, ntest};
+  for (int s = 0; s < 2; s++) {
+    dataset_t *ds = sets[s];
+    ds->n = (int)counts[s]; ds->c = (int)c; ds->h = (int)h; ds->w = (int)w; ds->classes = (int)classes;
+    ds->x = xmalloc(sizeof(float) * (size_t)ds->n * img);
+    ds->y = xmalloc(sizeof(int) * (size_t)ds->n);
+    syn_fill(ds, proto, seed, s == 0 ? STREAM_SYN_TRAIN : STREAM_SYN_TEST);
+  }
+  xfree(proto);
+
+  /* per-channel statistics of the train set, applied to both sets */
+  size_t hw = (size_t)h * w;
+  for (int ch = 0; ch < c; ch++) {
+    double s = 0, ss = 0;
+    for (int i = 0; i < d->train.n; i++) {
+      const float *p = d->train.x + ((size_t)i * c + ch) * hw;
+      for (size_t k = 0; k < hw; k++) { s += p[k]; ss += (double)p[k] * p[k]; }
+    }
+    double cnt = (double)d->train.n * (double)hw, m = s / cnt, var = ss / cnt - m * m;
+    d->mean[ch] = (float)m;
+    d->std[ch] = (float)(var > 1e-12 ? sqrt(var) : 1.0);
+  }
+  for (int s = 0; s < 2; s++) {
+    dataset_t *ds = sets[s];
+    for (int i = 0; i < ds->n; i++)
+      for (int ch = 0; ch < c; ch++) {
+        float *p = ds->x + ((size_t)i * c + ch) * hw, m = d->mean[ch], inv = 1.0f / d->std[ch];
+        for (size_t k = 0; k < hw; k++) p[k] = (p[k] - m) * inv;
+      }
+  }
+}
+
+/* ---- spec dispatch ------------------------------------------------------------------------- */
+
+void data_load(data_t *d, const char *spec) {
+  memset(d, 0, sizeof *d);
+  if (!spec || !*spec) die_usage("empty data set spec (expected fashion-mnist[:DIR], cifar10:DIR or synthetic[:k=v,...])");
+  if (strlen(spec) >= sizeof d->spec) die_usage("data set spec longer than %zu characters: %.40s...", sizeof d->spec - 1, spec);
+  snprintf(d->spec, sizeof d->spec, "%s", spec);
+  for (int ch = 0; ch < 3; ch++) d->std[ch] = 1.0f;
+  if (!strcmp(spec, "fashion-mnist")) load_fmnist(d, FMNIST_DEFAULT_DIR);
+  else if (!strncmp(spec, "fashion-mnist:", 14)) {
+    if (!spec[14]) die_usage("data set spec '%s': empty directory after 'fashion-mnist:'", spec);
+    load_fmnist(d, spec + 14);
+  } else if (!strncmp(spec, "cifar10:", 8)) {
+    if (!spec[8]) die_usage("data set spec '%s': empty directory after 'cifar10:'", spec);
+    load_cifar10(d, spec + 8);
+  } else if (!strcmp(spec, "cifar10")) die_usage("data set spec 'cifar10' needs a directory: cifar10:DIR");
+  else if (!strcmp(spec, "synthetic")) load_synthetic(d, "");
+  else if (!strncmp(spec, "synthetic:", 10)) load_synthetic(d, spec + 10);
+  else die_usage("unknown data set spec '%s' (expected fashion-mnist[:DIR], cifar10:DIR or synthetic[:k=v,...])", spec);
+}
+
+/* Keeps the storage; only the counts shrink. Normalisation stays that of the full train set. */
+void data_truncate(data_t *d, int ntrain, int ntest) {
+  if (ntrain > 0 && ntrain < d->train.n) d->train.n = ntrain;
+  if (ntest > 0 && ntest < d->test.n) d->test.n = ntest;
+}
+
+void data_free(data_t *d) {
+  xfree(d->train.x); xfree(d->train.y);
+  xfree(d->test.x); xfree(d->test.y);
+  memset(d, 0, sizeof *d);
+}
+
+/* ---- sampler ------------------------------------------------------------------------------- */
+
+/* idx[0..n_shard) = the canonical order idx[n_shard..) shuffled for this epoch. */
+static void sampler_order(sampler_t *s) {
+  memcpy(s->idx, s->idx + s->n_shard, sizeof(int) * (size_t)s->n_shard);
+  if (s->with_replacement) return; /* draws are uniform over the set; keep the canonical order */
+  rng_t r;
+  rng_seed(&r, s->seed, STREAM_EPOCH | (uint64_t)s->shard << 40 | ((uint64_t)s->epoch & ((1ull << 40) - 1)));
+  rng_shuffle(&r, s->idx, s->n_shard);
+}
+
+void sampler_init(sampler_t *s, const dataset_t *ds, uint64_t seed, int shard, int nshards, int with_replacement) {
+  memset(s, 0, sizeof *s);
+  if (nshards < 1 || shard < 0 || shard >= nshards || nshards >= (1 << 22))
+    die("sampler: shard %d of %d is not a valid shard", shard, nshards);
+  if (!ds || ds->n <= 0 || !ds->x || !ds->y) die("sampler: empty data set");
+  int n = ds->n;
+  int n_shard = n / nshards + (shard < n % nshards ? 1 : 0);
+  if (n_shard == 0) die("sampler: shard %d of %d is empty (data set has only %d examples)", shard, nshards, n);
+  s->ds = ds; s->seed = seed; s->shard = shard; s->nshards = nshards;
+  s->with_replacement = with_replacement ? 1 : 0;
+  s->n_shard = n_shard;
+  int *perm = xmalloc(sizeof(int) * (size_t)n); /* [n] global permutation */
+  for (int i = 0; i < n; i++) perm[i] = i;
+  rng_t r;
+  rng_seed(&r, seed, STREAM_PERM);
+  rng_shuffle(&r, perm, n);
+  s->idx = xmalloc(sizeof(int) * 2 * (size_t)n_shard); /* [2][n_shard]: this epoch, canonical */
+  for (int k = 0; k < n_shard; k++) s->idx[n_shard + k] = perm[shard + (size_t)k * nshards];
+  xfree(perm);
+  rng_seed(&s->rng, seed, STREAM_REPL | (uint64_t)shard);
+  sampler_order(s);
+}
+
+void sampler_free(sampler_t *s) {
+  xfree(s->idx);
+  memset(s, 0, sizeof *s);
+}
+
+void sampler_next(sampler_t *s, int B, float *x, int *y) {
+  const dataset_t *ds = s->ds;
+  size_t img = dataset_image_floats(ds);
+  for (int b = 0; b < B; b++) {
+    int e = s->with_replacement ? s->idx[rng_below(&s->rng, (uint64_t)s->n_shard)] : s->idx[s->pos];
+    memcpy(x + (size_t)b * img, ds->x + (size_t)e * img, sizeof(float) * img);
+    y[b] = ds->y[e];
+    if (++s->pos == s->n_shard) { /* a pass is complete: (epoch, pos) always has pos < n_shard */
+      s->pos = 0;
+      s->epoch++;
+      if (!s->with_replacement) sampler_order(s);
+    }
+  }
+}
+
+/* With replacement the stream is carried by s->rng alone; seek then only sets the counters. */
+void sampler_seek(sampler_t *s, long epoch, int pos) {
+  if (epoch < 0 || pos < 0 || pos > s->n_shard)
+    die("sampler: cannot seek to epoch %ld position %d (shard has %d examples)", epoch, pos, s->n_shard);
+  if (pos == s->n_shard) { epoch++; pos = 0; }
+  s->epoch = epoch;
+  s->pos = pos;
+  sampler_order(s);
+}
