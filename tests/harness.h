@@ -24,7 +24,7 @@ static const char *h_cur_name;
 
 #define RUN(fn) do { h_cur_name = #fn; h_cur_failed = 0; h_cur_skipped = 0; fflush(stdout); fn(); \
   if (!h_cur_skipped) { printf("%s - %s\n", h_cur_failed ? "not ok" : "ok", #fn); } \
-  if (h_cur_failed) h_failed_total++; fflush(stdout); } while (0)
+  if (h_cur_failed) { h_failed_total++; } fflush(stdout); } while (0)
 
 static inline int harness_exit(void) { return h_failed_total ? 1 : 0; }
 
