@@ -10,6 +10,8 @@ BUILD ?= build
 SAN ?=
 CUDA_HOME ?= /usr/local/cuda
 PY_TORCH ?= /usr/bin/python3
+# GPU code: SASS for Turing..Blackwell-consumer plus compute_75 PTX that newer GPUs JIT; override e.g. NVCC_ARCH=-arch=native
+NVCC_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_120,code=sm_120 -gencode arch=compute_75,code=compute_75
 
 # ---- optional parts, detected -------------------------------------------------------------
 HAVE_MPI := $(if $(NO_MPI),,$(shell command -v mpicc >/dev/null 2>&1 && echo 1))
@@ -43,9 +45,9 @@ LDLIBS := -llapacke -lopenblas -lz -lm -lpthread -ldl
 ifneq ($(NVCC),)
   CFLAGS += -DPDL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DPDL_HAVE_NCCL) \
             $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas \
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ \
             $(if $(HAVE_CUDNN),-lcudnn) $(if $(HAVE_CUSOLVER),-lcusolver) $(if $(HAVE_NCCL),-lnccl)
-  NVCCFLAGS := -O3 -std=c++17 -Xcompiler -fPIC -Isrc -I. $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) \
+  NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -Isrc -I. $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) \
             $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
 endif
 LDFLAGS := -fopenmp -rdynamic $(SANFLAGS)

@@ -1,0 +1,149 @@
+/* cuda_context.cu — host side of the GPU path: error reporting, the per-thread context (stream +
+ * cuBLAS handle), device discovery and the plain-C memory helpers of cuda_layers.h.
+ * No kernels live here. A context is a thread_local POD without a destructor on purpose: tearing
+ * down CUDA objects from thread/process exit handlers races the runtime's own shutdown, so
+ * contexts are freed explicitly (cuda_thread_release) or reclaimed with the process. */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/cuda_layers.h"
+
+void pdl_cuda_fail(const char *what, const char *errname, const char *errstr, const char *file, int line) {
+  fprintf(stderr, "pdl: CUDA failure in %s at %s:%d: %s (%s)\n", what, file, line, errname ? errname : "?",
+          errstr ? errstr : "?");
+  fflush(stderr);
+  exit(1);
+}
+
+bool pdl_cuda_sync_launches() {
+  static const bool on = [] {
+    const char *s = getenv("PDL_CUDA_SYNC");
+    return s && *s && strcmp(s, "0") != 0;
+  }();
+  return on;
+}
+
+static thread_local PdlCudaCtx t_ctx; /* zero-initialised: valid == 0 */
+
+static void ctx_destroy(PdlCudaCtx *c) {
+  if (!c->valid) return;
+  int cur;
+  CHECK_CUDA(cudaGetDevice(&cur));
+  if (cur != c->device) CHECK_CUDA(cudaSetDevice(c->device));
+  CHECK_CUDA(cudaStreamSynchronize(c->stream));
+  CHECK_CUBLAS(cublasDestroy(c->blas));
+  CHECK_CUDA(cudaFree(c->scratch));
+  CHECK_CUDA(cudaStreamDestroy(c->stream));
+  if (cur != c->device) CHECK_CUDA(cudaSetDevice(cur));
+  memset(c, 0, sizeof *c);
+}
+
+PdlCudaCtx *pdl_cuda_ctx() {
+  int dev;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  if (t_ctx.valid && t_ctx.device == dev) return &t_ctx;
+  ctx_destroy(&t_ctx);
+  PdlCudaCtx c;
+  memset(&c, 0, sizeof c);
+  c.device = dev;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&c.stream, cudaStreamDefault));
+  CHECK_CUBLAS(cublasCreate(&c.blas));
+  CHECK_CUBLAS(cublasSetStream(c.blas, c.stream));
+  CHECK_CUBLAS(cublasSetPointerMode(c.blas, CUBLAS_POINTER_MODE_HOST));
+  /* Default math = true FP32 SGEMM: no TF32 tensor-op down-conversion (that needs
+   * CUBLAS_TF32_TENSOR_OP_MATH), so results stay within FP32 dot-product error bounds. */
+  CHECK_CUBLAS(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
+  c.valid = 1;
+  t_ctx = c;
+  return &t_ctx;
+}
+
+void *pdl_cuda_ctx_scratch(PdlCudaCtx *c, size_t bytes) {
+  if (bytes <= c->scratch_bytes) return c->scratch;
+  size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
+  CHECK_CUDA(cudaStreamSynchronize(c->stream)); /* queued kernels may still use the old buffer */
+  CHECK_CUDA(cudaFree(c->scratch));
+  c->scratch = nullptr;
+  c->scratch_bytes = 0;
+  CHECK_CUDA(cudaMalloc(&c->scratch, want));
+  c->scratch_bytes = want;
+  return c->scratch;
+}
+
+/* ---- plain-C API ---------------------------------------------------------------------------- */
+static thread_local char t_reason[256];
+
+extern "C" int cuda_device_count(void) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    /* e.g. cudaErrorInsufficientDriver / cudaErrorNoDevice: "no device", not a failure. Clear the
+     * error so a later cudaGetLastError does not report it. */
+    snprintf(t_reason, sizeof t_reason, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (n == 0) snprintf(t_reason, sizeof t_reason, "cudaGetDeviceCount: 0 devices");
+  else t_reason[0] = 0;
+  return n;
+}
+
+extern "C" const char *cuda_no_device_reason(void) { return t_reason; }
+
+extern "C" void cuda_set_device(int dev) { CHECK_CUDA(cudaSetDevice(dev)); }
+
+extern "C" void cuda_describe_device(int dev, char *buf, size_t len) {
+  cudaDeviceProp p;
+  CHECK_CUDA(cudaGetDeviceProperties(&p, dev));
+  snprintf(buf, len, "%s, sm_%d%d, %zu MiB", p.name, p.major, p.minor, (size_t)(p.totalGlobalMem >> 20));
+}
+
+extern "C" void cuda_sync(void) { CHECK_CUDA(cudaStreamSynchronize(pdl_cuda_ctx()->stream)); }
+
+extern "C" void cuda_thread_release(void) { ctx_destroy(&t_ctx); }
+
+extern "C" void *cuda_current_stream(void) { return (void *)pdl_cuda_ctx()->stream; }
+
+static void *alloc_bytes(size_t n, size_t elem) {
+  if (n == 0) return nullptr;
+  if (n > (size_t)-1 / elem) pdl_cuda_fail("cudaMalloc size", "overflow", "element count too large", __FILE__, __LINE__);
+  void *p = nullptr;
+  cudaError_t e = cudaMalloc(&p, n * elem);
+  if (e != cudaSuccess) {
+    char what[96];
+    snprintf(what, sizeof what, "cudaMalloc(%zu bytes)", n * elem);
+    pdl_cuda_fail(what, cudaGetErrorName(e), cudaGetErrorString(e), __FILE__, __LINE__);
+  }
+  return p;
+}
+
+extern "C" float *cuda_alloc_floats(size_t n) { return (float *)alloc_bytes(n, sizeof(float)); }
+extern "C" int *cuda_alloc_ints(size_t n) { return (int *)alloc_bytes(n, sizeof(int)); }
+extern "C" void cuda_free(void *dev) { CHECK_CUDA(cudaFree(dev)); }
+
+/* Copy on the thread's stream (so it is ordered after queued kernels) and wait for it. */
+static void copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return;
+  cudaStream_t s = pdl_cuda_ctx()->stream;
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+}
+
+extern "C" void cuda_upload(float *dev, const float *host, size_t n) {
+  copy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice);
+}
+extern "C" void cuda_download(float *host, const float *dev, size_t n) {
+  copy(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost);
+}
+extern "C" void cuda_upload_ints(int *dev, const int *host, size_t n) {
+  copy(dev, host, n * sizeof(int), cudaMemcpyHostToDevice);
+}
+extern "C" void cuda_download_ints(int *host, const int *dev, size_t n) {
+  copy(host, dev, n * sizeof(int), cudaMemcpyDeviceToHost);
+}
+
+extern "C" void cuda_zero_floats(float *dev, size_t n) {
+  if (n == 0) return;
+  CHECK_CUDA(cudaMemsetAsync(dev, 0, n * sizeof(float), pdl_cuda_ctx()->stream));
+}

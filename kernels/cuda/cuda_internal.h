@@ -1,0 +1,50 @@
+/* cuda_internal.h — shared by the kernels/cuda .cu files only (C++): error-check macros and the per-thread
+ * context (device, stream, cuBLAS handle, a growable device scratch for small reductions).
+ * Every CUDA runtime / cuBLAS call goes through CHECK_CUDA / CHECK_CUBLAS, every kernel launch is
+ * followed by CHECK_LAUNCH; a failure names the call, file and line and exits 1. */
+#ifndef PDL_CUDA_INTERNAL_H
+#define PDL_CUDA_INTERNAL_H
+#include <cstddef>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+[[noreturn]] void pdl_cuda_fail(const char *what, const char *errname, const char *errstr, const char *file,
+                                int line);
+/* 1 when PDL_CUDA_SYNC is set to a non-zero value: synchronise after each launch. */
+bool pdl_cuda_sync_launches();
+
+#define CHECK_CUDA(call) do { cudaError_t e_ = (call); \
+  if (e_ != cudaSuccess) pdl_cuda_fail(#call, cudaGetErrorName(e_), cudaGetErrorString(e_), __FILE__, __LINE__); \
+  } while (0)
+#define CHECK_CUBLAS(call) do { cublasStatus_t s_ = (call); \
+  if (s_ != CUBLAS_STATUS_SUCCESS) pdl_cuda_fail(#call, cublasGetStatusName(s_), cublasGetStatusString(s_), \
+                                                 __FILE__, __LINE__); \
+  } while (0)
+/* After kernel<<<...>>>: a bad launch configuration or missing kernel image shows up here; with
+ * PDL_CUDA_SYNC=1 so does a fault inside the kernel. */
+#define CHECK_LAUNCH(kernel, stream) do { cudaError_t e_ = cudaGetLastError(); \
+  if (e_ != cudaSuccess) pdl_cuda_fail("launch of " #kernel, cudaGetErrorName(e_), cudaGetErrorString(e_), \
+                                       __FILE__, __LINE__); \
+  if (pdl_cuda_sync_launches()) { e_ = cudaStreamSynchronize(stream); \
+    if (e_ != cudaSuccess) pdl_cuda_fail("kernel " #kernel " (PDL_CUDA_SYNC)", cudaGetErrorName(e_), \
+                                         cudaGetErrorString(e_), __FILE__, __LINE__); } \
+  } while (0)
+/* Always-on argument checks of the layer entry points. */
+#define CUDA_SHAPE_ASSERT(cond) do { if (!(cond)) \
+  pdl_cuda_fail("shape assertion " #cond, "bad arguments", __func__, __FILE__, __LINE__); } while (0)
+
+struct PdlCudaCtx {
+  int valid;
+  int device;            /* device the stream and handle were created on */
+  cudaStream_t stream;   /* created with cudaStreamDefault: ordered with the legacy stream 0 */
+  cublasHandle_t blas;   /* bound to stream, pointer mode host, default (full FP32) math */
+  void *scratch;         /* device bytes for reductions (softmax loss) */
+  size_t scratch_bytes;
+};
+
+/* The calling thread's context on its current device, created on first use. */
+PdlCudaCtx *pdl_cuda_ctx();
+/* Device scratch of at least bytes, owned by the context (grows; waits for the stream first). */
+void *pdl_cuda_ctx_scratch(PdlCudaCtx *c, size_t bytes);
+
+#endif

@@ -1,0 +1,461 @@
+/* cuda_layers.cu — every layer of core/layers.h on the GPU (device pointers), queued on the calling
+ * thread's stream (see cuda_internal.h). Same conventions as the CPU path: NCHW float32, param grads
+ * accumulated (+=), din overwritten and may be NULL, conv stride 1 with zero padding, non-overlapping
+ * max pooling (floor/ceil), leaky ReLU whose backward reads out, dropout with a caller mask,
+ * softmax_xent returning the batch SUM of -log p.
+ *
+ * conv = im2col kernel + one cublasSgemm per batch chunk, mirroring kernels/cpu; fc = cublasSgemm.
+ * Element-wise kernels use grid-stride loops over size_t indices, so any n works with a capped
+ * grid. Reductions (bias grads, softmax rows, the loss) run in a fixed order in double: results
+ * are deterministic run to run, and no atomics are used. */
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/cuda_layers.h"
+
+namespace {
+
+constexpr int kBlock = 256;          /* threads per block of the element-wise kernels */
+constexpr unsigned kMaxGrid = 65535; /* grid cap; grid-stride loops cover the rest */
+
+unsigned grid_for(size_t n) {
+  size_t g = (n + kBlock - 1) / kBlock;
+  return (unsigned)(g < kMaxGrid ? g : kMaxGrid);
+}
+
+#define GRID_STRIDE(i, n) \
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* ---- cuBLAS on row-major data -----------------------------------------------------------------
+ * Row-major C[M][N] = alpha * op(A)[M][K] * op(B)[K][N] + beta * C, where lda, ldb, ldc are the row
+ * strides of A, B, C as stored and ta/tb say whether op transposes the stored matrix.
+ * cuBLAS is column-major, and a row-major X[r][c] with row stride ld is, read column-major, the
+ * matrix X^T (c x r) with leading dimension ld. So cuBLAS sees our C as C^T (N x M, ldc), and
+ *   C^T = (op(A) op(B))^T = op(B)^T op(A)^T.
+ * Hence call cublasSgemm with the operands swapped (B first), m = N, n = M, k = K. The transpose
+ * flags pass through unchanged: if op(B) = B (stored K x N), cuBLAS reads B as B^T = op(B)^T with
+ * OP_N; if op(B) = B^T (stored N x K), cuBLAS reads it as the K x N matrix B and OP_T gives
+ * B^T = op(B)^T. Likewise for A. Leading-dimension rules hold: the first operand with OP_N is
+ * N x K column-major, needing ldb >= N = row stride of stored B[K][N]; with OP_T it is K x N needing
+ * ldb >= K = row stride of stored B[N][K]. */
+void gemm_rm(cublasHandle_t h, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+             const float *B, int ldb, float beta, float *C, int ldc) {
+  CHECK_CUBLAS(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+                           B, ldb, A, lda, &beta, C, ldc));
+}
+
+/* ---- element-wise ----------------------------------------------------------------------------- */
+__global__ void k_act_fwd(float *out, const float *in, size_t n, float slope) {
+  GRID_STRIDE(i, n) { float x = in[i]; out[i] = x > 0.0f ? x : slope * x; }
+}
+
+__global__ void k_act_bwd(float *din, const float *dout, const float *out, size_t n, float slope) {
+  GRID_STRIDE(i, n) { float g = dout[i]; din[i] = out[i] > 0.0f ? g : slope * g; }
+}
+
+__global__ void k_mul(float *out, const float *a, const float *mask, size_t n) {
+  GRID_STRIDE(i, n) out[i] = a[i] * mask[i];
+}
+
+/* ---- max pooling: window (oh, ow) covers rows [oh*s, min(oh*s+s, H)) and the same for columns.
+ * The first maximum in row-major scan order wins (strict >), in forward and backward alike. */
+__device__ size_t window_argmax(const float *plane, int H, int W, int s, int oh, int ow) {
+  int h0 = oh * s, w0 = ow * s;
+  int h1 = min(h0 + s, H), w1 = min(w0 + s, W);
+  size_t best = (size_t)h0 * W + w0;
+  float bv = plane[best];
+  for (int h = h0; h < h1; h++)
+    for (int x = w0; x < w1; x++) {
+      float v = plane[(size_t)h * W + x];
+      if (v > bv) { bv = v; best = (size_t)h * W + x; }
+    }
+  return best;
+}
+
+/* out [BC][Ho][Wo] from in [BC][H][W]; one thread per output element. */
+__global__ void k_maxpool_fwd(float *out, const float *in, size_t BC, int H, int W, int s, int Ho, int Wo) {
+  size_t n = BC * Ho * Wo;
+  GRID_STRIDE(i, n) {
+    int ow = (int)(i % Wo);
+    int oh = (int)((i / Wo) % Ho);
+    size_t pl = i / ((size_t)Ho * Wo);
+    const float *plane = in + pl * H * W;
+    out[i] = plane[window_argmax(plane, H, W, s, oh, ow)];
+  }
+}
+
+/* din [BC][H][W] = dout at the argmax of the element's window, 0 elsewhere (also for the rows /
+ * columns a floor-mode pool drops). One thread per input element: a gather, no atomics, no memset. */
+__global__ void k_maxpool_bwd(float *din, const float *dout, const float *in, size_t BC, int H, int W, int s,
+                              int Ho, int Wo) {
+  size_t n = BC * H * W;
+  GRID_STRIDE(i, n) {
+    int x = (int)(i % W);
+    int h = (int)((i / W) % H);
+    size_t pl = i / ((size_t)H * W);
+    int oh = h / s, ow = x / s;
+    float g = 0.0f;
+    if (oh < Ho && ow < Wo) {
+      const float *plane = in + pl * H * W;
+      if (window_argmax(plane, H, W, s, oh, ow) == (size_t)h * W + x) g = dout[(pl * Ho + oh) * Wo + ow];
+    }
+    din[i] = g;
+  }
+}
+
+/* ---- conv helpers. A chunk is images [b0, b0+cb); P = Ho*Wo; K = Ci*k*k.
+ * col [K][cb][P]: col[r][b][p] = in[b0+b][ci][ho+kh-pad][wo+kw-pad] (0 outside), r = (ci*k+kh)*k+kw,
+ * so col is a row-major K x (cb*P) matrix whose column b*P+p is image b's patch at p. */
+__global__ void k_im2col(float *col, const float *in, int b0, int cb, int Ci, int H, int W, int k, int pad,
+                         int Ho, int Wo) {
+  size_t P = (size_t)Ho * Wo;
+  size_t n = (size_t)Ci * k * k * cb * P;
+  GRID_STRIDE(i, n) {
+    size_t p = i % P;
+    size_t t = i / P;
+    int b = (int)(t % cb);
+    int r = (int)(t / cb);
+    int kw = r % k, kh = (r / k) % k, ci = r / (k * k);
+    int ho = (int)(p / Wo), wo = (int)(p % Wo);
+    int h = ho + kh - pad, x = wo + kw - pad;
+    float v = 0.0f;
+    if (h >= 0 && h < H && x >= 0 && x < W) v = in[(((size_t)(b0 + b) * Ci + ci) * H + h) * W + x];
+    col[i] = v;
+  }
+}
+
+/* din[b0+b][ci][h][x] = sum over (kh, kw) with ho = h+pad-kh in [0,Ho), wo = x+pad-kw in [0,Wo) of
+ * dcol[(ci*k+kh)*k+kw][b][ho*Wo+wo] (layout of k_im2col). One thread per din element (gather). */
+__global__ void k_col2im(float *din, const float *dcol, int b0, int cb, int Ci, int H, int W, int k, int pad,
+                         int Ho, int Wo) {
+  size_t P = (size_t)Ho * Wo;
+  size_t n = (size_t)cb * Ci * H * W;
+  GRID_STRIDE(i, n) {
+    int x = (int)(i % W);
+    int h = (int)((i / W) % H);
+    int ci = (int)((i / ((size_t)H * W)) % Ci);
+    int b = (int)(i / ((size_t)Ci * H * W));
+    float s = 0.0f;
+    for (int kh = 0; kh < k; kh++) {
+      int ho = h + pad - kh;
+      if (ho < 0 || ho >= Ho) continue;
+      for (int kw = 0; kw < k; kw++) {
+        int wo = x + pad - kw;
+        if (wo < 0 || wo >= Wo) continue;
+        size_t r = ((size_t)ci * k + kh) * k + kw;
+        s += dcol[(r * cb + b) * P + (size_t)ho * Wo + wo];
+      }
+    }
+    din[(size_t)b0 * Ci * H * W + i] = s;
+  }
+}
+
+/* t [C][cb][P] = x[b0+b][c][p] for x [B][C][P] (gathers a chunk channel-major). */
+__global__ void k_bcp_to_cbp(float *t, const float *x, int b0, int cb, int C, size_t P) {
+  size_t n = (size_t)C * cb * P;
+  GRID_STRIDE(i, n) {
+    size_t p = i % P;
+    int b = (int)((i / P) % cb);
+    int c = (int)(i / (P * cb));
+    t[i] = x[((size_t)(b0 + b) * C + c) * P + p];
+  }
+}
+
+/* out[b0+b][c][p] = t[c][b][p] + bias[c] for t [C][cb][P]; one thread per out element of the chunk. */
+__global__ void k_cbp_to_bcp_bias(float *out, const float *t, const float *bias, int b0, int cb, int C, size_t P) {
+  size_t n = (size_t)cb * C * P;
+  GRID_STRIDE(i, n) {
+    size_t p = i % P;
+    int c = (int)((i / P) % C);
+    int b = (int)(i / (P * C));
+    out[(size_t)b0 * C * P + i] = t[((size_t)c * cb + b) * P + p] + bias[c];
+  }
+}
+
+/* out[i][j] = bias[j] for out [B][N]. */
+__global__ void k_fill_rows(float *out, const float *bias, size_t B, int N) {
+  size_t n = B * N;
+  GRID_STRIDE(i, n) out[i] = bias[i % N];
+}
+
+/* db[c] += sum over b < B, p < P of x[b][c][p]. One block per channel (grid-stride over channels),
+ * each thread sums a fixed strided subset in double, then a fixed tree: deterministic. */
+__global__ void k_channel_sum(float *db, const float *x, int B, int C, size_t P) {
+  __shared__ double sh[kBlock];
+  size_t n = (size_t)B * P;
+  for (int c = blockIdx.x; c < C; c += gridDim.x) {
+    double s = 0.0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+      size_t b = i / P, p = i % P;
+      s += (double)x[(b * C + c) * P + p];
+    }
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+      if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) db[c] += (float)sh[0];
+    __syncthreads(); /* sh is reused by the next channel */
+  }
+}
+
+/* ---- softmax + cross-entropy. One warp per row (rows grid-strided), all 32 lanes active in the
+ * shuffles (a warp with row >= B skips the whole body uniformly). Computed in double like the
+ * reference: mx = max z, sum = sum exp(z - mx), probs = exp(z - mx) / sum,
+ * rowloss = log(sum) - (z[label] - mx). A label outside [0, N) sets *bad and gives a NaN row. */
+constexpr int kWarpsPerBlock = kBlock / 32;
+
+__device__ double warp_sum(double v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float warp_max(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__global__ void k_softmax_fwd(float *probs, double *rowloss, int *bad, const float *logits, const int *labels,
+                              int B, int N) {
+  int lane = threadIdx.x % 32;
+  int warp = threadIdx.x / 32;
+  for (int row = blockIdx.x * kWarpsPerBlock + warp; row < B; row += gridDim.x * kWarpsPerBlock) {
+    const float *z = logits + (size_t)row * N;
+    float m = -INFINITY;
+    for (int j = lane; j < N; j += 32) m = fmaxf(m, z[j]);
+    double mx = (double)warp_max(m);
+    double s = 0.0;
+    for (int j = lane; j < N; j += 32) s += exp((double)z[j] - mx);
+    double sum = warp_sum(s);
+    for (int j = lane; j < N; j += 32) probs[(size_t)row * N + j] = (float)(exp((double)z[j] - mx) / sum);
+    if (lane == 0) {
+      int l = labels[row];
+      if (l < 0 || l >= N) { *bad = 1; rowloss[row] = NAN; }
+      else rowloss[row] = log(sum) - ((double)z[l] - mx);
+    }
+  }
+}
+
+/* *out = sum of v[0..n) in double, one block, fixed order. */
+__global__ void k_sum_doubles(double *out, const double *v, int n) {
+  __shared__ double sh[kBlock];
+  double s = 0.0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
+  sh[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = sh[0];
+}
+
+/* dlogits = (probs - onehot(label)) * scale, in double then rounded once (as the reference). */
+__global__ void k_softmax_bwd(float *dlogits, const float *probs, const int *labels, int B, int N, float scale) {
+  size_t n = (size_t)B * N;
+  GRID_STRIDE(i, n) {
+    int j = (int)(i % N);
+    int row = (int)(i / N);
+    double g = (double)probs[i] - (j == labels[row] ? 1.0 : 0.0);
+    dlogits[i] = (float)(g * (double)scale);
+  }
+}
+
+/* ---- conv chunking ----------------------------------------------------------------------------
+ * Scratch per image: col [K][P] plus a channel-major output / dout copy [Co][P]. The chunk is the
+ * largest image count whose scratch fits the cap (at least 1), and cb*P must fit cuBLAS's int. */
+std::atomic<size_t> g_scratch_cap{(size_t)1 << 25};
+
+struct ConvShape { int Ho, Wo, K; size_t P; int chunk; };
+
+ConvShape conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
+  CUDA_SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && k > 0 && pad >= 0);
+  ConvShape s;
+  s.Ho = H + 2 * pad - k + 1;
+  s.Wo = W + 2 * pad - k + 1;
+  CUDA_SHAPE_ASSERT(s.Ho > 0 && s.Wo > 0);
+  CUDA_SHAPE_ASSERT((long long)Ci * k * k <= INT_MAX && (long long)s.Ho * s.Wo <= INT_MAX);
+  s.K = Ci * k * k;
+  s.P = (size_t)s.Ho * s.Wo;
+  size_t per_image = ((size_t)s.K + (size_t)Co) * s.P;
+  size_t c = g_scratch_cap.load() / per_image;
+  if (c < 1) c = 1;
+  if (c > (size_t)B) c = (size_t)B;
+  if (c > (size_t)INT_MAX / s.P) c = (size_t)INT_MAX / s.P;
+  s.chunk = (int)c;
+  return s;
+}
+
+} /* namespace */
+
+/* ---- entry points ------------------------------------------------------------------------------ */
+extern "C" {
+
+void cuda_conv_set_scratch_cap(size_t floats) { g_scratch_cap.store(floats); }
+size_t cuda_conv_get_scratch_cap(void) { return g_scratch_cap.load(); }
+
+size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
+  (void)nthreads; /* GPU work does not depend on the host thread count */
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  return ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk;
+}
+
+void cuda_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                       int Co, int k, int pad, float *scratch) {
+  /* in [B][Ci][H][W], w [Co][Ci][k][k] = row-major [Co][K], b [Co], out [B][Co][Ho][Wo];
+   * scratch: col [K][cb*P] then outT [Co][cb*P] */
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  CUDA_SHAPE_ASSERT(scratch != nullptr);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  for (int b0 = 0; b0 < B; b0 += s.chunk) {
+    int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
+    int cols = cb * (int)s.P;
+    float *col = scratch, *outT = scratch + (size_t)s.K * cols;
+    size_t ncol = (size_t)s.K * cols, nout = (size_t)Co * cols;
+    k_im2col<<<grid_for(ncol), kBlock, 0, c->stream>>>(col, in, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo);
+    CHECK_LAUNCH(k_im2col, c->stream);
+    /* outT [Co][cols] = w [Co][K] * col [K][cols] */
+    gemm_rm(c->blas, false, false, Co, cols, s.K, 1.0f, w, s.K, col, cols, 0.0f, outT, cols);
+    k_cbp_to_bcp_bias<<<grid_for(nout), kBlock, 0, c->stream>>>(out, outT, b, b0, cb, Co, s.P);
+    CHECK_LAUNCH(k_cbp_to_bcp_bias, c->stream);
+  }
+}
+
+void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                        int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
+  /* dout [B][Co][Ho][Wo]; dw [Co][K] +=; db [Co] +=; din [B][Ci][H][W] = (optional);
+   * scratch: col [K][cb*P] (reused for dcol) then doutT [Co][cb*P] */
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  CUDA_SHAPE_ASSERT(scratch != nullptr);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_channel_sum<<<Co < (int)kMaxGrid ? Co : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, Co, s.P);
+  CHECK_LAUNCH(k_channel_sum, c->stream);
+  for (int b0 = 0; b0 < B; b0 += s.chunk) {
+    int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
+    int cols = cb * (int)s.P;
+    float *col = scratch, *doutT = scratch + (size_t)s.K * cols;
+    size_t ncol = (size_t)s.K * cols, nout = (size_t)Co * cols;
+    k_im2col<<<grid_for(ncol), kBlock, 0, c->stream>>>(col, in, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo);
+    CHECK_LAUNCH(k_im2col, c->stream);
+    k_bcp_to_cbp<<<grid_for(nout), kBlock, 0, c->stream>>>(doutT, dout, b0, cb, Co, s.P);
+    CHECK_LAUNCH(k_bcp_to_cbp, c->stream);
+    /* dw [Co][K] += doutT [Co][cols] * col [K][cols]^T */
+    gemm_rm(c->blas, false, true, Co, s.K, cols, 1.0f, doutT, cols, col, cols, 1.0f, dw, s.K);
+    if (din) {
+      /* dcol [K][cols] = w [Co][K]^T * doutT [Co][cols]; overwrites col, which the dw GEMM
+       * queued before it on the same stream has finished reading. */
+      gemm_rm(c->blas, true, false, s.K, cols, Co, 1.0f, w, s.K, doutT, cols, 0.0f, col, cols);
+      size_t nin = (size_t)cb * Ci * H * W;
+      k_col2im<<<grid_for(nin), kBlock, 0, c->stream>>>(din, col, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo);
+      CHECK_LAUNCH(k_col2im, c->stream);
+    }
+  }
+}
+
+void cuda_fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N) {
+  /* in [B][M], w [N][M], b [N], out [B][N] = in * w^T + b */
+  CUDA_SHAPE_ASSERT(B > 0 && M > 0 && N > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_fill_rows<<<grid_for((size_t)B * N), kBlock, 0, c->stream>>>(out, b, (size_t)B, N);
+  CHECK_LAUNCH(k_fill_rows, c->stream);
+  gemm_rm(c->blas, false, true, B, N, M, 1.0f, in, M, w, M, 1.0f, out, N);
+}
+
+void cuda_fc_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                      int B, int M, int N) {
+  /* dout [B][N]; dw [N][M] += dout^T * in; db [N] += column sums of dout; din [B][M] = dout * w */
+  CUDA_SHAPE_ASSERT(B > 0 && M > 0 && N > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_channel_sum<<<N < (int)kMaxGrid ? N : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, N, 1);
+  CHECK_LAUNCH(k_channel_sum, c->stream);
+  gemm_rm(c->blas, true, false, N, M, B, 1.0f, dout, N, in, M, 1.0f, dw, M);
+  if (din) gemm_rm(c->blas, false, false, B, M, N, 1.0f, dout, N, w, M, 0.0f, din, M);
+}
+
+void cuda_maxpool_forward(float *out, const float *in, int B, int C, int H, int W, int s, int ceil_mode) {
+  /* in [B][C][H][W], out [B][C][Ho][Wo] */
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && H > 0 && W > 0 && s > 0);
+  int Ho = ceil_mode ? (H + s - 1) / s : H / s, Wo = ceil_mode ? (W + s - 1) / s : W / s;
+  CUDA_SHAPE_ASSERT(Ho > 0 && Wo > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  size_t BC = (size_t)B * C;
+  k_maxpool_fwd<<<grid_for(BC * Ho * Wo), kBlock, 0, c->stream>>>(out, in, BC, H, W, s, Ho, Wo);
+  CHECK_LAUNCH(k_maxpool_fwd, c->stream);
+}
+
+void cuda_maxpool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H,
+                           int W, int s, int ceil_mode) {
+  /* dout [B][C][Ho][Wo]; din [B][C][H][W] =; the argmax is recomputed from in, out is unused */
+  (void)out;
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && H > 0 && W > 0 && s > 0);
+  int Ho = ceil_mode ? (H + s - 1) / s : H / s, Wo = ceil_mode ? (W + s - 1) / s : W / s;
+  CUDA_SHAPE_ASSERT(Ho > 0 && Wo > 0);
+  if (!din) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  size_t BC = (size_t)B * C;
+  k_maxpool_bwd<<<grid_for(BC * H * W), kBlock, 0, c->stream>>>(din, dout, in, BC, H, W, s, Ho, Wo);
+  CHECK_LAUNCH(k_maxpool_bwd, c->stream);
+}
+
+void cuda_act_forward(float *out, const float *in, size_t n, float slope) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_act_fwd<<<grid_for(n), kBlock, 0, c->stream>>>(out, in, n, slope);
+  CHECK_LAUNCH(k_act_fwd, c->stream);
+}
+
+void cuda_act_backward(float *din, const float *dout, const float *out, size_t n, float slope) {
+  if (n == 0 || !din) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_act_bwd<<<grid_for(n), kBlock, 0, c->stream>>>(din, dout, out, n, slope);
+  CHECK_LAUNCH(k_act_bwd, c->stream);
+}
+
+void cuda_dropout_forward(float *out, const float *in, const float *mask, size_t n) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_mul<<<grid_for(n), kBlock, 0, c->stream>>>(out, in, mask, n);
+  CHECK_LAUNCH(k_mul, c->stream);
+}
+
+void cuda_dropout_backward(float *din, const float *dout, const float *mask, size_t n) {
+  if (n == 0 || !din) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_mul<<<grid_for(n), kBlock, 0, c->stream>>>(din, dout, mask, n);
+  CHECK_LAUNCH(k_mul, c->stream);
+}
+
+double cuda_softmax_xent_forward(float *probs, const float *logits, const int *labels, int B, int N) {
+  /* logits, probs [B][N]; labels [B] (device) in [0, N). Waits for the stream (returns the loss). */
+  CUDA_SHAPE_ASSERT(B > 0 && N > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  /* device scratch: {double total; int bad; pad} then rowloss [B] doubles */
+  struct Result { double total; int bad; int pad; };
+  char *base = (char *)pdl_cuda_ctx_scratch(c, sizeof(Result) + (size_t)B * sizeof(double));
+  Result *res = (Result *)base;
+  double *rowloss = (double *)(base + sizeof(Result));
+  CHECK_CUDA(cudaMemsetAsync(res, 0, sizeof(Result), c->stream));
+  size_t blocks = ((size_t)B + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  k_softmax_fwd<<<(unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid), kBlock, 0, c->stream>>>(
+      probs, rowloss, &res->bad, logits, labels, B, N);
+  CHECK_LAUNCH(k_softmax_fwd, c->stream);
+  k_sum_doubles<<<1, kBlock, 0, c->stream>>>(&res->total, rowloss, B);
+  CHECK_LAUNCH(k_sum_doubles, c->stream);
+  Result h;
+  CHECK_CUDA(cudaMemcpyAsync(&h, res, sizeof h, cudaMemcpyDeviceToHost, c->stream));
+  CHECK_CUDA(cudaStreamSynchronize(c->stream));
+  if (h.bad) pdl_cuda_fail("cuda_softmax_xent_forward", "bad labels", "a label is outside [0, N)", __FILE__, __LINE__);
+  return h.total;
+}
+
+void cuda_softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int N, float scale) {
+  /* probs, dlogits [B][N]; labels [B] (device), checked by the forward pass */
+  CUDA_SHAPE_ASSERT(B > 0 && N > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  size_t n = (size_t)B * N;
+  k_softmax_bwd<<<grid_for(n), kBlock, 0, c->stream>>>(dlogits, probs, labels, B, N, scale);
+  CHECK_LAUNCH(k_softmax_bwd, c->stream);
+}
+
+} /* extern "C" */

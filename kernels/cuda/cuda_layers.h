@@ -1,0 +1,69 @@
+/* cuda_layers.h — the GPU path of the training core, callable from plain C.
+ * cuda_* layer functions have exactly the signatures and conventions of core/layers.h (NCHW float32,
+ * param grads +=, din = and may be NULL, ...) but every tensor pointer is a DEVICE pointer (labels
+ * too). They are asynchronous: work is queued on the calling thread's stream and the call returns
+ * before the GPU is done, except cuda_softmax_xent_forward, which returns the loss and therefore
+ * waits for its stream. Copy results to the host with cuda_download (which waits) or call cuda_sync.
+ *
+ * Threads: each host thread lazily gets its own context (a CUDA stream created with default flags,
+ * so it is ordered with the legacy default stream, and a cuBLAS handle bound to it) on the device
+ * current for that thread (cuda_set_device). Layer calls from one thread run in order; calls from
+ * different threads run concurrently. cuda_thread_release frees the calling thread's context.
+ *
+ * Errors: every CUDA / cuBLAS call is checked; a failure prints the call, file, line and the error
+ * string and exits 1. Set PDL_CUDA_SYNC=1 in the environment to synchronise after every kernel
+ * launch, so an asynchronous fault is reported at the launch that caused it. */
+#ifndef PDL_CUDA_LAYERS_H
+#define PDL_CUDA_LAYERS_H
+#include <stddef.h>
+#include "core/layers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+PDL_DECLARE_LAYERS(cuda_)
+
+/* Number of usable CUDA devices; 0 when cudaGetDeviceCount fails (no driver, driver too old for
+ * this runtime, no device). cuda_no_device_reason() then says why ("" when devices exist). */
+int cuda_device_count(void);
+const char *cuda_no_device_reason(void);
+/* Select the device for the calling thread (before its first layer call; a later switch makes the
+ * thread's context be rebuilt on the new device). */
+void cuda_set_device(int dev);
+/* One line "name, sm_XY, N MiB" for device dev, for logs and results files. */
+void cuda_describe_device(int dev, char *buf, size_t len);
+/* Wait until all work queued by the calling thread is done. */
+void cuda_sync(void);
+/* Destroy the calling thread's stream and cuBLAS handle (after waiting for them). */
+void cuda_thread_release(void);
+/* The calling thread's cudaStream_t, as void * so plain C needs no CUDA header: enqueue other GPU
+ * work (e.g. an NCCL all-reduce of the gradients) on it to order it after the layer kernels. */
+void *cuda_current_stream(void);
+
+/* Device memory. Allocation failures exit 1 with the size asked for; n == 0 returns NULL. */
+float *cuda_alloc_floats(size_t n);
+int *cuda_alloc_ints(size_t n);
+void cuda_free(void *dev); /* NULL is fine */
+/* Copies ordered after the calling thread's queued work; they return when the copy is done. */
+void cuda_upload(float *dev, const float *host, size_t n);
+void cuda_download(float *host, const float *dev, size_t n);
+void cuda_upload_ints(int *dev, const int *host, size_t n);
+void cuda_download_ints(int *host, const int *dev, size_t n);
+/* dev[0..n) = 0, queued on the calling thread's stream (e.g. gradients before a step). */
+void cuda_zero_floats(float *dev, size_t n);
+
+/* Device scratch (floats) that cuda_conv_forward/backward need for these shapes. Same parameters as
+ * cpu_conv_scratch_floats so callers can select the implementation by pointer; nthreads is ignored.
+ * The batch is processed in chunks so that the scratch stays under the cap below. */
+size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
+/* Cap (floats) on conv scratch; default 1<<25 (128 MiB). Set it before sizing scratch buffers: the
+ * chunking of conv calls follows the cap at the time of the call. At least one image is always
+ * processed per chunk, so the scratch may exceed the cap for one huge image. */
+void cuda_conv_set_scratch_cap(size_t floats);
+size_t cuda_conv_get_scratch_cap(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,479 @@
+/* test_cuda_layers.c — every cuda_* layer (kernels/cuda) forward and backward against the ref_*
+ * oracle (reference/) on odd shapes. Without a CUDA build or without a usable device each test
+ * prints "skip - <test>: skipped: no CUDA device (...)" and the binary exits 0.
+ *
+ * Tolerances. Selection / single-multiply layers (pool, act, dropout, softmax backward) must match
+ * bit for bit. Sums (conv, fc) are checked against the classic float dot-product bound: computed in
+ * any order with n terms, |fl(sum) - sum| <= gamma_n * sum|terms|, gamma_n ~ n*2^-24, and the oracle
+ * (double sums rounded once) is within 2^-24 * sum|terms|. sum|terms| per element is obtained by
+ * running the oracle on |inputs|. So |gpu - ref| <= (n + 2) * FLT_EPSILON * absref (FLT_EPSILON =
+ * 2^-23 leaves a factor 2); TF32 or a wrong index breaks it by orders of magnitude.
+ * Run on a GPU machine: make && build/tests/test_cuda_layers (CUDA_VISIBLE_DEVICES picks the device;
+ * PDL_CUDA_SYNC=1 reports a faulting kernel at its launch). */
+#include <float.h>
+#include <pthread.h>
+#include <stdint.h>
+#include "core/layers.h"
+#include "core/rng.h"
+#include "tests/harness.h"
+#ifdef PDL_HAVE_CUDA
+#include "kernels/cuda/cuda_layers.h"
+#endif
+
+#define CUDA_TESTS(X) \
+  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_fc) X(test_maxpool) \
+  X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads)
+
+#ifdef PDL_HAVE_CUDA
+static int g_ndev;
+#define NEED_GPU() do { if (g_ndev <= 0) SKIP("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
+
+static rng_t g_rng;
+
+static float *hnew(size_t n) {
+  float *p = calloc(n ? n : 1, sizeof(float));
+  if (!p) { fprintf(stderr, "out of memory\n"); exit(1); }
+  return p;
+}
+static void fill(float *v, size_t n, float lo, float hi) {
+  for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * (float)rng_uniform(&g_rng);
+}
+static float *habs(const float *v, size_t n) {
+  float *a = hnew(n);
+  for (size_t i = 0; i < n; i++) a[i] = fabsf(v[i]);
+  return a;
+}
+static float *dnew(const float *h, size_t n) { /* device copy of h[0..n) */
+  float *d = cuda_alloc_floats(n);
+  cuda_upload(d, h, n);
+  return d;
+}
+static void dget(float *h, const float *d, size_t n) { cuda_download(h, d, n); }
+
+/* max over i of |got - ref| / ((nterms + 2) * FLT_EPSILON * absref + FLT_MIN): <= 1 passes. */
+static double bound_ratio(const float *got, const float *ref, const float *absref, size_t n, double nterms) {
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - (double)ref[i]);
+    if (isnan(d)) return INFINITY;
+    double r = d / ((nterms + 2) * FLT_EPSILON * (double)absref[i] + FLT_MIN);
+    if (r > worst) worst = r;
+  }
+  return worst;
+}
+#define EXPECT_DOT(got, ref, absref, n, nterms, what) \
+  EXPECT_NEAR(bound_ratio(got, ref, absref, n, nterms), 0.0, 1.0, \
+              what ": float sum of n terms in any order is within gamma_n*sum|terms| of the exact sum")
+
+static size_t mismatches(const float *a, const float *b, size_t n) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) m += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return m;
+}
+#define EXPECT_SAME(got, ref, n, what) do { size_t m_ = mismatches(got, ref, n); \
+  EXPECT_MSG(m_ == 0, "%s: %zu of %zu elements differ (must be bitwise equal: no rounding involved)", \
+             what, m_, (size_t)(n)); } while (0)
+
+/* ---- conv ---------------------------------------------------------------------------------- */
+typedef struct { int B, Ci, H, W, Co, k, pad; } conv_case;
+static const conv_case conv_cases[] = {
+  {3, 3, 7, 5, 4, 3, 1},  /* same padding, non-square */
+  {2, 1, 6, 9, 5, 5, 2},  /* k = 5, single input channel */
+  {1, 2, 5, 5, 3, 1, 0},  /* 1x1 conv */
+  {4, 5, 8, 7, 6, 3, 0},  /* valid conv */
+  {2, 3, 3, 4, 2, 3, 2},  /* padding > needed: output larger than input */
+  {1, 1, 1, 1, 1, 1, 0},  /* degenerate 1x1x1 */
+};
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+static void conv_dims(const conv_case *c, size_t *nin, size_t *nw, size_t *nout) {
+  int Ho = c->H + 2 * c->pad - c->k + 1, Wo = c->W + 2 * c->pad - c->k + 1;
+  *nin = (size_t)c->B * c->Ci * c->H * c->W;
+  *nw = (size_t)c->Co * c->Ci * c->k * c->k;
+  *nout = (size_t)c->B * c->Co * Ho * Wo;
+}
+
+static void check_conv_forward(const conv_case *c) {
+  size_t nin, nw, nout;
+  conv_dims(c, &nin, &nw, &nout);
+  float *in = hnew(nin), *w = hnew(nw), *b = hnew(c->Co), *ref = hnew(nout), *absref = hnew(nout), *got = hnew(nout);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, c->Co, -1, 1);
+  ref_conv_forward(ref, in, w, b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+  float *ain = habs(in, nin), *aw = habs(w, nw), *ab = habs(b, c->Co);
+  ref_conv_forward(absref, ain, aw, ab, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+  size_t ns = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+  float *d_in = dnew(in, nin), *d_w = dnew(w, nw), *d_b = dnew(b, c->Co), *d_out = cuda_alloc_floats(nout);
+  float *d_s = cuda_alloc_floats(ns);
+  cuda_conv_forward(d_out, d_in, d_w, d_b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, d_s);
+  dget(got, d_out, nout);
+  printf("  # conv fwd B%d Ci%d %dx%d Co%d k%d pad%d\n", c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad);
+  EXPECT_DOT(got, ref, absref, nout, (double)c->Ci * c->k * c->k + 1, "conv forward");
+  cuda_free(d_in); cuda_free(d_w); cuda_free(d_b); cuda_free(d_out); cuda_free(d_s);
+  free(in); free(w); free(b); free(ref); free(absref); free(got); free(ain); free(aw); free(ab);
+}
+
+/* with_din: din requested (pre-filled with NaN on the device, so a skipped element shows). */
+static void check_conv_backward(const conv_case *c, int with_din) {
+  size_t nin, nw, nout;
+  conv_dims(c, &nin, &nw, &nout);
+  int Ho = c->H + 2 * c->pad - c->k + 1, Wo = c->W + 2 * c->pad - c->k + 1;
+  float *in = hnew(nin), *w = hnew(nw), *dout = hnew(nout);
+  float *dw0 = hnew(nw), *db0 = hnew(c->Co); /* non-zero starting grads: the layer must accumulate */
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(dout, nout, -1, 1); fill(dw0, nw, -1, 1); fill(db0, c->Co, -1, 1);
+  float *rdin = hnew(nin), *rdw = hnew(nw), *rdb = hnew(c->Co);
+  memcpy(rdw, dw0, nw * sizeof(float)); memcpy(rdb, db0, c->Co * sizeof(float));
+  ref_conv_backward(with_din ? rdin : NULL, rdw, rdb, dout, in, w, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+  float *ain = habs(in, nin), *aw = habs(w, nw), *adout = habs(dout, nout);
+  float *adin = hnew(nin), *adw = habs(dw0, nw), *adb = habs(db0, c->Co);
+  ref_conv_backward(adin, adw, adb, adout, ain, aw, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+
+  float *nan = hnew(nin);
+  for (size_t i = 0; i < nin; i++) nan[i] = NAN;
+  size_t ns = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+  float *d_in = dnew(in, nin), *d_w = dnew(w, nw), *d_dout = dnew(dout, nout), *d_din = dnew(nan, nin);
+  float *d_dw = dnew(dw0, nw), *d_db = dnew(db0, c->Co), *d_s = cuda_alloc_floats(ns);
+  cuda_conv_backward(with_din ? d_din : NULL, d_dw, d_db, d_dout, d_in, d_w, c->B, c->Ci, c->H, c->W, c->Co,
+                     c->k, c->pad, d_s);
+  float *gdin = hnew(nin), *gdw = hnew(nw), *gdb = hnew(c->Co);
+  dget(gdin, d_din, nin); dget(gdw, d_dw, nw); dget(gdb, d_db, c->Co);
+  printf("  # conv bwd B%d Ci%d %dx%d Co%d k%d pad%d din=%s\n", c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad,
+         with_din ? "yes" : "NULL");
+  /* dw: B*Ho*Wo products, + the old value, + one partial sum per batch chunk (<= B) */
+  EXPECT_DOT(gdw, rdw, adw, nw, (double)c->B * Ho * Wo + c->B + 1, "conv dw");
+  /* db: one double sum rounded to float, then += the old value */
+  EXPECT_DOT(gdb, rdb, adb, c->Co, 2, "conv db");
+  if (with_din) EXPECT_DOT(gdin, rdin, adin, nin, (double)c->Co + c->k * c->k, "conv din");
+  else EXPECT_MSG(mismatches(gdin, nan, nin) == 0, "din == NULL but the device din buffer was written");
+  cuda_free(d_in); cuda_free(d_w); cuda_free(d_dout); cuda_free(d_din); cuda_free(d_dw); cuda_free(d_db);
+  cuda_free(d_s);
+  free(in); free(w); free(dout); free(dw0); free(db0); free(rdin); free(rdw); free(rdb); free(ain); free(aw);
+  free(adout); free(adin); free(adw); free(adb); free(nan); free(gdin); free(gdw); free(gdb);
+}
+
+static void test_conv_forward(void) {
+  NEED_GPU();
+  for (size_t i = 0; i < NCASES(conv_cases); i++) check_conv_forward(&conv_cases[i]);
+}
+
+static void test_conv_backward(void) {
+  NEED_GPU();
+  for (size_t i = 0; i < NCASES(conv_cases); i++) {
+    check_conv_backward(&conv_cases[i], 1);
+    check_conv_backward(&conv_cases[i], 0);
+  }
+}
+
+/* A small scratch cap forces 2 images per chunk on B = 5 (chunks 2, 2, 1). */
+static void test_conv_chunked(void) {
+  NEED_GPU();
+  const conv_case c = {5, 3, 6, 7, 4, 3, 1};
+  size_t old = cuda_conv_get_scratch_cap();
+  size_t full = cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1);
+  size_t per_image = full / c.B;
+  cuda_conv_set_scratch_cap(2 * per_image + per_image / 2);
+  size_t chunked = cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1);
+  EXPECT_MSG(chunked == 2 * per_image, "scratch %zu floats, expected 2 images x %zu", chunked, per_image);
+  check_conv_forward(&c);
+  check_conv_backward(&c, 1);
+  cuda_conv_set_scratch_cap(1); /* below one image: still one image per chunk */
+  EXPECT(cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1) == per_image);
+  check_conv_forward(&c);
+  check_conv_backward(&c, 1);
+  cuda_conv_set_scratch_cap(old);
+}
+
+/* ---- fc ------------------------------------------------------------------------------------ */
+static void check_fc(int B, int M, int N) {
+  size_t nin = (size_t)B * M, nw = (size_t)N * M, nout = (size_t)B * N;
+  float *in = hnew(nin), *w = hnew(nw), *b = hnew(N), *dout = hnew(nout), *dw0 = hnew(nw), *db0 = hnew(N);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, N, -1, 1); fill(dout, nout, -1, 1);
+  fill(dw0, nw, -1, 1); fill(db0, N, -1, 1);
+  float *ain = habs(in, nin), *aw = habs(w, nw), *ab = habs(b, N), *adout = habs(dout, nout);
+  float *rout = hnew(nout), *aout = hnew(nout), *rdin = hnew(nin), *adin = hnew(nin);
+  float *rdw = hnew(nw), *adw = habs(dw0, nw), *rdb = hnew(N), *adb = habs(db0, N);
+  memcpy(rdw, dw0, nw * sizeof(float)); memcpy(rdb, db0, N * sizeof(float));
+  ref_fc_forward(rout, in, w, b, B, M, N);
+  ref_fc_forward(aout, ain, aw, ab, B, M, N);
+  ref_fc_backward(rdin, rdw, rdb, dout, in, w, B, M, N);
+  ref_fc_backward(adin, adw, adb, adout, ain, aw, B, M, N);
+
+  float *d_in = dnew(in, nin), *d_w = dnew(w, nw), *d_b = dnew(b, N), *d_out = cuda_alloc_floats(nout);
+  float *d_dout = dnew(dout, nout), *d_dw = dnew(dw0, nw), *d_db = dnew(db0, N), *d_din = cuda_alloc_floats(nin);
+  cuda_fc_forward(d_out, d_in, d_w, d_b, B, M, N);
+  cuda_fc_backward(d_din, d_dw, d_db, d_dout, d_in, d_w, B, M, N);
+  float *gout = hnew(nout), *gdin = hnew(nin), *gdw = hnew(nw), *gdb = hnew(N);
+  dget(gout, d_out, nout); dget(gdin, d_din, nin); dget(gdw, d_dw, nw); dget(gdb, d_db, N);
+  printf("  # fc B%d M%d N%d\n", B, M, N);
+  EXPECT_DOT(gout, rout, aout, nout, M + 1, "fc forward");
+  EXPECT_DOT(gdw, rdw, adw, nw, B + 1, "fc dw");
+  EXPECT_DOT(gdb, rdb, adb, N, 2, "fc db");
+  EXPECT_DOT(gdin, rdin, adin, nin, N, "fc din");
+  /* din == NULL: grads accumulate a second time, nothing else is touched */
+  cuda_fc_backward(NULL, d_dw, d_db, d_dout, d_in, d_w, B, M, N);
+  ref_fc_backward(NULL, rdw, rdb, dout, in, w, B, M, N);
+  ref_fc_backward(NULL, adw, adb, adout, ain, aw, B, M, N);
+  dget(gdw, d_dw, nw); dget(gdb, d_db, N);
+  EXPECT_DOT(gdw, rdw, adw, nw, 2 * (B + 1), "fc dw accumulated twice");
+  EXPECT_DOT(gdb, rdb, adb, N, 4, "fc db accumulated twice");
+  cuda_free(d_in); cuda_free(d_w); cuda_free(d_b); cuda_free(d_out); cuda_free(d_dout); cuda_free(d_dw);
+  cuda_free(d_db); cuda_free(d_din);
+  free(in); free(w); free(b); free(dout); free(dw0); free(db0); free(ain); free(aw); free(ab); free(adout);
+  free(rout); free(aout); free(rdin); free(adin); free(rdw); free(adw); free(rdb); free(adb);
+  free(gout); free(gdin); free(gdw); free(gdb);
+}
+
+static void test_fc(void) {
+  NEED_GPU();
+  check_fc(3, 7, 5);
+  check_fc(1, 1, 1);
+  check_fc(17, 33, 10);
+  check_fc(5, 300, 129); /* long inner dimension, N past a warp multiple */
+}
+
+/* ---- maxpool ------------------------------------------------------------------------------- */
+/* levels > 0 quantises inputs to that many values so windows hold ties (first maximum must win). */
+static void check_maxpool(int B, int C, int H, int W, int s, int ceil_mode, int levels) {
+  int Ho = ceil_mode ? (H + s - 1) / s : H / s, Wo = ceil_mode ? (W + s - 1) / s : W / s;
+  size_t nin = (size_t)B * C * H * W, nout = (size_t)B * C * Ho * Wo;
+  float *in = hnew(nin), *dout = hnew(nout), *rout = hnew(nout), *rdin = hnew(nin), *gout = hnew(nout);
+  float *gdin = hnew(nin);
+  fill(in, nin, -1, 1); fill(dout, nout, -1, 1);
+  if (levels > 0)
+    for (size_t i = 0; i < nin; i++) in[i] = floorf((in[i] + 1) * 0.5f * levels);
+  ref_maxpool_forward(rout, in, B, C, H, W, s, ceil_mode);
+  ref_maxpool_backward(rdin, dout, in, rout, B, C, H, W, s, ceil_mode);
+  float *d_in = dnew(in, nin), *d_dout = dnew(dout, nout), *d_out = cuda_alloc_floats(nout);
+  float *d_din = cuda_alloc_floats(nin);
+  cuda_maxpool_forward(d_out, d_in, B, C, H, W, s, ceil_mode);
+  cuda_maxpool_backward(d_din, d_dout, d_in, d_out, B, C, H, W, s, ceil_mode);
+  dget(gout, d_out, nout); dget(gdin, d_din, nin);
+  printf("  # maxpool B%d C%d %dx%d s%d %s levels%d\n", B, C, H, W, s, ceil_mode ? "ceil" : "floor", levels);
+  EXPECT_SAME(gout, rout, nout, "maxpool forward");
+  EXPECT_SAME(gdin, rdin, nin, "maxpool backward");
+  cuda_free(d_in); cuda_free(d_dout); cuda_free(d_out); cuda_free(d_din);
+  free(in); free(dout); free(rout); free(rdin); free(gout); free(gdin);
+}
+
+static void test_maxpool(void) {
+  NEED_GPU();
+  for (int ceil_mode = 0; ceil_mode <= 1; ceil_mode++) {
+    check_maxpool(2, 3, 7, 9, 2, ceil_mode, 0);  /* odd sides: floor drops, ceil clips */
+    check_maxpool(3, 2, 10, 8, 3, ceil_mode, 0);
+    check_maxpool(2, 2, 7, 7, 2, ceil_mode, 3);  /* heavy ties */
+    check_maxpool(1, 1, 5, 7, 5, ceil_mode, 0);  /* window as tall as the image */
+    check_maxpool(2, 3, 6, 6, 1, ceil_mode, 2);  /* s = 1: identity */
+  }
+}
+
+/* ---- element-wise -------------------------------------------------------------------------- */
+static void check_act(size_t n, float slope) {
+  float *in = hnew(n), *dout = hnew(n), *rout = hnew(n), *rdin = hnew(n), *gout = hnew(n), *gdin = hnew(n);
+  fill(in, n, -2, 2); fill(dout, n, -1, 1);
+  if (n > 3) { in[0] = 0.0f; in[1] = -0.0f; in[2] = 1e-30f; } /* sign edge cases */
+  ref_act_forward(rout, in, n, slope);
+  ref_act_backward(rdin, dout, rout, n, slope);
+  float *d_in = dnew(in, n), *d_dout = dnew(dout, n), *d_out = cuda_alloc_floats(n), *d_din = cuda_alloc_floats(n);
+  cuda_act_forward(d_out, d_in, n, slope);
+  cuda_act_backward(d_din, d_dout, d_out, n, slope);
+  dget(gout, d_out, n); dget(gdin, d_din, n);
+  EXPECT_SAME(gout, rout, n, "act forward");
+  EXPECT_SAME(gdin, rdin, n, "act backward");
+  cuda_act_forward(d_in, d_in, n, slope); /* in place */
+  dget(gout, d_in, n);
+  EXPECT_SAME(gout, rout, n, "act forward in place");
+  cuda_free(d_in); cuda_free(d_dout); cuda_free(d_out); cuda_free(d_din);
+  free(in); free(dout); free(rout); free(rdin); free(gout); free(gdin);
+}
+
+static void test_act(void) {
+  NEED_GPU();
+  check_act(1, 0.01f);
+  check_act(1001, 0.01f);
+  check_act(1001, 0.0f);
+  check_act(65537, 0.2f);
+}
+
+/* More elements than the capped grid has threads (65535 x 256): the grid-stride loop must cover
+ * the tail. In place, two host buffers only (the tensor is 67 MB). */
+static void test_act_large(void) {
+  NEED_GPU();
+  const size_t n = (size_t)65535 * 256 + 1001;
+  const float slope = 0.01f;
+  float *in = hnew(n), *got = hnew(n);
+  fill(in, n, -2, 2);
+  float *d = dnew(in, n);
+  cuda_act_forward(d, d, n, slope);
+  dget(got, d, n);
+  ref_act_forward(in, in, n, slope);
+  EXPECT_SAME(got, in, n, "act forward, n beyond one grid");
+  cuda_free(d);
+  free(in); free(got);
+}
+
+static void check_dropout(size_t n) {
+  float *in = hnew(n), *mask = hnew(n), *dout = hnew(n), *r = hnew(n), *g = hnew(n);
+  fill(in, n, -1, 1); fill(dout, n, -1, 1);
+  for (size_t i = 0; i < n; i++) mask[i] = rng_uniform(&g_rng) < 0.3 ? 0.0f : 1.0f / 0.7f;
+  float *d_in = dnew(in, n), *d_mask = dnew(mask, n), *d_dout = dnew(dout, n), *d_x = cuda_alloc_floats(n);
+  cuda_dropout_forward(d_x, d_in, d_mask, n);
+  dget(g, d_x, n);
+  ref_dropout_forward(r, in, mask, n);
+  EXPECT_SAME(g, r, n, "dropout forward");
+  cuda_dropout_backward(d_x, d_dout, d_mask, n);
+  dget(g, d_x, n);
+  ref_dropout_backward(r, dout, mask, n);
+  EXPECT_SAME(g, r, n, "dropout backward");
+  cuda_free(d_in); cuda_free(d_mask); cuda_free(d_dout); cuda_free(d_x);
+  free(in); free(mask); free(dout); free(r); free(g);
+}
+
+static void test_dropout(void) {
+  NEED_GPU();
+  check_dropout(1);
+  check_dropout(4099);
+}
+
+/* ---- softmax + cross-entropy --------------------------------------------------------------- */
+static void check_softmax(int B, int N, float spread) {
+  size_t n = (size_t)B * N;
+  float *logits = hnew(n), *rprobs = hnew(n), *gprobs = hnew(n), *rd = hnew(n), *gd = hnew(n);
+  int *labels = malloc((size_t)B * sizeof(int));
+  if (!labels) exit(1);
+  fill(logits, n, -spread, spread);
+  for (int i = 0; i < B; i++) labels[i] = (int)rng_below(&g_rng, (uint64_t)N);
+  double rloss = ref_softmax_xent_forward(rprobs, logits, labels, B, N);
+  float *d_logits = dnew(logits, n), *d_probs = cuda_alloc_floats(n), *d_d = cuda_alloc_floats(n);
+  int *d_labels = cuda_alloc_ints((size_t)B);
+  cuda_upload_ints(d_labels, labels, (size_t)B);
+  double gloss = cuda_softmax_xent_forward(d_probs, d_logits, d_labels, B, N);
+  dget(gprobs, d_probs, n);
+  printf("  # softmax B%d N%d spread %g: loss gpu %.12g ref %.12g\n", B, N, spread, gloss, rloss);
+  EXPECT_NEAR(max_rel_err(gprobs, rprobs, n, FLT_MIN), 0.0, 2 * FLT_EPSILON,
+              "probs computed in double on both sides; device vs host exp differ by ~1 double ulp, so the "
+              "float results differ by at most one rounding step");
+  EXPECT_NEAR(gloss, rloss, 1e-12 * (fabs(rloss) + 1),
+              "double row losses, summed in a different order (tree vs sequential)");
+  /* backward on identical probs: the same double arithmetic, so bitwise equal */
+  const float scale = 1.0f / (float)B;
+  cuda_upload(d_probs, rprobs, n);
+  cuda_softmax_xent_backward(d_d, d_probs, d_labels, B, N, scale);
+  ref_softmax_xent_backward(rd, rprobs, labels, B, N, scale);
+  dget(gd, d_d, n);
+  EXPECT_SAME(gd, rd, n, "softmax_xent backward");
+  cuda_free(d_logits); cuda_free(d_probs); cuda_free(d_d); cuda_free(d_labels);
+  free(logits); free(rprobs); free(gprobs); free(rd); free(gd); free(labels);
+}
+
+static void test_softmax_xent(void) {
+  NEED_GPU();
+  check_softmax(5, 7, 3);
+  check_softmax(37, 10, 20);  /* B not a multiple of the 8 rows per block; large logits */
+  check_softmax(3, 1000, 5);  /* rows wider than a warp */
+  check_softmax(9, 1, 1);     /* one class: p = 1, loss 0 */
+}
+
+/* ---- several host threads: each gets its own stream + cuBLAS handle ------------------------- */
+typedef struct {
+  conv_case c;
+  const float *in, *w, *b, *dout; /* host inputs */
+  float *out, *dw, *db, *din;     /* host results (dw, db start at 0) */
+} thread_job;
+
+static void *thread_main(void *arg) {
+  thread_job *j = arg;
+  const conv_case *c = &j->c;
+  size_t nin, nw, nout;
+  conv_dims(c, &nin, &nw, &nout);
+  cuda_set_device(0);
+  size_t ns = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+  float *d_in = dnew(j->in, nin), *d_w = dnew(j->w, nw), *d_b = dnew(j->b, c->Co), *d_dout = dnew(j->dout, nout);
+  float *d_out = cuda_alloc_floats(nout), *d_din = cuda_alloc_floats(nin), *d_s = cuda_alloc_floats(ns);
+  float *d_dw = cuda_alloc_floats(nw), *d_db = cuda_alloc_floats(c->Co);
+  cuda_zero_floats(d_dw, nw);
+  cuda_zero_floats(d_db, c->Co);
+  for (int rep = 0; rep < 3; rep++) { /* several rounds so the two threads' work overlaps */
+    cuda_conv_forward(d_out, d_in, d_w, d_b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, d_s);
+    cuda_conv_backward(d_din, d_dw, d_db, d_dout, d_in, d_w, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, d_s);
+  }
+  dget(j->out, d_out, nout); dget(j->din, d_din, nin); dget(j->dw, d_dw, nw); dget(j->db, d_db, c->Co);
+  cuda_free(d_in); cuda_free(d_w); cuda_free(d_b); cuda_free(d_dout); cuda_free(d_out); cuda_free(d_din);
+  cuda_free(d_s); cuda_free(d_dw); cuda_free(d_db);
+  cuda_thread_release();
+  return NULL;
+}
+
+static void test_threads(void) {
+  NEED_GPU();
+  enum { NT = 3 };
+  const conv_case cases[NT] = {{4, 3, 9, 7, 5, 3, 1}, {3, 2, 8, 8, 4, 5, 2}, {6, 4, 5, 6, 3, 3, 0}};
+  thread_job jobs[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    const conv_case *c = &cases[t];
+    size_t nin, nw, nout;
+    conv_dims(c, &nin, &nw, &nout);
+    float *in = hnew(nin), *w = hnew(nw), *b = hnew(c->Co), *dout = hnew(nout);
+    fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, c->Co, -1, 1); fill(dout, nout, -1, 1);
+    jobs[t] = (thread_job){*c, in, w, b, dout, hnew(nout), hnew(nw), hnew(c->Co), hnew(nin)};
+  }
+  for (int t = 0; t < NT; t++) EXPECT(pthread_create(&th[t], NULL, thread_main, &jobs[t]) == 0);
+  for (int t = 0; t < NT; t++) EXPECT(pthread_join(th[t], NULL) == 0);
+  for (int t = 0; t < NT; t++) {
+    thread_job *j = &jobs[t];
+    const conv_case *c = &j->c;
+    size_t nin, nw, nout;
+    conv_dims(c, &nin, &nw, &nout);
+    int P = (c->H + 2 * c->pad - c->k + 1) * (c->W + 2 * c->pad - c->k + 1);
+    float *rout = hnew(nout), *rdin = hnew(nin), *rdw = hnew(nw), *rdb = hnew(c->Co);
+    float *aout = hnew(nout), *adin = hnew(nin), *adw = hnew(nw), *adb = hnew(c->Co);
+    float *ain = habs(j->in, nin), *aw = habs(j->w, nw), *ab = habs(j->b, c->Co), *adout = habs(j->dout, nout);
+    ref_conv_forward(rout, j->in, j->w, j->b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+    ref_conv_forward(aout, ain, aw, ab, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+    for (int rep = 0; rep < 3; rep++) {
+      ref_conv_backward(rdin, rdw, rdb, j->dout, j->in, j->w, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+      ref_conv_backward(adin, adw, adb, adout, ain, aw, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+    }
+    printf("  # thread %d: conv B%d Ci%d %dx%d Co%d k%d pad%d, 3 rounds\n", t, c->B, c->Ci, c->H, c->W, c->Co,
+           c->k, c->pad);
+    EXPECT_DOT(j->out, rout, aout, nout, (double)c->Ci * c->k * c->k + 1, "threaded conv forward");
+    EXPECT_DOT(j->din, rdin, adin, nin, (double)c->Co + c->k * c->k, "threaded conv din");
+    EXPECT_DOT(j->dw, rdw, adw, nw, 3.0 * ((double)c->B * P + c->B + 1), "threaded conv dw, 3 accumulations");
+    EXPECT_DOT(j->db, rdb, adb, c->Co, 6, "threaded conv db, 3 accumulations");
+    free(rout); free(rdin); free(rdw); free(rdb); free(aout); free(adin); free(adw); free(adb);
+    free(ain); free(aw); free(ab); free(adout);
+    free((void *)j->in); free((void *)j->w); free((void *)j->b); free((void *)j->dout);
+    free(j->out); free(j->dw); free(j->db); free(j->din);
+  }
+}
+
+#else /* built without CUDA */
+#define DEFINE_SKIP(fn) static void fn(void) { SKIP("skipped: no CUDA device (built without CUDA)"); }
+CUDA_TESTS(DEFINE_SKIP)
+#endif
+
+int main(void) {
+#ifdef PDL_HAVE_CUDA
+  g_ndev = cuda_device_count();
+  rng_seed(&g_rng, 20240607, 0);
+  if (g_ndev > 0) {
+    char desc[256];
+    cuda_set_device(0);
+    cuda_describe_device(0, desc, sizeof desc);
+    printf("# device 0 of %d: %s\n", g_ndev, desc);
+  }
+#endif
+  RUN(test_conv_forward);
+  RUN(test_conv_backward);
+  RUN(test_conv_chunked);
+  RUN(test_fc);
+  RUN(test_maxpool);
+  RUN(test_act);
+  RUN(test_act_large);
+  RUN(test_dropout);
+  RUN(test_softmax_xent);
+  RUN(test_threads);
+#ifdef PDL_HAVE_CUDA
+  if (g_ndev > 0) cuda_thread_release();
+#endif
+  return harness_exit();
+}
