@@ -161,7 +161,8 @@ static void test_conv_act_fused_matches_unfused(void) {
         fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, Co, -1, 1); fill(dout, nout, -1, 1);
         float *dout_copy = dup(dout, nout), *g = fa(nout);
         cpu_set_threads(T);
-        float *scratch = fa(cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T));
+        size_t ns = cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T);
+        float *scratch = scratch_with_canary(ns);
         cpu_conv_forward(o1, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
         cpu_act_forward(o1, o1, nout, slope);
         cpu_conv_act_forward(o2, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch);
@@ -180,6 +181,7 @@ static void test_conv_act_fused_matches_unfused(void) {
           free(dw1); free(db1); free(din1); free(dw2); free(db2); free(din2);
         }
         EXPECT_MSG(same_bits(dout, dout_copy, nout), "fused bwd modified dout");
+        EXPECT_MSG(canary_ok(scratch, ns), "fused conv scratch overrun k=%d pad=%d B=%d T=%d", k, pad, B, T);
         free(in); free(w); free(b); free(dout); free(o1); free(o2); free(dout_copy); free(g); free(scratch);
       }
 }
