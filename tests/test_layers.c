@@ -144,6 +144,48 @@ static void test_conv_bit_identical_repeat(void) {
   }
 }
 
+/* The fused conv + activation kernels give exactly the bits of the unfused sequence (same float
+ * operations on the same values), on every path: image-parallel, split GEMM, k == 1 direct. */
+static void test_conv_act_fused_matches_unfused(void) {
+  static const int shapes[][3] = {{3, 1}, {1, 0}, {3, 0}}; /* {k, pad} */
+  static const int bt[][2] = {{1, 1}, {1, 2}, {5, 2}, {4, 3}, {2, 1}};
+  int Ci = 3, H = 7, W = 6, Co = 5;
+  for (int sh = 0; sh < 3; sh++)
+    for (int c = 0; c < 5; c++)
+      for (int si = 0; si < 2; si++) {
+        int k = shapes[sh][0], pad = shapes[sh][1], B = bt[c][0], T = bt[c][1];
+        float slope = si ? 0.0f : 0.01f;
+        int Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
+        size_t nin = (size_t)B * Ci * H * W, nout = (size_t)B * Co * Ho * Wo, nw = (size_t)Co * Ci * k * k;
+        float *in = fa(nin), *w = fa(nw), *b = fa(Co), *dout = fa(nout), *o1 = fa(nout), *o2 = fa(nout);
+        fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, Co, -1, 1); fill(dout, nout, -1, 1);
+        float *dout_copy = dup(dout, nout), *g = fa(nout);
+        cpu_set_threads(T);
+        size_t ns = cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T);
+        float *scratch = scratch_with_canary(ns);
+        cpu_conv_forward(o1, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
+        cpu_act_forward(o1, o1, nout, slope);
+        cpu_conv_act_forward(o2, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch);
+        EXPECT_MSG(same_bits(o1, o2, nout), "fused fwd k=%d pad=%d B=%d T=%d slope=%g", k, pad, B, T, slope);
+        for (int with_din = 0; with_din < 2; with_din++) {
+          float *dw1 = fa(nw), *db1 = fa(Co), *din1 = fa(nin), *dw2 = fa(nw), *db2 = fa(Co), *din2 = fa(nin);
+          fill(dw1, nw, -1, 1); fill(db1, Co, -1, 1);
+          memcpy(dw2, dw1, nw * sizeof(float)); memcpy(db2, db1, Co * sizeof(float));
+          fill_nan(din1, nin); fill_nan(din2, nin);
+          cpu_act_backward(g, dout, o1, nout, slope);
+          cpu_conv_backward(with_din ? din1 : NULL, dw1, db1, g, in, w, B, Ci, H, W, Co, k, pad, scratch);
+          cpu_conv_act_backward(with_din ? din2 : NULL, dw2, db2, dout, o1, in, w, B, Ci, H, W, Co, k, pad, slope,
+                                scratch);
+          EXPECT_MSG(same_bits(dw1, dw2, nw) && same_bits(db1, db2, Co) && (!with_din || same_bits(din1, din2, nin)),
+                     "fused bwd k=%d pad=%d B=%d T=%d slope=%g din=%d", k, pad, B, T, slope, with_din);
+          free(dw1); free(db1); free(din1); free(dw2); free(db2); free(din2);
+        }
+        EXPECT_MSG(same_bits(dout, dout_copy, nout), "fused bwd modified dout");
+        EXPECT_MSG(canary_ok(scratch, ns), "fused conv scratch overrun k=%d pad=%d B=%d T=%d", k, pad, B, T);
+        free(in); free(w); free(b); free(dout); free(o1); free(o2); free(dout_copy); free(g); free(scratch);
+      }
+}
+
 /* Two pthreads, each a "replica" with its own thread count, buffers and scratch, run conv
  * backward concurrently; each must match the same computation done alone (bit for bit). */
 typedef struct {
@@ -505,6 +547,7 @@ int main(void) {
   RUN(test_conv_vs_ref);
   RUN(test_conv_accumulates);
   RUN(test_conv_bit_identical_repeat);
+  RUN(test_conv_act_fused_matches_unfused);
   RUN(test_conv_concurrent_replicas);
   RUN(test_thread_count_is_per_thread);
   RUN(test_fc_vs_ref);

@@ -28,7 +28,8 @@ static inline size_t cpu_round16(size_t n) { return (n + 15) & ~(size_t)15; }
  * img [C][H][W] -> col [C*k*k][Ho*Wo], col[r][oh*Wo+ow] = img[ci][oh+kh-pad][ow+kw-pad] or 0. */
 void cpu_im2col(float *col, const float *img, int C, int H, int W, int k, int pad, int r0, int r1);
 /* col2im of one image, channels [c0, c1) only: img[ci] = sum of the col entries that im2col
- * would have copied from img[ci] (img channels are overwritten, the rest untouched). */
-void cpu_col2im(float *img, const float *col, int C, int H, int W, int k, int pad, int c0, int c1);
+ * would have copied from img[ci] (img channels are overwritten, the rest untouched).
+ * col is scratch: entries that correspond to padding may be zeroed. */
+void cpu_col2im(float *img, float *col, int C, int H, int W, int k, int pad, int c0, int c1);
 
 #endif

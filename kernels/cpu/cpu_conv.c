@@ -10,7 +10,11 @@
  * rows, dcol/col2im by input channels, im2col by col rows. k == 1 && pad == 0 skips im2col/col2im
  * (col_i is the input image itself, dcol is din_i). Bias is fused: out rows are filled with b and
  * the GEMM accumulates (beta = 1), which costs the same as OpenBLAS's beta = 0 clearing pass.
- * Scratch per thread: col [K][P], dw partial [Co][K], db partial [Co] (each rounded to 64 bytes). */
+ * The fused cpu_conv_act_* apply the activation to out_i (forward) or to dout_i (backward, into
+ * scratch) while that image is still in L2, saving a full pass over the activations each way;
+ * their results are bit-identical to the unfused sequence.
+ * Scratch per thread: col [K][P], dw partial [Co][K], db partial [Co], masked dout [Co][P]
+ * (each rounded to 64 bytes). */
 #include <cblas.h>
 #include <omp.h>
 #include "core/layers.h"
@@ -19,19 +23,25 @@
 
 typedef struct {
   int B, Ci, H, W, Co, k, pad, Ho, Wo, P, K, direct;
-  size_t col_n, per_thread; /* floats: one col buffer (rounded), one thread's scratch slice */
-} conv_shape_t;
+  int act;     /* fused activation: forward applies it to out, backward to dout (using out) */
+  float slope;
+  size_t col_n, dw_n, db_n, g_n, per_thread; /* floats, each rounded; per_thread = their sum */
+} conv_t;
 
-static conv_shape_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
-  conv_shape_t s;
+static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
+  conv_t s;
   SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && k > 0 && pad >= 0);
   s.B = B; s.Ci = Ci; s.H = H; s.W = W; s.Co = Co; s.k = k; s.pad = pad;
   s.Ho = H + 2 * pad - k + 1; s.Wo = W + 2 * pad - k + 1;
   SHAPE_ASSERT(s.Ho > 0 && s.Wo > 0);
   s.P = s.Ho * s.Wo; s.K = Ci * k * k;
   s.direct = k == 1 && pad == 0;
+  s.act = 0; s.slope = 0.0f;
   s.col_n = cpu_round16((size_t)s.K * s.P);
-  s.per_thread = s.col_n + cpu_round16((size_t)Co * s.K) + cpu_round16((size_t)Co);
+  s.dw_n = cpu_round16((size_t)Co * s.K);
+  s.db_n = cpu_round16((size_t)Co);
+  s.g_n = cpu_round16((size_t)Co * s.P);
+  s.per_thread = s.col_n + s.dw_n + s.db_n + s.g_n;
   return s;
 }
 
@@ -39,16 +49,23 @@ static conv_shape_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int p
 static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nthreads; }
 
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
-  conv_shape_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
   size_t n = T * s.per_thread;
-  if (T > 1 && 2 * s.col_n > n) n = 2 * s.col_n; /* split-GEMM layout: col + dcol */
+  size_t split = 2 * s.col_n + s.g_n; /* split-GEMM layout: col, dcol, masked dout */
+  if (T > 1 && split > n) n = split;
   return n;
 }
 
-/* out rows [co0, co1) of one image: fill with bias, then += w rows x col. */
-static void fwd_rows(const conv_shape_t *s, float *out_i, const float *colp, const float *w, const float *b,
-                     int co0, int co1) {
+/* x[0..n) = leaky ReLU of itself */
+static inline void act_inplace(float *x, size_t n, float slope) {
+#pragma omp simd
+  for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : slope * x[i];
+}
+
+/* out rows [co0, co1) of one image: fill with bias, += w rows x col, then the fused activation. */
+static void fwd_rows(const conv_t *s, float *out_i, const float *colp, const float *w, const float *b, int co0,
+                     int co1) {
   if (co1 <= co0) return;
   for (int co = co0; co < co1; co++) {
     float *o = out_i + (size_t)co * s->P;
@@ -57,10 +74,11 @@ static void fwd_rows(const conv_shape_t *s, float *out_i, const float *colp, con
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, co1 - co0, s->P, s->K, 1.0f, w + (size_t)co0 * s->K,
               s->K, colp, s->P, 1.0f, out_i + (size_t)co0 * s->P, s->P);
+  if (s->act) act_inplace(out_i + (size_t)co0 * s->P, (size_t)(co1 - co0) * s->P, s->slope);
 }
 
-static void fwd_body(const conv_shape_t *s, float *out, const float *in, const float *w, const float *b,
-                     float *scratch, int t, int nt, int split) {
+static void fwd_body(const conv_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
+                     int t, int nt, int split) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
   if (!split) {
     float *col = scratch + (size_t)t * s->per_thread;
@@ -91,22 +109,32 @@ static void fwd_body(const conv_shape_t *s, float *out, const float *in, const f
   }
 }
 
+static void conv_fwd(conv_t *s, float *out, const float *in, const float *w, const float *b, float *scratch) {
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = conv_split_gemm(s->B, T);
+  if (T == 1) { fwd_body(s, out, in, w, b, scratch, 0, 1, 0); return; }
+#pragma omp parallel num_threads(T)
+  fwd_body(s, out, in, w, b, scratch, omp_get_thread_num(), omp_get_num_threads(), split && omp_get_num_threads() > 1);
+}
+
 void cpu_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                       int Co, int k, int pad, float *scratch) {
   /* in [B][Ci][H][W], w [Co][Ci][k][k], b [Co], out [B][Co][Ho][Wo] */
-  conv_shape_t s = conv_shape(B, Ci, H, W, Co, k, pad);
-  cpu_blas_init();
-  const int T = cpu_get_threads(), split = conv_split_gemm(B, T);
-  if (T == 1) { fwd_body(&s, out, in, w, b, scratch, 0, 1, 0); return; }
-#pragma omp parallel num_threads(T)
-  fwd_body(&s, out, in, w, b, scratch, omp_get_thread_num(), omp_get_num_threads(),
-           split && omp_get_num_threads() > 1);
+  conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  conv_fwd(&s, out, in, w, b, scratch);
 }
 
-/* db[co] (+)= sum_p dout_i[co][p] for co in [co0, co1); acc = 0 overwrites. */
-static void bias_grad(float *db, const float *dout_i, int P, int co0, int co1, int acc) {
+void cpu_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                          int Co, int k, int pad, float slope, float *scratch) {
+  conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  s.act = 1; s.slope = slope;
+  conv_fwd(&s, out, in, w, b, scratch);
+}
+
+/* db[co] (+)= sum_p g_i[co][p] for co in [co0, co1); acc = 0 overwrites. */
+static void bias_grad(float *db, const float *g_i, int P, int co0, int co1, int acc) {
   for (int co = co0; co < co1; co++) {
-    const float *d = dout_i + (size_t)co * P;
+    const float *d = g_i + (size_t)co * P;
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int p = 0; p < P; p++) sum += d[p];
@@ -114,37 +142,45 @@ static void bias_grad(float *db, const float *dout_i, int P, int co0, int co1, i
   }
 }
 
-/* Input gradient of one image, input channels [c0, c1): dcol rows = w^T rows x dout_i, then col2im. */
-static void din_channels(const conv_shape_t *s, float *din_i, const float *dout_i, const float *w, float *dcol,
-                         int c0, int c1) {
+/* Rows [co0, co1) of the pre-activation gradient: g = dout where out > 0, slope * dout elsewhere. */
+static void act_grad_rows(float *g, const float *dout_i, const float *out_i, size_t P, int co0, int co1, float slope) {
+  const size_t a = (size_t)co0 * P, e = (size_t)co1 * P;
+#pragma omp simd
+  for (size_t j = a; j < e; j++) g[j] = out_i[j] > 0.0f ? dout_i[j] : slope * dout_i[j];
+}
+
+/* Input gradient of one image, input channels [c0, c1): dcol rows = w^T rows x g_i, then col2im. */
+static void din_channels(const conv_t *s, float *din_i, const float *g_i, const float *w, float *dcol, int c0,
+                         int c1) {
   if (c1 <= c0) return;
   const int kk = s->k * s->k;
   if (s->direct) {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, s->P, s->Co, 1.0f, w + c0, s->K, dout_i, s->P,
-                0.0f, din_i + (size_t)c0 * s->P, s->P);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c1 - c0, s->P, s->Co, 1.0f, w + c0, s->K, g_i, s->P, 0.0f,
+                din_i + (size_t)c0 * s->P, s->P);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (c1 - c0) * kk, s->P, s->Co, 1.0f, w + (size_t)c0 * kk,
-              s->K, dout_i, s->P, 0.0f, dcol + (size_t)c0 * kk * s->P, s->P);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (c1 - c0) * kk, s->P, s->Co, 1.0f, w + (size_t)c0 * kk, s->K,
+              g_i, s->P, 0.0f, dcol + (size_t)c0 * kk * s->P, s->P);
   cpu_col2im(din_i, dcol, s->Ci, s->H, s->W, s->k, s->pad, c0, c1);
 }
 
-static void bwd_body(const conv_shape_t *s, float *din, float *dw, float *db, const float *dout, const float *in,
-                     const float *w, float *scratch, int t, int nt, int split) {
+static void bwd_body(const conv_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
+                     const float *in, const float *w, float *scratch, int t, int nt, int split) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
   if (!split) {
-    float *col = scratch + (size_t)t * s->per_thread;
-    float *dwp = t == 0 ? dw : col + s->col_n, *dbp = t == 0 ? db : dwp + cpu_round16((size_t)s->Co * s->K);
+    float *col = scratch + (size_t)t * s->per_thread, *dwp = col + s->col_n, *dbp = dwp + s->dw_n, *g = dbp + s->db_n;
+    if (t == 0) { dwp = dw; dbp = db; } /* thread 0 adds onto dw/db directly */
     int i0, i1;
     cpu_split(s->B, nt, t, &i0, &i1);
     for (int i = i0; i < i1; i++) {
-      const float *in_i = in + i * in_n, *dout_i = dout + i * out_n, *colp = in_i;
-      const int acc = t == 0 || i > i0; /* thread 0 adds onto dw; partials start at their first image */
+      const float *in_i = in + i * in_n, *g_i = dout + i * out_n, *colp = in_i;
+      const int acc = t == 0 || i > i0; /* partials start at their first image */
+      if (s->act) { act_grad_rows(g, g_i, out + i * out_n, (size_t)s->P, 0, s->Co, s->slope); g_i = g; }
       if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->K); colp = col; }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, s->K, s->P, 1.0f, dout_i, s->P, colp, s->P,
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, s->K, s->P, 1.0f, g_i, s->P, colp, s->P,
                   acc ? 1.0f : 0.0f, dwp, s->K);
-      bias_grad(dbp, dout_i, s->P, 0, s->Co, acc);
-      if (din) din_channels(s, din + i * in_n, dout_i, w, col, 0, s->Ci);
+      bias_grad(dbp, g_i, s->P, 0, s->Co, acc);
+      if (din) din_channels(s, din + i * in_n, g_i, w, col, 0, s->Ci);
     }
     if (nt == 1) return;
 #pragma omp barrier
@@ -160,43 +196,57 @@ static void bwd_body(const conv_shape_t *s, float *din, float *dw, float *db, co
         cpu_split(s->B, nt, u, &u0, &u1);
         if (u1 <= u0) continue;
         const float *part = scratch + (size_t)u * s->per_thread + s->col_n;
-        v += j < nw ? part[j] : part[cpu_round16((size_t)nw) + (j - nw)];
+        v += j < nw ? part[j] : part[s->dw_n + (j - nw)];
       }
       *dst = v;
     }
     return;
   }
-  float *col = scratch, *dcol = scratch + s->col_n;
+  float *col = scratch, *dcol = scratch + s->col_n, *g = dcol + s->col_n;
   int r0, r1, co0, co1, c0, c1;
   cpu_split(s->K, nt, t, &r0, &r1);
   cpu_split(s->Co, nt, t, &co0, &co1);
   cpu_split(s->Ci, nt, t, &c0, &c1);
   for (int i = 0; i < s->B; i++) {
-    const float *in_i = in + i * in_n, *dout_i = dout + i * out_n, *colp = in_i;
-    if (!s->direct) {
-      if (i > 0) {
+    const float *in_i = in + i * in_n, *g_i = dout + i * out_n, *colp = in_i;
+    if (i > 0 && (s->act || !s->direct)) {
 #pragma omp barrier
-      }
-      cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, r0, r1);
-      colp = col;
+    }
+    if (s->act) { act_grad_rows(g, g_i, out + i * out_n, (size_t)s->P, co0, co1, s->slope); g_i = g; }
+    if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, r0, r1); colp = col; }
+    if (s->act || !s->direct) {
 #pragma omp barrier
     }
     if (co1 > co0)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co1 - co0, s->K, s->P, 1.0f, dout_i + (size_t)co0 * s->P,
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co1 - co0, s->K, s->P, 1.0f, g_i + (size_t)co0 * s->P,
                   s->P, colp, s->P, 1.0f, dw + (size_t)co0 * s->K, s->K);
-    bias_grad(db, dout_i, s->P, co0, co1, 1);
-    if (din) din_channels(s, din + i * in_n, dout_i, w, dcol, c0, c1);
+    bias_grad(db, g_i, s->P, co0, co1, 1);
+    if (din) din_channels(s, din + i * in_n, g_i, w, dcol, c0, c1);
   }
+}
+
+static void conv_bwd(conv_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
+                     const float *in, const float *w, float *scratch) {
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = conv_split_gemm(s->B, T);
+  if (T == 1) { bwd_body(s, din, dw, db, dout, out, in, w, scratch, 0, 1, 0); return; }
+#pragma omp parallel num_threads(T)
+  bwd_body(s, din, dw, db, dout, out, in, w, scratch, omp_get_thread_num(), omp_get_num_threads(),
+           split && omp_get_num_threads() > 1);
 }
 
 void cpu_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int B,
                        int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
   /* dout [B][Co][Ho][Wo], in/din [B][Ci][H][W], w/dw [Co][Ci][k][k], db [Co] */
-  conv_shape_t s = conv_shape(B, Ci, H, W, Co, k, pad);
-  cpu_blas_init();
-  const int T = cpu_get_threads(), split = conv_split_gemm(B, T);
-  if (T == 1) { bwd_body(&s, din, dw, db, dout, in, w, scratch, 0, 1, 0); return; }
-#pragma omp parallel num_threads(T)
-  bwd_body(&s, din, dw, db, dout, in, w, scratch, omp_get_thread_num(), omp_get_num_threads(),
-           split && omp_get_num_threads() > 1);
+  conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  conv_bwd(&s, din, dw, db, dout, NULL, in, w, scratch);
+}
+
+void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
+                           const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
+                           float *scratch) {
+  /* dout, out [B][Co][Ho][Wo]: gradient w.r.t. and value of the activation output */
+  conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
+  s.act = 1; s.slope = slope;
+  conv_bwd(&s, din, dw, db, dout, out, in, w, scratch);
 }

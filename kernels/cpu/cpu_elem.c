@@ -14,6 +14,31 @@
 static inline int elem_threads(size_t n) { return n < CPU_PAR_MIN_ELEMS ? 1 : cpu_get_threads(); }
 static int pool_out(int n, int s, int ceil_mode) { return ceil_mode ? (n + s - 1) / s : n / s; }
 
+/* 2x2 windows along one pair of rows, written as float selects so GCC vectorises them (the
+ * argmax of random data is unpredictable: a branchy version ran 10x slower than the forward). The
+ * winner is the last element that beats the running maximum in row-major order, i.e. the first
+ * maximum, exactly as in the generic loops and the reference. */
+static inline void pool2_fwd_rows(float *restrict o, const float *restrict r0, const float *restrict r1, int n) {
+  for (int ow = 0; ow < n; ow++) {
+    const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], e = r1[2 * ow + 1];
+    const float m1 = b > a ? b : a, m2 = c > m1 ? c : m1;
+    o[ow] = e > m2 ? e : m2;
+  }
+}
+static inline void pool2_bwd_rows(float *restrict d0, float *restrict d1, const float *restrict r0,
+                                  const float *restrict r1, const float *restrict g, int n) {
+  for (int ow = 0; ow < n; ow++) {
+    const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], e = r1[2 * ow + 1], gv = g[ow];
+    const float m1 = b > a ? b : a, m2 = c > m1 ? c : m1;
+    const float ge = e > m2 ? gv : 0.0f, not_e = e > m2 ? 0.0f : gv;      /* e wins, or gv passes on */
+    const float gc = c > m1 ? not_e : 0.0f, not_ce = c > m1 ? 0.0f : not_e;
+    d1[2 * ow + 1] = ge;
+    d1[2 * ow] = gc;
+    d0[2 * ow + 1] = b > a ? not_ce : 0.0f;
+    d0[2 * ow] = b > a ? 0.0f : not_ce;
+  }
+}
+
 /* One H x W plane. s is a compile-time constant in the s == 2 instantiation, so the window loops
  * unroll. Windows are clipped at the border (ceil mode); a window's first element (row-major)
  * wins ties, as in the reference: v > m keeps the earlier maximum. */
@@ -24,7 +49,9 @@ static inline __attribute__((always_inline)) void pool_fwd_plane(float *o, const
     const float *r = x + (size_t)h0 * W;
     float *orow = o + (size_t)oh * Wo;
     const int Wf = W / s < Wo ? W / s : Wo; /* windows that are s wide */
-    if (hn == s) {
+    if (s == 2 && hn == 2) {
+      pool2_fwd_rows(orow, r, r + W, Wf);
+    } else if (hn == s) {
       for (int ow = 0; ow < Wf; ow++) {
         const float *p = r + ow * s;
         float m = p[0];
@@ -53,16 +80,38 @@ static inline __attribute__((always_inline)) void pool_fwd_plane(float *o, const
 }
 
 /* din plane = dout routed to the first maximum of each window, 0 elsewhere (every din element
- * is written exactly once: windows tile the covered area, floor-mode leftovers are zeroed). */
+ * is written exactly once: windows tile the covered area, floor-mode leftovers are zeroed).
+ * Full windows use selects rather than branches: the argmax of random data is unpredictable and
+ * mispredicted branches made this 10x slower than the forward pass. */
 static inline __attribute__((always_inline)) void pool_bwd_plane(float *dx, const float *g, const float *x, int H,
                                                                  int W, int Ho, int Wo, const int s) {
   const int Hc = Ho * s < H ? Ho * s : H, Wc = Wo * s < W ? Wo * s : W; /* covered extent */
+  const int Wf = W / s < Wo ? W / s : Wo;                                /* windows that are s wide */
   for (int oh = 0; oh < Ho; oh++) {
     const int h0 = oh * s, hn = H - h0 < s ? H - h0 : s;
     const float *r = x + (size_t)h0 * W;
     float *d = dx + (size_t)h0 * W;
     const float *grow = g + (size_t)oh * Wo;
-    for (int ow = 0; ow < Wo; ow++) {
+    int ow = 0;
+    if (s == 2 && hn == 2) { pool2_bwd_rows(d, d + W, r, r + W, grow, Wf); ow = Wf; }
+    if (hn == s)
+      for (; ow < Wf; ow++) {
+        const float *p = r + ow * s;
+        float *q = d + ow * s;
+        float m = p[0];
+        int best = 0;
+        for (int dh = 0; dh < s; dh++)
+          for (int dw = 0; dw < s; dw++) {
+            const float v = p[dh * W + dw];
+            const int c = v > m;
+            m = c ? v : m;
+            best = c ? dh * s + dw : best;
+          }
+        const float gv = grow[ow];
+        for (int dh = 0; dh < s; dh++)
+          for (int dw = 0; dw < s; dw++) q[dh * W + dw] = dh * s + dw == best ? gv : 0.0f;
+      }
+    for (; ow < Wo; ow++) { /* clipped windows (ceil mode) */
       const int wn = W - ow * s < s ? W - ow * s : s;
       const float *p = r + ow * s;
       float *q = d + ow * s;
@@ -90,7 +139,7 @@ void cpu_maxpool_forward(float *out, const float *in, int B, int C, int H, int W
   SHAPE_ASSERT(Ho > 0 && Wo > 0);
   const long planes = (long)B * C;
   const int T = elem_threads((size_t)planes * H * W);
-#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+#pragma omp parallel for num_threads(T) if (parallel : T > 1) schedule(static)
   for (long pl = 0; pl < planes; pl++) {
     float *o = out + (size_t)pl * Ho * Wo;
     const float *x = in + (size_t)pl * H * W;
@@ -108,7 +157,7 @@ void cpu_maxpool_backward(float *din, const float *dout, const float *in, const 
   SHAPE_ASSERT(Ho > 0 && Wo > 0);
   const long planes = (long)B * C;
   const int T = elem_threads((size_t)planes * H * W);
-#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+#pragma omp parallel for num_threads(T) if (parallel : T > 1) schedule(static)
   for (long pl = 0; pl < planes; pl++) {
     float *dx = din + (size_t)pl * H * W;
     const float *g = dout + (size_t)pl * Ho * Wo, *x = in + (size_t)pl * H * W;
@@ -119,25 +168,25 @@ void cpu_maxpool_backward(float *din, const float *dout, const float *in, const 
 
 void cpu_act_forward(float *out, const float *in, size_t n, float slope) {
   const int T = elem_threads(n);
-#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+#pragma omp parallel for simd num_threads(T) if (parallel : T > 1) schedule(static)
   for (size_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : slope * in[i];
 }
 
 void cpu_act_backward(float *din, const float *dout, const float *out, size_t n, float slope) {
   const int T = elem_threads(n);
-#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+#pragma omp parallel for simd num_threads(T) if (parallel : T > 1) schedule(static)
   for (size_t i = 0; i < n; i++) din[i] = out[i] > 0.0f ? dout[i] : slope * dout[i];
 }
 
 void cpu_dropout_forward(float *out, const float *in, const float *mask, size_t n) {
   const int T = elem_threads(n);
-#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+#pragma omp parallel for simd num_threads(T) if (parallel : T > 1) schedule(static)
   for (size_t i = 0; i < n; i++) out[i] = in[i] * mask[i];
 }
 
 void cpu_dropout_backward(float *din, const float *dout, const float *mask, size_t n) {
   const int T = elem_threads(n);
-#pragma omp parallel for simd num_threads(T) if (T > 1) schedule(static)
+#pragma omp parallel for simd num_threads(T) if (parallel : T > 1) schedule(static)
   for (size_t i = 0; i < n; i++) din[i] = dout[i] * mask[i];
 }
 

@@ -53,6 +53,20 @@ PDL_DECLARE_LAYERS(cpu_)
  * nthreads OpenMP threads. */
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
 
+/* CPU-only fused conv + activation (a conv followed by leaky ReLU/ReLU with this slope), each
+ * bit-identical to the unfused pair but without a separate pass over the activations:
+ *   cpu_conv_act_forward  = cpu_conv_forward, then cpu_act_forward(out, out, ..., slope);
+ *   cpu_conv_act_backward = cpu_act_backward(g, dout, out, ..., slope), then
+ *                           cpu_conv_backward(din, dw, db, g, in, ...) without storing g;
+ *                           dout/out are the gradient w.r.t. and the value of the activation output
+ *                           [B][Co][Ho][Wo]; dout is not modified.
+ * Scratch as cpu_conv_scratch_floats. */
+void cpu_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                          int Co, int k, int pad, float slope, float *scratch);
+void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
+                           const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
+                           float *scratch);
+
 /* Pick OpenMP thread count used by cpu_* kernels in the calling thread (per-thread ICV). */
 void cpu_set_threads(int nthreads);
 int cpu_get_threads(void);
