@@ -173,8 +173,8 @@ static long long sum_ll(long long v) {
   return s;
 }
 
-static void hang_here(const char *what) {
-  watchdog_context("%s (PDL_COLL_TEST_HANG: this rank stopped before the call)", what);
+static void hang_here(const char *op, size_t total) {
+  watchdog_context("%s %zu B validation (PDL_COLL_TEST_HANG: this rank stopped before the call)", op, total);
   for (;;) pause();
 }
 
@@ -212,7 +212,7 @@ static long long run_size(const opts_t *o, const coll_backend_t *b, coll_call_t 
     b->upload(c->recv, h_recv, c->recv_count * es);
     watchdog_context("%s %zu B validation %ld/%ld: collective", op, total, k + 1, o->checks);
     b->barrier();
-    if (rank == o->hang_rank) hang_here(op);
+    if (rank == o->hang_rank) hang_here(op, total);
     b->run(c);
     b->download(h_recv, c->recv, c->recv_count * es);
     watchdog_context("%s %zu B validation %ld/%ld: checking", op, total, k + 1, o->checks);
