@@ -4,10 +4,10 @@
 # analogue (K1), checked against an independent OSU-style loop run in the same session, with the
 # in-run memcpy bandwidth as the single-node limit and the algorithm Open MPI's tuned component
 # picked (bench/collectives/algo.py). Writes results/collectives/*.jsonl, summary.md, table.md
-# and plots/out/collectives-*.png|pdf. QUICK=1: 4 B..1 MiB by x4, one algorithm probe (~30 s).
+# and plots/out/collectives-*.png|pdf. QUICK=1: 4 B..1 MiB by x4, one algorithm probe (~40 s).
 # This machine has 2 cores: 4 ranks are oversubscribed, so they run with --oversubscribe
 # --bind-to none and mpi_yield_when_idle=1 (a waiting rank yields its core); the OSU-style
-# loop runs under exactly the same flags, right after the pdl sweep of the same op.
+# loop runs under exactly the same flags, alternating with pdl coll (best of CMP_REPS each).
 set -u
 cd "$(dirname "$0")/../.."
 source bench/lib.sh
@@ -23,7 +23,8 @@ if [ -n "$QUICK" ]; then
 else
   MAX=64M; MAXB=$((64 << 20)); FACTOR=2; PROBE_SIZES=(4 65536 4194304); PROBE_RANKS=(2 4); PROBE_OPS=(reduce allgather allreduce)
 fi
-OSU_F=16   # the OSU-style loop samples every 4th power of two of the same range
+CMP_MAXB=$((4 << 20)); CMP_REPS=3
+[ -n "$QUICK" ] && { CMP_MAXB=$((1 << 20)); CMP_REPS=1; }
 mpiflags() { if [ "$1" -gt 2 ]; then echo "--mca mpi_yield_when_idle 1"; fi; }
 rc=0
 
@@ -48,18 +49,29 @@ sweep() { # sweep BACKEND OP NP: pdl coll over the whole size range
   # shellcheck disable=SC2046
   mpirun_cmd $(mpiflags "$3") -np "$3" "$PDL" coll --backend "$1" --op "$2" -m "4:$MAX" -f "$FACTOR" --json "$f" --timeout 120
 }
-osu() { # osu OP NP: the OSU-style loop, same iteration counts as pdl coll's defaults
-  local max=$MAXB
-  [ "$1" = allgather ] && max=$((MAXB / $2))   # OSU's allgather size is per rank
-  # shellcheck disable=SC2046
-  mpirun_cmd $(mpiflags "$2") -np "$2" "$OSU" "$1" 4 "$max" "$OSU_F" 100 20 10 2 > "$RES/osu-$1-np$2.txt"
-}
-
-# --- MPI sweeps, each followed at once by the OSU-style loop (same machine load) ---
-cat /proc/loadavg > "$RES/load-start.txt" 2>/dev/null
+# --- MPI sweeps (the figure) ---
 for np in "${RANKS[@]}"; do for op in "${OPS[@]}"; do
   done_or_run "mpi-$op-np$np" sweep mpi "$op" "$np" || rc=1
-  done_or_run "osu-$op-np$np" osu "$op" "$np" || rc=1
+done; done
+
+# --- pdl coll vs the OSU-style loop: same sizes (4 B..CMP_MAX by x16), same flags, same
+# iteration counts, the two programs alternating CMP_REPS times so both see the same machine
+# load; summary.py compares the best (smallest) mean of each. OSU's allgather size is per rank.
+compare() { # compare OP NP
+  local op=$1 np=$2 r max=$CMP_MAXB min=4
+  rm -f "$RES/cmp-pdl-$op-np$np.jsonl" "$RES/osu-$op-np$np.txt"
+  if [ "$op" = allgather ]; then max=$((CMP_MAXB / np)); min=$((4 * np)); fi   # pdl total = n x OSU size
+  for ((r = 1; r <= CMP_REPS; r++)); do
+    # shellcheck disable=SC2046
+    mpirun_cmd $(mpiflags "$np") -np "$np" "$PDL" coll --op "$op" -m "$min:$CMP_MAXB" -f 16 \
+      --json "$RES/cmp-pdl-$op-np$np.jsonl" > /dev/null || return 1
+    # shellcheck disable=SC2046
+    mpirun_cmd $(mpiflags "$np") -np "$np" "$OSU" "$op" 4 "$max" 16 100 20 10 2 >> "$RES/osu-$op-np$np.txt" || return 1
+  done
+}
+cat /proc/loadavg > "$RES/load-start.txt" 2>/dev/null
+for np in "${RANKS[@]}"; do for op in "${OPS[@]}"; do
+  done_or_run "compare-$op-np$np" compare "$op" "$np" || rc=1
 done; done
 cat /proc/loadavg > "$RES/load-end.txt" 2>/dev/null
 

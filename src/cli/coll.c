@@ -159,6 +159,7 @@ static void parse(opts_t *o, int argc, char **argv) {
   parse_hooks(o);
 }
 
+#ifdef PDL_HAVE_MPI
 static double pct(double *sorted, long n, double q) {  /* nearest-rank percentile */
   long k = (long)ceil(q * (double)n) - 1;
   if (k < 0) k = 0;
@@ -166,7 +167,6 @@ static double pct(double *sorted, long n, double q) {  /* nearest-rank percentil
   return sorted[k];
 }
 
-#ifdef PDL_HAVE_MPI
 static long long sum_ll(long long v) {
   long long s = 0;
   CHECK_MPI(MPI_Allreduce(&v, &s, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
@@ -289,7 +289,7 @@ int cmd_coll(int argc, char **argv) {
   parse(&o, argc, argv);
 #ifndef PDL_HAVE_MPI
   if (o.nccl) { char why[256]; coll_backend_nccl(why, sizeof why); printf("skipped: %s\n", why); return 0; }
-  die("pdl coll needs MPI: this build has none (rebuilt without NO_MPI=1 and with libopenmpi-dev)");
+  die("pdl coll needs MPI: this build has none (rebuild without NO_MPI=1, with libopenmpi-dev installed)");
 #else
   pdl_mpi_init(NULL, NULL, MPI_THREAD_FUNNELED);
   int rank = pdl_mpi_rank(), n = pdl_mpi_size();
