@@ -51,15 +51,20 @@ static void *nccl_alloc(size_t bytes) {
   return p;
 }
 static void nccl_release(void *p) { if (p) CHECK_CUDA(cudaFree(p)); }
+/* Copies go on our own stream and are waited for: the stream is non-blocking, so a plain
+ * cudaMemcpy on the legacy default stream would not be ordered before the next collective
+ * (pageable host-to-device copies may return before the DMA has landed). */
 static void nccl_upload(void *dst, const void *src, size_t bytes) {
-  CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
+  CHECK_CUDA(cudaStreamSynchronize(g_stream));
 }
 static void nccl_download(void *dst, const void *src, size_t bytes) {
   ncclResult_t async = ncclSuccess;
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
   CHECK_NCCL(ncclCommGetAsyncError(g_comm, &async));
   CHECK_NCCL(async);
-  CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream));
+  CHECK_CUDA(cudaStreamSynchronize(g_stream));
 }
 static void nccl_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
 

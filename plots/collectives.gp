@@ -1,0 +1,32 @@
+# plots/collectives.gp — the K-FAC paper's Fig. 4 analogue (K1): collective time vs message size,
+# log-2 x, log y, one curve per backend and rank count (mean over ranks of the per-rank mean call
+# time) with the min-max band over ranks. Reads resdir/collectives/dat/OP-BACKEND-npN.dat written
+# by bench/collectives/summary.py (columns: bytes_total avg min max p50 p99 busbw). Writes
+# outdir/collectives-OP.png and .pdf for reduce, allgather, allreduce.
+if (!exists("resdir")) resdir = 'results'
+if (!exists("outdir")) outdir = 'plots/out'
+dir = resdir.'/collectives/dat'
+lab(f) = system(sprintf("basename %s .dat | sed -e 's/^[a-z_]*-//' -e 's/-np\\([0-9]*\\)/, \\1 ranks/' -e 's/^mpi/MPI (Open MPI)/' -e 's/^nccl/NCCL/'", f))
+nice(op) = op eq 'reduce' ? 'Reduce' : op eq 'allgather' ? 'Allgather' : 'Allreduce'
+host = system('hostname')
+do for [op in "reduce allgather allreduce"] {
+  files = system('ls '.dir.'/'.op.'-*.dat 2>/dev/null')
+  if (strlen(files) > 0) {
+    do for [term in "png pdf"] {
+      if (term eq 'png') { set terminal pngcairo size 960,640 font ',11' } else { set terminal pdfcairo size 6.4in,4.3in font ',9' }
+      set output outdir.'/collectives-'.op.'.'.term
+      set title sprintf("K-FAC paper Fig. 4 analogue: %s time vs size\n(%s, one node, float sum, synthetic validated buffers; band = min-max over ranks)", nice(op), host)
+      set xlabel 'size: full vector in bytes (nccl-tests convention; allgather = output buffer)'
+      set ylabel 'time per call (us)'
+      set logscale x 2
+      set logscale y 10
+      set format x '2^{%L}'
+      set format y '10^{%L}'
+      set grid xtics ytics
+      set key top left
+      plot for [i=1:words(files)] word(files, i) using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc i notitle, \
+           for [i=1:words(files)] word(files, i) using 1:2 with linespoints pt 7 ps 0.6 lw 1.5 lc i title lab(word(files, i))
+      unset output
+    }
+  }
+}
