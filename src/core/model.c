@@ -190,6 +190,13 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     float *in = ws->a[i], *out = ws->a[i + 1];
     switch (L->type) {
     case L_CONV:
+      if (k == &kernels_cpu && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
+        /* fused conv + activation: one pass less over the activations (bit-identical) */
+        cpu_conv_act_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad,
+                             net->L[i + 1].slope, ws->scratch);
+        i++;
+        break;
+      }
       k->conv_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad, ws->scratch);
       break;
     case L_POOL: k->maxpool_forward(out, in, B, L->c, L->h, L->w, L->s, L->ceil_mode); break;
@@ -244,7 +251,17 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
                        L->oc, L->k, L->pad, ws->scratch);
       break;
     case L_POOL: if (din) k->maxpool_backward(din, dout, in, out, B, L->c, L->h, L->w, L->s, L->ceil_mode); break;
-    case L_ACT: if (din) k->act_backward(din, dout, out, (size_t)B * in_size(L), L->slope); break;
+    case L_ACT:
+      if (k == &kernels_cpu && i > 0 && net->L[i - 1].type == L_CONV) {  /* the fused pair, see net_forward */
+        const layer_t *C = &net->L[i - 1];
+        cpu_conv_act_backward(i - 1 == 0 ? NULL : ws->da[i - 1], grads + C->w_off, grads + C->b_off, dout, out,
+                              ws->a[i - 1], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->k, C->pad, L->slope,
+                              ws->scratch);
+        i--;
+        break;
+      }
+      if (din) k->act_backward(din, dout, out, (size_t)B * in_size(L), L->slope);
+      break;
     case L_DROPOUT: if (din) k->dropout_backward(din, dout, ws->mask[i], (size_t)B * in_size(L)); break;
     }
   }
