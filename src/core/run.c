@@ -52,6 +52,8 @@ void train_usage(FILE *f) {
     "  --staleness S     ppasgd: auto (S = floor(1 + F_U/F_G)) | N | emulate:N         (auto)\n"
     "  --tau T           communication period (easgd family, downpour)                 (1)\n"
     "  --alpha A, --beta B, --delta D   elastic moving rate, EASGD beta, EAMSGD momentum\n"
+    "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
+    "                    ||w_{t+S0+1} - f_S(w_t, M_t)|| for S = 0..13, mean of N updates (P1)\n"
     "  --timeout S       watchdog: fail a run that makes no progress for S seconds\n"
     "Prints a progress line on a terminal; the last stdout line is a JSON summary.\n");
 }
@@ -99,6 +101,7 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--alpha")) c->alpha = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--beta")) c->beta = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--delta")) c->delta = (float)parse_double(key, VAL(), 0, 0.999999);
+    else if (FLAG("--probe")) c->probe = (int)parse_long(key, VAL(), 0, 100000);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
 #undef FLAG

@@ -38,6 +38,7 @@ typedef struct {
   int tau;                 /* communication period */
   float alpha, beta, delta;/* elastic moving rate, EASGD beta, EAMSGD momentum */
   int with_replacement;
+  int probe;               /* ppasgd/asgd-dist: P1 prediction-error measurements after epoch 1 */
 } train_cfg_t;
 
 typedef struct {
