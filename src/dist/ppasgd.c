@@ -32,7 +32,7 @@ typedef struct {
   float *wl, *gbuf, *D;      /* [n] each: local copy of w_hat, this sub-batch's gradient, D_g */
   void *mD;                  /* guards D, cnt, lossacc */
   long cnt; double lossacc;  /* sub-batches and loss sum in D since the update role last took it */
-  const float *what; void *mW;
+  float *const *what; void *mW;   /* *what: the published w_hat (swapped by the update role) */
   volatile int *running;
   float scale;
 } pp_role_t;
@@ -42,13 +42,13 @@ static void pp_grad_role(rt_t *rt, void *arg) {
   size_t n = g->rep.net->nparams;
   while (__atomic_load_n(g->running, __ATOMIC_ACQUIRE)) {
     rt->ops->mutex_lock(rt, g->mW);
-    vec_copy(g->wl, g->what, n);
+    vec_copy(g->wl, *g->what, n);
     rt->ops->mutex_unlock(rt, g->mW);
     vec_zero(g->gbuf, n);
     double loss = replica_grad(&g->rep, rt, g->wl, g->gbuf, g->scale);
     rt->ops->mutex_lock(rt, g->mD);
     vec_add(g->D, g->gbuf, n);
-    g->cnt++; g->lossacc += loss;
+    __atomic_store_n(&g->cnt, g->cnt + 1, __ATOMIC_RELEASE); g->lossacc += loss;
     rt->ops->mutex_unlock(rt, g->mD);
   }
 }
@@ -57,7 +57,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int G = job->G, me = rt->node, N = rt->nnodes, predict = !strcmp(c->algo, "ppasgd");
   size_t n = r->net.nparams;
-  float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float));
+  float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));
   float *buf = xmalloc((n + 3) * sizeof(float));      /* [n] D, sub-batches, loss sum, stop */
   net_init_params(&r->net, w, c->seed);
   vec_copy(what, w, n);
@@ -71,7 +71,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
     pp_role_t *R = &roles[g];
     replica_init(&R->rep, r, c->batch, threads, 0, 1, 1, (uint64_t)(me * G + g));
     R->wl = xmalloc(n * sizeof(float)); R->gbuf = xmalloc(n * sizeof(float)); R->D = xcalloc(n, sizeof(float));
-    R->mD = rt->ops->mutex_new(rt); R->what = what; R->mW = mW; R->running = &running;
+    R->mD = rt->ops->mutex_new(rt); R->what = &what; R->mW = mW; R->running = &running;
     R->scale = 1.0f / (float)(c->batch * G * N);
   }
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
@@ -83,14 +83,16 @@ void ppasgd_node(rt_t *rt, void *arg) {
   int S = job->staleness >= 0 ? job->staleness : 0;
   double t0 = rt->ops->now(rt), win_t0 = t0, S_bar = 1;
   long win_u0 = 0; double win_g0 = 0, F_U = 0, F_G = 0;
-  long next_epoch = 1;
+  long next_epoch = 1, last_eval = -1;
   for (t = 0; c->steps <= 0 || t < c->steps; t++) {
     watchdog_context("%s update %ld on node %d", c->algo, t, me);
     long nsub = 0; double ls = 0;
+    vec_zero(buf, n);
     for (int g = 0; g < G; g++) {
       pp_role_t *R = &roles[g];
+      if (__atomic_load_n(&R->cnt, __ATOMIC_ACQUIRE) == 0) continue;  /* nothing new: leave D_g's lock alone */
       rt->ops->mutex_lock(rt, R->mD);
-      if (g == 0) vec_copy(buf, R->D, n); else vec_add(buf, R->D, n);
+      vec_add(buf, R->D, n);
       vec_zero(R->D, n);
       nsub += R->cnt; ls += R->lossacc; R->cnt = 0; R->lossacc = 0;
       rt->ops->mutex_unlock(rt, R->mD);
@@ -107,8 +109,11 @@ void ppasgd_node(rt_t *rt, void *arg) {
     /* staleness, eq. 1: S_bar = 1 + F_U / F_G with F_G per grad role */
     if (local_sub > 0) S_bar = 1.0 + (double)(t + 1) / (local_sub / G);
     if (job->staleness < 0) S = (int)floor(S_bar);
+    /* w_hat = f_S(w, M) built aside, then published by a pointer swap: the lock is held for the
+     * swap only, so the grad roles' copies are never starved by the incessant update loop */
+    if (predict) pp_predict(wnext, w, o.M, pp_coef(c->momentum, S), n); else vec_copy(wnext, w, n);
     rt->ops->mutex_lock(rt, mW);
-    if (predict) pp_predict(what, w, o.M, pp_coef(c->momentum, S), n); else vec_copy(what, w, n);
+    float *tmp = what; what = wnext; wnext = tmp;
     rt->ops->mutex_unlock(rt, mW);
     rt->ops->work(rt, 4.0 * n * 7);
     if (gathered > 0) { loss_acc += buf[n + 1] / (gathered * c->batch); loss_n++; }
@@ -138,12 +143,18 @@ void ppasgd_node(rt_t *rt, void *arg) {
       snprintf(extra, sizeof extra, "\"F_U\":%.6g,\"F_G\":%.6g,\"S_bar\":%.6g,\"S\":%d,\"B_bar\":%.6g,\"sim_or_wall_s\":%.6g",
                F_U, F_G, S_bar, S, total_sub / (t + 1), now - t0);
       dist_maybe_eval(rt, job, w, t, 1, 1, &loss_acc, &loss_n, extra);
+      last_eval = t + 1;
     } else if (!c->quiet)
       progress("update %ld  epoch %.2f  S_bar %.2f  B_bar %.2f", t + 1, r->epochs_done, S_bar, total_sub / (t + 1));
     if (done) break;
   }
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
   for (int g = 0; g < G; g++) rt->ops->thread_join(rt, th[g]);
+  if (me == 0 && r->updates > 0 && r->updates != last_eval) {   /* ended by --steps, a signal or divergence */
+    char extra[256];
+    snprintf(extra, sizeof extra, "\"S_bar\":%.6g,\"S\":%d,\"B_bar\":%.6g", S_bar, S, total_sub / (double)r->updates);
+    dist_maybe_eval(rt, job, w, t, 1, 1, &loss_acc, &loss_n, extra);
+  }
   if (me == 0) {
     double tt = dist_time(rt, job);
     if (tt > 0) { F_U = (double)(t + 1) / tt; F_G = (local_sub / G) / tt; }
@@ -167,7 +178,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
   }
   rt->ops->mutex_free(rt, mW);
   optim_free(&o);
-  xfree(w); xfree(what); xfree(buf); xfree(roles); xfree(th);
+  xfree(w); xfree(what); xfree(wnext); xfree(buf); xfree(roles); xfree(th);
 }
 
 int pp_emulate(job_t *job, int S, int predict) {
