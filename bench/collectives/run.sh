@@ -4,7 +4,7 @@
 # analogue (K1), checked against an independent OSU-style loop run in the same session, with the
 # in-run memcpy bandwidth as the single-node limit and the algorithm Open MPI's tuned component
 # picked (bench/collectives/algo.py). Writes results/collectives/*.jsonl, summary.md, table.md
-# and plots/out/collectives-*.png|pdf. QUICK=1: 4 B..1 MiB, one round, one algorithm probe (~40 s).
+# and plots/out/collectives-*.png|pdf. QUICK=1: 4 B..1 MiB, one round, one algorithm probe (~20 s here).
 # This machine has 2 cores: 4 ranks are oversubscribed, so they run with --oversubscribe
 # --bind-to none and mpi_yield_when_idle=1 (a waiting rank yields its core); the OSU-style
 # loop runs under exactly the same flags, alternating with pdl coll (REPS rounds, best of each).
