@@ -1,6 +1,7 @@
 # plots/collectives.gp — the K-FAC paper's Fig. 4 analogue (K1): collective time vs message size,
 # log-2 x, log y, one curve per backend and rank count (mean over ranks of the per-rank mean call
-# time) with the min-max band over ranks. Reads resdir/collectives/dat/OP-BACKEND-npN.dat written
+# time, best of the rounds) with the min-max band over ranks and all rounds, and the median call
+# (p50 of the per-call slowest rank) dashed, which a few descheduled calls do not move. Reads resdir/collectives/dat/OP-BACKEND-npN.dat written
 # by bench/collectives/summary.py (columns: bytes_total avg min max p50 p99 busbw). Writes
 # outdir/collectives-OP.png and .pdf for reduce, allgather, allreduce.
 if (!exists("resdir")) resdir = 'results'
@@ -15,7 +16,7 @@ do for [op in "reduce allgather allreduce"] {
     do for [term in "png pdf"] {
       if (term eq 'png') { set terminal pngcairo size 960,640 font ',11' } else { set terminal pdfcairo size 6.4in,4.3in font ',9' }
       set output outdir.'/collectives-'.op.'.'.term
-      set title sprintf("K-FAC paper Fig. 4 analogue: %s time vs size\n(%s, one node, float sum, synthetic validated buffers; band = min-max over ranks)", nice(op), host)
+      set title sprintf("K-FAC paper Fig. 4 analogue: %s time vs size\n(%s, one node, float sum, synthetic validated buffers)\nsolid = mean over ranks (best of the rounds), band = min-max over ranks and rounds, dashed = median call", nice(op), host)
       set xlabel 'size: full vector in bytes (nccl-tests convention; allgather = output buffer)'
       set ylabel 'time per call (us)'
       set logscale x 2
@@ -25,7 +26,8 @@ do for [op in "reduce allgather allreduce"] {
       set grid xtics ytics
       set key top left
       plot for [i=1:words(files)] word(files, i) using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc i notitle, \
-           for [i=1:words(files)] word(files, i) using 1:2 with linespoints pt 7 ps 0.6 lw 1.5 lc i title lab(word(files, i))
+           for [i=1:words(files)] word(files, i) using 1:2 with linespoints pt 7 ps 0.6 lw 1.5 lc i title lab(word(files, i)), \
+           for [i=1:words(files)] word(files, i) using 1:5 with lines dt 2 lw 1 lc i notitle
       unset output
     }
   }

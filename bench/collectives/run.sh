@@ -4,10 +4,10 @@
 # analogue (K1), checked against an independent OSU-style loop run in the same session, with the
 # in-run memcpy bandwidth as the single-node limit and the algorithm Open MPI's tuned component
 # picked (bench/collectives/algo.py). Writes results/collectives/*.jsonl, summary.md, table.md
-# and plots/out/collectives-*.png|pdf. QUICK=1: 4 B..1 MiB by x4, one algorithm probe (~40 s).
+# and plots/out/collectives-*.png|pdf. QUICK=1: 4 B..1 MiB, one round, one algorithm probe (~20 s here).
 # This machine has 2 cores: 4 ranks are oversubscribed, so they run with --oversubscribe
 # --bind-to none and mpi_yield_when_idle=1 (a waiting rank yields its core); the OSU-style
-# loop runs under exactly the same flags, alternating with pdl coll (best of CMP_REPS each).
+# loop runs under exactly the same flags, alternating with pdl coll (REPS rounds, best of each).
 set -u
 cd "$(dirname "$0")/../.."
 source bench/lib.sh
@@ -19,12 +19,13 @@ command -v mpicc >/dev/null 2>&1 || { echo "mpicc not found (make deps installs 
 RANKS=(2 4)
 OPS=(reduce allgather allreduce)
 if [ -n "$QUICK" ]; then
-  MAX=1M; MAXB=$((1 << 20)); FACTOR=4; PROBE_SIZES=(1048576); PROBE_RANKS=(4); PROBE_OPS=(allreduce)
+  MAX=1M; MAXB=$((1 << 20)); FACTOR=2; PROBES=(4:1048576); PROBE_OPS=(allreduce)
 else
-  MAX=64M; MAXB=$((64 << 20)); FACTOR=2; PROBE_SIZES=(4 65536 4194304); PROBE_RANKS=(2 4); PROBE_OPS=(reduce allgather allreduce)
+  # at 2 ranks most algorithms send the same traffic (one exchange), so one size is enough there
+  MAX=64M; MAXB=$((64 << 20)); FACTOR=2; PROBES=(2:65536 4:4 4:65536 4:4194304); PROBE_OPS=(reduce allgather allreduce)
 fi
-CMP_MAXB=$((4 << 20)); CMP_REPS=3
-[ -n "$QUICK" ] && { CMP_MAXB=$((1 << 20)); CMP_REPS=1; }
+CMP_MAXB=$((4 << 20)); REPS=2
+[ -n "$QUICK" ] && { CMP_MAXB=$((1 << 20)); REPS=1; }
 mpiflags() { if [ "$1" -gt 2 ]; then echo "--mca mpi_yield_when_idle 1"; fi; }
 rc=0
 
@@ -43,39 +44,38 @@ run_memcpy() {
 }
 done_or_run memcpy run_memcpy || exit 1
 
-sweep() { # sweep BACKEND OP NP: pdl coll over the whole size range
-  local f="$RES/$1-$2-np$3.jsonl"
-  rm -f "$f"
+sweep() { # sweep BACKEND OP NP: one pdl coll run over the whole size range, appended
   # shellcheck disable=SC2046
-  mpirun_cmd $(mpiflags "$3") -np "$3" "$PDL" coll --backend "$1" --op "$2" -m "4:$MAX" -f "$FACTOR" --json "$f" --timeout 120
+  mpirun_cmd $(mpiflags "$3") -np "$3" "$PDL" coll --backend "$1" --op "$2" -m "4:$MAX" -f "$FACTOR" \
+    --json "$RES/$1-$2-np$3.jsonl" --timeout 120
 }
-# --- MPI sweeps (the figure) ---
-for np in "${RANKS[@]}"; do for op in "${OPS[@]}"; do
-  done_or_run "mpi-$op-np$np" sweep mpi "$op" "$np" || rc=1
-done; done
-
-# --- pdl coll vs the OSU-style loop: same sizes (4 B..CMP_MAX by x16), same flags, same
-# iteration counts, the two programs alternating CMP_REPS times so both see the same machine
-# load; summary.py compares the best (smallest) mean of each. OSU's allgather size is per rank.
-compare() { # compare OP NP
-  local op=$1 np=$2 r max=$CMP_MAXB min=4
-  rm -f "$RES/cmp-pdl-$op-np$np.jsonl" "$RES/osu-$op-np$np.txt"
-  if [ "$op" = allgather ]; then max=$((CMP_MAXB / np)); min=$((4 * np)); fi   # pdl total = n x OSU size
-  for ((r = 1; r <= CMP_REPS; r++)); do
-    # shellcheck disable=SC2046
-    mpirun_cmd $(mpiflags "$np") -np "$np" "$PDL" coll --op "$op" -m "$min:$CMP_MAXB" -f 16 \
-      --json "$RES/cmp-pdl-$op-np$np.jsonl" > /dev/null || return 1
-    # shellcheck disable=SC2046
-    mpirun_cmd $(mpiflags "$np") -np "$np" "$OSU" "$op" 4 "$max" 16 100 20 10 2 >> "$RES/osu-$op-np$np.txt" || return 1
-  done
+osu() { # osu OP NP: the OSU-style loop at every 4th power of two up to CMP_MAXB (OSU's allgather
+  # size is per rank), same flags and iteration counts as pdl coll's defaults, appended
+  local max=$CMP_MAXB
+  [ "$1" = allgather ] && max=$((CMP_MAXB / $2))
+  # shellcheck disable=SC2046
+  mpirun_cmd $(mpiflags "$2") -np "$2" "$OSU" "$1" 4 "$max" 16 100 20 10 2 >> "$RES/osu-$1-np$2.txt"
+}
+# REPS rounds of (pdl sweep, OSU-style loop) per op and rank count: the two programs alternate, so
+# both see the same machine load; the plot's band spans ranks and rounds, and summary.py compares
+# the best round of each program
+measure() { # measure OP NP
+  local r
+  rm -f "$RES/mpi-$1-np$2.jsonl" "$RES/osu-$1-np$2.txt"
+  for ((r = 1; r <= REPS; r++)); do sweep mpi "$1" "$2" || return 1; osu "$1" "$2" || return 1; done
 }
 cat /proc/loadavg > "$RES/load-start.txt" 2>/dev/null
 for np in "${RANKS[@]}"; do for op in "${OPS[@]}"; do
-  done_or_run "compare-$op-np$np" compare "$op" "$np" || rc=1
+  done_or_run "mpi-$op-np$np" measure "$op" "$np" || rc=1
 done; done
 cat /proc/loadavg > "$RES/load-end.txt" 2>/dev/null
 
 # --- NCCL where devices exist; the backend prints "skipped: no CUDA device" otherwise ---
+nccl_measure() { # nccl_measure OP NP: REPS sweeps
+  local r
+  rm -f "$RES/nccl-$1-np$2.jsonl"
+  for ((r = 1; r <= REPS; r++)); do sweep nccl "$1" "$2" || return 1; done
+}
 nccl_state=$("$PDL" coll --backend nccl -m 4 -i 1 -x 0 2>&1 | tail -1)
 case "$nccl_state" in
   skipped:*) echo "[collectives] nccl: $nccl_state"; echo "$nccl_state" > "$RES/nccl-status.txt" ;;
@@ -83,20 +83,21 @@ case "$nccl_state" in
      echo "ran on ${ngpu:-?} GPU(s) of this node" > "$RES/nccl-status.txt"
      for np in "${RANKS[@]}"; do
        if [ "${ngpu:-0}" -lt "$np" ]; then echo "[collectives] nccl np=$np: only ${ngpu:-0} GPU(s), skipped"; continue; fi
-       for op in "${OPS[@]}"; do done_or_run "nccl-$op-np$np" sweep nccl "$op" "$np" || rc=1; done
+       for op in "${OPS[@]}"; do done_or_run "nccl-$op-np$np" nccl_measure "$op" "$np" || rc=1; done
      done ;;
 esac
 
 # --- which algorithm Open MPI chose (traffic fingerprints, see algo.py) ---
 probe_algos() {
   rm -f "$RES/algorithms.jsonl"
-  local np op s root=()
+  local p np s op root=()
   [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
-  for np in "${PROBE_RANKS[@]}"; do for op in "${PROBE_OPS[@]}"; do for s in "${PROBE_SIZES[@]}"; do
+  for p in "${PROBES[@]}"; do for op in "${PROBE_OPS[@]}"; do
+    np=${p%%:*}; s=${p#*:}
     # shellcheck disable=SC2046
     python3 bench/collectives/algo.py --pdl "$PDL" --op "$op" --np "$np" --size "$s" --json "$RES/algorithms.jsonl" \
       -- mpirun --oversubscribe --bind-to none "${root[@]}" $(mpiflags "$np") || return 1
-  done; done; done
+  done; done
 }
 if command -v ompi_info >/dev/null 2>&1; then done_or_run algorithms probe_algos || rc=1
 else echo "[collectives] algorithms: not Open MPI (no ompi_info): cannot tell"; fi

@@ -1,5 +1,6 @@
 /* coll_nccl.c — the NCCL backend of pdl coll: device buffers, one CUDA device per rank (the
- * rank's index among the ranks of its node), the communicator bootstrapped over MPI (rank 0's
+ * rank's index among the ranks of its node, modulo the devices it sees; two ranks on one GPU
+ * are refused), the communicator bootstrapped over MPI (rank 0's
  * ncclUniqueId broadcast with MPI_Bcast), one non-blocking stream; every call is synchronised
  * on that stream before it returns. NCCL has no v collectives: reduce_scatterv and allgatherv
  * are not offered (the K-FAC workarounds *_via_allreduce are). "No device" is
@@ -125,26 +126,40 @@ const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
   int local_rank = 0, local_size = 1;
   CHECK_MPI(MPI_Comm_rank(node, &local_rank));
   CHECK_MPI(MPI_Comm_size(node, &local_size));
-  CHECK_MPI(MPI_Comm_free(&node));
-  int mine_bad = ndev == 0 ? 1 : local_size > ndev ? 2 : 0, worst = 0;
-  CHECK_MPI(MPI_Allreduce(&mine_bad, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (worst == 1) {
+  int worst = 0, none = ndev == 0;
+  CHECK_MPI(MPI_Allreduce(&none, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (worst) {
     if (ndev == 0) snprintf(why, why_len, "no CUDA device (rank %d: cudaGetDeviceCount: %s)", rank,
                             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     else snprintf(why, why_len, "no CUDA device (on another rank; this one has %d)", ndev);
     (void)cudaGetLastError();  /* clear the failed query */
+    CHECK_MPI(MPI_Comm_free(&node));
     return NULL;
   }
-  if (worst == 2) {
-    if (mine_bad == 2)
-      fprintf(stderr, "pdl: rank %d: %d ranks on this node but %d CUDA device(s): NCCL needs one device per rank\n",
-              rank, local_size, ndev);
+  /* 2. one device per rank: the rank's index on its node among the devices it can see (a
+   * launcher that gives every rank its own CUDA_VISIBLE_DEVICES leaves each rank one device 0,
+   * which is fine). Two ranks of a node on the same physical GPU (same PCI bus id) is an error:
+   * NCCL refuses duplicate GPUs in a communicator. */
+  g_dev = local_rank % ndev;
+  char bus[32] = {0};
+  CHECK_CUDA(cudaDeviceGetPCIBusId(bus, (int)sizeof bus, g_dev));
+  char *all = xcalloc((size_t)local_size, sizeof bus);   /* [local_size][32] bus ids */
+  CHECK_MPI(MPI_Allgather(bus, (int)sizeof bus, MPI_CHAR, all, (int)sizeof bus, MPI_CHAR, node));
+  int dup = -1;
+  for (int r = 0; r < local_size && dup < 0; r++)
+    if (r != local_rank && !strncmp(all + (size_t)r * sizeof bus, bus, sizeof bus)) dup = r;
+  xfree(all);
+  CHECK_MPI(MPI_Comm_free(&node));
+  int bad = dup >= 0;
+  CHECK_MPI(MPI_Allreduce(&bad, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  if (worst) {
+    if (bad)
+      fprintf(stderr, "pdl: rank %d: shares CUDA device %s with local rank %d (%d ranks on this node, %d visible "
+              "device(s)): NCCL needs one device per rank\n", rank, bus, dup, local_size, ndev);
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     pdl_mpi_finalize();
     exit(1);
   }
-  /* 2. one device per rank, then the communicator */
-  g_dev = local_rank;
   CHECK_CUDA(cudaSetDevice(g_dev));
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   ncclUniqueId id;
