@@ -52,6 +52,8 @@ void train_usage(FILE *f) {
     "  --staleness S     ppasgd: auto (S = floor(1 + F_U/F_G)) | N | emulate:N         (auto)\n"
     "  --tau T           communication period (easgd family, downpour)                 (1)\n"
     "  --alpha A, --beta B, --delta D   elastic moving rate, EASGD beta, EAMSGD momentum\n"
+    "  --eval-every-examples N  distributed: evaluate every N training examples processed\n"
+    "  --target-err E    distributed: stop once the test error is <= E (time-to-accuracy runs)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
     "                    ||w_{t+S0+1} - f_S(w_t, M_t)|| for S = 0..13, mean of N updates (P1)\n"
     "  --timeout S       watchdog: fail a run that makes no progress for S seconds\n"
@@ -101,6 +103,8 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--alpha")) c->alpha = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--beta")) c->beta = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--delta")) c->delta = (float)parse_double(key, VAL(), 0, 0.999999);
+    else if (FLAG("--eval-every-examples")) c->eval_every_examples = parse_long(key, VAL(), 1, 1L << 40);
+    else if (FLAG("--target-err")) c->target_err = parse_double(key, VAL(), 0, 1);
     else if (FLAG("--probe")) c->probe = (int)parse_long(key, VAL(), 0, 100000);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
@@ -128,6 +132,10 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   if (r->steps_per_epoch < 1) r->steps_per_epoch = 1;
   r->total_steps = c->steps > 0 ? c->steps : (long)ceil(c->epochs * (double)r->steps_per_epoch);
   if (r->cfg.warmup < 0) r->cfg.warmup = r->steps_per_epoch;
+  if (c->eval_every_examples > 0 && c->eval_every == 0) {
+    r->cfg.eval_every = c->eval_every_examples / examples_per_update;
+    if (r->cfg.eval_every < 1) r->cfg.eval_every = 1;
+  }
   ws_init(&r->eval_ws, &r->net, 256, r->cfg.threads, &kernels_cpu, c->seed);
   results_open(&r->res, c->results);
   r->t0 = now_s();

@@ -39,6 +39,8 @@ typedef struct {
   float alpha, beta, delta;/* elastic moving rate, EASGD beta, EAMSGD momentum */
   int with_replacement;
   int probe;               /* ppasgd/asgd-dist: P1 prediction-error measurements after epoch 1 */
+  long eval_every_examples;/* evaluate every N training examples (distributed algorithms) */
+  double target_err;       /* distributed algorithms: stop once the test error is <= this (0: off) */
 } train_cfg_t;
 
 typedef struct {

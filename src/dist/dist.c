@@ -73,6 +73,7 @@ int dist_maybe_eval(rt_t *rt, job_t *job, const float *w, long update, int epoch
   double t0 = now_s();
   run_eval(r, w, dist_time(rt, job), extra);
   job->eval_time += now_s() - t0;
+  if (c->target_err > 0 && r->test_err <= c->target_err) job->reached = 1;
   return 1;
 }
 

@@ -16,6 +16,7 @@ typedef struct {
   double eval_time;          /* wall seconds node 0 spent evaluating (excluded from real time_s) */
   int staleness;             /* S for --staleness N / emulate:N; -1 = auto */
   void *algo_state;          /* algorithm-private, shared by the nodes of a sim run */
+  int reached;               /* node 0: the test error reached --target-err */
 } job_t;
 
 typedef struct {

@@ -83,7 +83,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
   int S = job->staleness >= 0 ? job->staleness : 0;
   double t0 = rt->ops->now(rt), win_t0 = t0, S_bar = 1;
   long win_u0 = 0; double win_g0 = 0, F_U = 0, F_G = 0;
-  long next_epoch = 1, last_eval = -1;
+  long next_epoch = 1, last_eval = -1, next_eval_ex = c->eval_every_examples;
   for (t = 0; c->steps <= 0 || t < c->steps; t++) {
     watchdog_context("%s update %ld on node %d", c->algo, t, me);
     long nsub = 0; double ls = 0;
@@ -98,7 +98,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
       rt->ops->mutex_unlock(rt, R->mD);
     }
     local_sub += (double)nsub;
-    buf[n] = (float)nsub; buf[n + 1] = (float)ls; buf[n + 2] = pdl_stop_signal ? 1.0f : 0.0f;
+    buf[n] = (float)nsub; buf[n + 1] = (float)ls; buf[n + 2] = pdl_stop_signal || job->reached ? 1.0f : 0.0f;
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     rt->ops->allreduce(rt, buf, n + 3);
     if (buf[n + 2] > 0) break;
@@ -135,7 +135,9 @@ void ppasgd_node(rt_t *rt, void *arg) {
     int epoch_end = r->epochs_done >= (double)next_epoch;
     if (epoch_end) next_epoch = (long)floor(r->epochs_done) + 1;
     double now = rt->ops->now(rt);
-    if (epoch_end || done || (c->eval_every && (t + 1) % c->eval_every == 0)) {
+    int ex_due = c->eval_every_examples > 0 && total_sub * c->batch >= (double)next_eval_ex;
+    if (ex_due) next_eval_ex = ((long)(total_sub * c->batch) / c->eval_every_examples + 1) * c->eval_every_examples;
+    if (epoch_end || done || ex_due || (c->eval_every_examples <= 0 && c->eval_every && (t + 1) % c->eval_every == 0)) {
       double dt = now - win_t0;
       if (dt > 0) { F_U = (t + 1 - win_u0) / dt; F_G = (local_sub / G - win_g0) / dt; }
       win_t0 = now; win_u0 = t + 1; win_g0 = local_sub / G;

@@ -41,7 +41,7 @@ void ssgd_node(rt_t *rt, void *arg) {
     vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);
     double ls = roles[0].loss;
     for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
-    buf[n] = (float)ls; buf[n + 1] = pdl_stop_signal ? 1.0f : 0.0f;
+    buf[n] = (float)ls; buf[n + 1] = pdl_stop_signal || job->reached ? 1.0f : 0.0f;
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     rt->ops->allreduce(rt, buf, n + 2);
     if (buf[n + 1] > 0) break;

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# bench/ppasgd/run.sh — `make bench-ppasgd`: reproduces the PP-ASGD paper (Sato et al. 2017,
+# PAPERS.md §1, results P1-P4) on Fashion-MNIST (CIFAR-10 with DATA=cifar10:DIR) with the
+# PP-ASGD CIFAR preset, on the real runtime (threads, MPI ranks) and the sim runtime (SimGrid,
+# real numerics, simulated time). One function per experiment, each run through done_or_run
+# (complete experiments are skipped unless FORCE=1; an interrupted one re-runs from scratch and
+# never leaves a half result marked complete), then bench/ppasgd/summarize.py derives the .dat
+# files, the plots and the paper-vs-ours table. QUICK=1: smaller subsets, same code paths.
+# Hyper-parameters are environment variables (defaults below) and are recorded in every JSON line.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+source bench/lib.sh
+bench_init ppasgd
+
+DATA=${DATA:-fashion-mnist}; [ -z "$DATA" ] && DATA=fashion-mnist
+NET=${NET:-ppasgd-cifar}
+if [ -n "$QUICK" ]; then NTR=${NTR:-2000}; NTE=${NTE:-500}; EP2=${EP2:-1}; SIZES=${SIZES:-"1 4 16"}; EP4=${EP4:-1}
+else NTR=${NTR:-10000}; NTE=${NTE:-2000}; EP2=${EP2:-3}; SIZES=${SIZES:-"1 4 16 64 256"}; EP4=${EP4:-2}; fi
+LR2=${LR2:-0.00005}; B2=${B2:-16}            # P1a/P2: emulated staleness (the paper's CIFAR runs)
+B1=${B1:-8}; LR1=${LR1:-0.00005}             # P1b: real threads, b chosen so S_bar lands near the paper's 7
+RATE=${RATE:-10}; B3=${B3:-1}; LR3=${LR3:-0.0001}  # P3/P4 sim: device GFLOP/s giving S_bar ~ 8 at 32 devices
+TARGET4=${TARGET4:-0.35}
+COMMON=(--data "$DATA" --net "$NET" --train-subset "$NTR" --test-subset "$NTE" --warmup epoch --quiet)
+export PDL_NO_PROGRESS=1
+
+fresh() { rm -f "$RES/$1".jsonl; }
+
+# P1 (Fig. 3 right): prediction error ||w_{t+S0+1} - f_S(w_t)|| for S = 0..13 after one epoch,
+# mean of 100 updates; (a) emulated S0 = 7, (b) a real threaded run (1 update + 1 grad thread)
+# whose S0 = floor(S_bar) is measured.
+p1() {
+  fresh p1a; fresh p1b
+  local spe=$((NTR / B2))
+  "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness emulate:7 --batch "$B2" --lr "$LR2" \
+    --steps $((spe + 120)) --probe 100 --tag p1a --results "$RES/p1a.jsonl" >/dev/null || return
+  "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch "$B1" --lr "$LR1" \
+    --epochs 1.5 --probe 100 --tag p1b --results "$RES/p1b.jsonl" >/dev/null || return
+}
+
+# P2 (Fig. 2): SSGD, ASGD and PP-ASGD under emulated staleness S = 3, 9, 27 (one process).
+p2() {
+  local S a
+  fresh p2-ssgd
+  "$PDL" train "${COMMON[@]}" --algo ssgd --batch "$B2" --lr "$LR2" --epochs "$EP2" \
+    --eval-every-examples $((NTR / 8)) --tag p2 --results "$RES/p2-ssgd.jsonl" >/dev/null || return
+  for S in 3 9 27; do
+    for a in asgd-dist ppasgd; do
+      fresh "p2-$a-S$S"
+      "$PDL" train "${COMMON[@]}" --algo $a --staleness emulate:$S --batch "$B2" --lr "$LR2" --epochs "$EP2" \
+        --eval-every $((NTR / 8 / B2)) --tag p2 --results "$RES/p2-$a-S$S.jsonl" >/dev/null || return
+    done
+  done
+}
+
+# P3 (Fig. 3 left): ASGD vs PP-ASGD on 32 simulated devices (4 nodes x 8), S measured online.
+p3() {
+  local a
+  for a in asgd-dist ppasgd; do
+    fresh "p3-$a"
+    "$PDL" train "${COMMON[@]}" --algo $a --runtime sim --platform cluster:nodes=4,gpus=8 --device-rate "$RATE" \
+      --batch "$B3" --lr "$LR3" --epochs "$EP4" --eval-every-examples $((NTR / 8)) --tag p3 \
+      --results "$RES/p3-$a.jsonl" >/dev/null || return
+  done
+}
+
+# P4 (Fig. 4): time to a target test error for SSGD and PP-ASGD on 1..256 simulated devices of the
+# paper's cluster (8 devices per node, FDR InfiniBand), relative to one device.
+p4() {
+  local D a nodes gpus
+  for D in $SIZES; do
+    gpus=$((D < 8 ? D : 8)); nodes=$((D / gpus))
+    for a in ssgd ppasgd; do
+      fresh "p4-$a-D$D"
+      "$PDL" train "${COMMON[@]}" --algo $a --runtime sim --platform "cluster:nodes=$nodes,gpus=$gpus" \
+        --device-rate "$RATE" --batch "$B3" --lr "$LR3" --epochs "$EP4" --eval-every-examples $((NTR / 10)) \
+        --target-err "$TARGET4" --tag p4 --results "$RES/p4-$a-D$D.jsonl" >/dev/null || return
+    done
+  done
+}
+
+# Real hybrid runs: R MPI ranks x 1 grad thread, F_U, F_G, S_bar logged.
+hybrid() {
+  local R
+  for R in 1 2 4; do
+    fresh "hybrid-R$R"
+    OMP_NUM_THREADS=1 mpirun_cmd -np $R "$PDL" train "${COMMON[@]}" --algo ppasgd --grad-threads 1 --batch "$B1" \
+      --lr "$LR1" --steps 400 --threads 1 --tag hybrid --results "$RES/hybrid-R$R.jsonl" >/dev/null || return
+  done
+}
+
+rc=0
+for e in p1 p2 p3 p4 hybrid; do done_or_run "$e" "$e" || rc=1; done
+TARGET4=$TARGET4 python3 bench/ppasgd/summarize.py "$RES" "$TABLE.tmp" "${QUICK:+quick}" || rc=1
+for gp in plots/ppasgd-*.gp; do render_plot "$gp" || rc=1; done
+table_print
+exit $rc
