@@ -95,6 +95,8 @@ static void test_conv_vs_ref(void) {
     conv_case(1, 2, 5, 6, 2, 2, 1, Ts[ti]);
     conv_case(4, 4, 9, 11, 7, 3, 1, Ts[ti]);
     conv_case(1, 5, 4, 4, 3, 1, 0, Ts[ti]);
+    conv_case(1, 3, 1, 1, 4, 3, 1, Ts[ti]); /* fewer output positions than threads */
+    conv_case(1, 2, 1, 2, 3, 1, 0, Ts[ti]);
   }
 }
 
