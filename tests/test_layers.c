@@ -2,8 +2,9 @@
  * (reference/layers_ref.c) over odd shapes, batch 1 and batch > threads, 1-3 threads, din NULL
  * and not, += semantics of parameter gradients onto nonzero buffers, overwrite semantics of din
  * (buffers pre-filled with NaN), scratch bounds (canary past cpu_conv_scratch_floats), bit-identical
- * repeats, concurrent callers; and finite differences (double, central) on the reference itself
- * so the oracle is checked against calculus rather than against another implementation. */
+ * repeats, concurrent callers, fused conv + activation == unfused bit for bit; and finite
+ * differences (double, central) on the reference itself, so the oracle is checked against calculus
+ * rather than against another implementation. */
 #include <pthread.h>
 #include <stdint.h>
 #include "core/layers.h"
@@ -95,6 +96,8 @@ static void test_conv_vs_ref(void) {
     conv_case(1, 2, 5, 6, 2, 2, 1, Ts[ti]);
     conv_case(4, 4, 9, 11, 7, 3, 1, Ts[ti]);
     conv_case(1, 5, 4, 4, 3, 1, 0, Ts[ti]);
+    conv_case(1, 3, 1, 1, 4, 3, 1, Ts[ti]); /* fewer output positions than threads */
+    conv_case(1, 2, 1, 2, 3, 1, 0, Ts[ti]);
   }
 }
 

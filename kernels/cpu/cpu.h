@@ -24,12 +24,15 @@ static inline void cpu_split(int n, int nt, int t, int *lo, int *hi) {
 /* Round a float count up to a whole number of 64-byte lines so per-thread slices stay aligned. */
 static inline size_t cpu_round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* im2col of one image, rows [r0, r1) of col only (row r = (ci*k + kh)*k + kw):
- * img [C][H][W] -> col [C*k*k][Ho*Wo], col[r][oh*Wo+ow] = img[ci][oh+kh-pad][ow+kw-pad] or 0. */
-void cpu_im2col(float *col, const float *img, int C, int H, int W, int k, int pad, int r0, int r1);
-/* col2im of one image, channels [c0, c1) only: img[ci] = sum of the col entries that im2col
- * would have copied from img[ci] (img channels are overwritten, the rest untouched).
- * col is scratch: entries that correspond to padding may be zeroed. */
+/* im2col of one image, input channels [c0, c1) and output positions [p0, p1) only:
+ * img [C][H][W] -> col [(c1-c0)*k*k][p1-p0] with row stride ld,
+ * col[r - c0*k*k][p - p0] = img[ci][oh+kh-pad][ow+kw-pad] or 0, where r = (ci*k + kh)*k + kw and
+ * p = oh*Wo + ow. */
+void cpu_im2col(float *col, size_t ld, const float *img, int C, int H, int W, int k, int pad, int c0, int c1, int p0,
+                int p1);
+/* col2im of one image, channels [c0, c1) only: col [(c1-c0)*k*k][Ho*Wo] holds those channels'
+ * rows; img[ci] = sum of the col entries that im2col would have copied from img[ci] (img channels
+ * [c0, c1) are overwritten, the rest untouched). col is scratch: padding entries may be zeroed. */
 void cpu_col2im(float *img, float *col, int C, int H, int W, int k, int pad, int c0, int c1);
 
 #endif

@@ -3,18 +3,20 @@
  *                                     dw[Co][K] += dout_i[Co][P] x col_i^T,   db += row sums of dout_i
  *                                     dcol[K][P] = w^T x dout_i,   din_i = col2im(dcol)
  * Per-image GEMMs keep col_i in L2 and ran faster here than one whole-batch GEMM (DESIGN.md), so
- * with B >= nthreads each thread takes a contiguous block of images with its own scratch slice;
- * thread 0 accumulates dw/db in place, the others into private partials that are added to dw/db
- * afterwards in thread order (fixed order -> bit-identical results for a given thread count).
- * With B < nthreads (batch 1) the GEMMs themselves are split: forward and dw by output-channel
- * rows, dcol/col2im by input channels, im2col by col rows. k == 1 && pad == 0 skips im2col/col2im
- * (col_i is the input image itself, dcol is din_i). Bias is fused: out rows are filled with b and
- * the GEMM accumulates (beta = 1), which costs the same as OpenBLAS's beta = 0 clearing pass.
- * The fused cpu_conv_act_* apply the activation to out_i (forward) or to dout_i (backward, into
- * scratch) while that image is still in L2, saving a full pass over the activations each way;
- * their results are bit-identical to the unfused sequence.
- * Scratch per thread: col [K][P], dw partial [Co][K], db partial [Co], masked dout [Co][P]
- * (each rounded to 64 bytes). */
+ * with B >= nthreads each thread takes a contiguous block of images with its own scratch slice.
+ * dw/db: thread 0 accumulates in place, the others into private partials that are added to dw/db
+ * at the end in thread order (fixed order -> bit-identical results for a given thread count).
+ * With B < nthreads (batch 1) each image is split instead, so that no thread ever waits for
+ * another: in the forward pass thread t owns output positions [p0, p1) (its own im2col columns,
+ * GEMM columns and bias/activation); in the backward pass it owns input channels [c0, c1) (their
+ * col rows, the matching dw columns, dcol rows and col2im) and output channels for db.
+ * k == 1 && pad == 0 skips im2col/col2im (col_i is the input image itself, dcol is din_i).
+ * Bias is fused: out rows are filled with b and the GEMM accumulates (beta = 1), which costs the
+ * same as OpenBLAS's beta = 0 clearing pass. The fused cpu_conv_act_* apply the activation to
+ * out_i (forward) or to dout_i (backward, into scratch) while that image is still in L2, saving a
+ * full pass over the activations each way; results are bit-identical to the unfused sequence.
+ * Scratch per thread: col [K][P], dw partial [Co][K], db partial [Co], masked dout [Co][P] (each
+ * rounded to 64 bytes). */
 #include <cblas.h>
 #include <omp.h>
 #include "core/layers.h"
@@ -45,16 +47,13 @@ static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
   return s;
 }
 
-/* Batch 1 with several threads splits each GEMM; otherwise threads take whole images. */
+/* Batch 1 with several threads splits each image; otherwise threads take whole images. */
 static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nthreads; }
 
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
-  size_t n = T * s.per_thread;
-  size_t split = 2 * s.col_n + s.g_n; /* split-GEMM layout: col, dcol, masked dout */
-  if (T > 1 && split > n) n = split;
-  return n;
+  return T * s.per_thread;
 }
 
 /* x[0..n) = leaky ReLU of itself */
@@ -63,49 +62,33 @@ static inline void act_inplace(float *x, size_t n, float slope) {
   for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : slope * x[i];
 }
 
-/* out rows [co0, co1) of one image: fill with bias, += w rows x col, then the fused activation. */
-static void fwd_rows(const conv_t *s, float *out_i, const float *colp, const float *w, const float *b, int co0,
-                     int co1) {
-  if (co1 <= co0) return;
-  for (int co = co0; co < co1; co++) {
+/* out_i[:, p0:p1) = act(w x col + b), col holding positions [p0, p1) with row stride ldc. */
+static void fwd_block(const conv_t *s, float *out_i, const float *colp, size_t ldc, const float *w, const float *b,
+                      int p0, int p1) {
+  if (p1 <= p0) return;
+  for (int co = 0; co < s->Co; co++) {
     float *o = out_i + (size_t)co * s->P;
     const float bv = b[co];
-    for (int p = 0; p < s->P; p++) o[p] = bv;
+    for (int p = p0; p < p1; p++) o[p] = bv;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, co1 - co0, s->P, s->K, 1.0f, w + (size_t)co0 * s->K,
-              s->K, colp, s->P, 1.0f, out_i + (size_t)co0 * s->P, s->P);
-  if (s->act) act_inplace(out_i + (size_t)co0 * s->P, (size_t)(co1 - co0) * s->P, s->slope);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->Co, p1 - p0, s->K, 1.0f, w, s->K, colp, (int)ldc, 1.0f,
+              out_i + p0, s->P);
+  if (s->act)
+    for (int co = 0; co < s->Co; co++) act_inplace(out_i + (size_t)co * s->P + p0, (size_t)(p1 - p0), s->slope);
 }
 
 static void fwd_body(const conv_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
                      int t, int nt, int split) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
-  if (!split) {
-    float *col = scratch + (size_t)t * s->per_thread;
-    int i0, i1;
-    cpu_split(s->B, nt, t, &i0, &i1);
-    for (int i = i0; i < i1; i++) {
-      const float *in_i = in + i * in_n, *colp = in_i;
-      if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->K); colp = col; }
-      fwd_rows(s, out + i * out_n, colp, w, b, 0, s->Co);
-    }
-    return;
-  }
-  float *col = scratch;
-  int r0, r1, co0, co1;
-  cpu_split(s->K, nt, t, &r0, &r1);
-  cpu_split(s->Co, nt, t, &co0, &co1);
-  for (int i = 0; i < s->B; i++) {
-    const float *in_i = in + i * in_n, *colp = in_i;
-    if (!s->direct) {
-      if (i > 0) {
-#pragma omp barrier
-      }
-      cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, r0, r1);
-      colp = col;
-#pragma omp barrier
-    }
-    fwd_rows(s, out + i * out_n, colp, w, b, co0, co1);
+  float *col = scratch + (size_t)t * s->per_thread;
+  int i0 = 0, i1 = s->B, p0 = 0, p1 = s->P;
+  if (split) cpu_split(s->P, nt, t, &p0, &p1);
+  else cpu_split(s->B, nt, t, &i0, &i1);
+  for (int i = i0; i < i1; i++) {
+    const float *in_i = in + i * in_n;
+    if (s->direct) { fwd_block(s, out + i * out_n, in_i + p0, (size_t)s->P, w, b, p0, p1); continue; }
+    cpu_im2col(col, (size_t)(p1 - p0), in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->Ci, p0, p1);
+    fwd_block(s, out + i * out_n, col, (size_t)(p1 - p0), w, b, p0, p1);
   }
 }
 
@@ -142,14 +125,14 @@ static void bias_grad(float *db, const float *g_i, int P, int co0, int co1, int 
   }
 }
 
-/* Rows [co0, co1) of the pre-activation gradient: g = dout where out > 0, slope * dout elsewhere. */
-static void act_grad_rows(float *g, const float *dout_i, const float *out_i, size_t P, int co0, int co1, float slope) {
-  const size_t a = (size_t)co0 * P, e = (size_t)co1 * P;
+/* Pre-activation gradient of one image: g = dout where out > 0, slope * dout elsewhere. */
+static void act_grad(float *g, const float *dout_i, const float *out_i, size_t n, float slope) {
 #pragma omp simd
-  for (size_t j = a; j < e; j++) g[j] = out_i[j] > 0.0f ? dout_i[j] : slope * dout_i[j];
+  for (size_t j = 0; j < n; j++) g[j] = out_i[j] > 0.0f ? dout_i[j] : slope * dout_i[j];
 }
 
-/* Input gradient of one image, input channels [c0, c1): dcol rows = w^T rows x g_i, then col2im. */
+/* Input gradient of one image, input channels [c0, c1): dcol [(c1-c0)*k*k][P] = their w^T rows x g_i,
+ * then col2im. */
 static void din_channels(const conv_t *s, float *din_i, const float *g_i, const float *w, float *dcol, int c0,
                          int c1) {
   if (c1 <= c0) return;
@@ -160,68 +143,69 @@ static void din_channels(const conv_t *s, float *din_i, const float *g_i, const 
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (c1 - c0) * kk, s->P, s->Co, 1.0f, w + (size_t)c0 * kk, s->K,
-              g_i, s->P, 0.0f, dcol + (size_t)c0 * kk * s->P, s->P);
+              g_i, s->P, 0.0f, dcol, s->P);
   cpu_col2im(din_i, dcol, s->Ci, s->H, s->W, s->k, s->pad, c0, c1);
 }
 
+/* Whole-image mode: a thread takes images [i0, i1) entirely; dw/db go to its partial.
+ * Split mode (B < threads): every thread takes every image, but only input channels [c0, c1):
+ * the col rows of those channels (its own im2col), dw's columns for them (M = Co, N = its rows,
+ * K = P: no partial, no reduction), the same dcol rows and col2im channels; db rows are split by
+ * output channel. No thread reads another's data, so there is no barrier at all. */
 static void bwd_body(const conv_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
                      const float *in, const float *w, float *scratch, int t, int nt, int split) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
-  if (!split) {
-    float *col = scratch + (size_t)t * s->per_thread, *dwp = col + s->col_n, *dbp = dwp + s->dw_n, *g = dbp + s->db_n;
-    if (t == 0) { dwp = dw; dbp = db; } /* thread 0 adds onto dw/db directly */
-    int i0, i1;
-    cpu_split(s->B, nt, t, &i0, &i1);
-    for (int i = i0; i < i1; i++) {
-      const float *in_i = in + i * in_n, *g_i = dout + i * out_n, *colp = in_i;
-      const int acc = t == 0 || i > i0; /* partials start at their first image */
-      if (s->act) { act_grad_rows(g, g_i, out + i * out_n, (size_t)s->P, 0, s->Co, s->slope); g_i = g; }
-      if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->K); colp = col; }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, s->K, s->P, 1.0f, g_i, s->P, colp, s->P,
-                  acc ? 1.0f : 0.0f, dwp, s->K);
-      bias_grad(dbp, g_i, s->P, 0, s->Co, acc);
-      if (din) din_channels(s, din + i * in_n, g_i, w, col, 0, s->Ci);
-    }
-    if (nt == 1) return;
-#pragma omp barrier
-    /* dw, db += partials of threads 1..nt-1 (those that had images), in thread order */
-    const int nw = s->Co * s->K, nall = nw + s->Co;
-    int j0, j1;
-    cpu_split(nall, nt, t, &j0, &j1);
-    for (int j = j0; j < j1; j++) {
-      float *dst = j < nw ? dw + j : db + (j - nw);
-      float v = *dst;
-      for (int u = 1; u < nt; u++) {
-        int u0, u1;
-        cpu_split(s->B, nt, u, &u0, &u1);
-        if (u1 <= u0) continue;
-        const float *part = scratch + (size_t)u * s->per_thread + s->col_n;
-        v += j < nw ? part[j] : part[s->dw_n + (j - nw)];
-      }
-      *dst = v;
+  const int kk = s->k * s->k;
+  float *col = scratch + (size_t)t * s->per_thread, *dwp = col + s->col_n, *dbp = dwp + s->dw_n, *g = dbp + s->db_n;
+  if (split) {
+    int c0, c1, co0, co1;
+    cpu_split(s->Ci, nt, t, &c0, &c1);
+    cpu_split(s->Co, nt, t, &co0, &co1);
+    const int r0 = c0 * kk, nr = (c1 - c0) * kk;
+    for (int i = 0; i < s->B; i++) {
+      const float *in_i = in + i * in_n, *g_i = dout + i * out_n;
+      /* the activation's gradient over the whole image: dw and dcol need every output channel */
+      if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
+      bias_grad(db, g_i, s->P, co0, co1, 1);
+      if (nr == 0) continue;
+      const float *colp = in_i + (size_t)c0 * s->P; /* direct: col rows are input channels */
+      if (!s->direct) { cpu_im2col(col, (size_t)s->P, in_i, s->Ci, s->H, s->W, s->k, s->pad, c0, c1, 0, s->P); colp = col; }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, nr, s->P, 1.0f, g_i, s->P, colp, s->P, 1.0f, dw + r0,
+                  s->K);
+      if (din) din_channels(s, din + i * in_n, g_i, w, col, c0, c1);
     }
     return;
   }
-  float *col = scratch, *dcol = scratch + s->col_n, *g = dcol + s->col_n;
-  int r0, r1, co0, co1, c0, c1;
-  cpu_split(s->K, nt, t, &r0, &r1);
-  cpu_split(s->Co, nt, t, &co0, &co1);
-  cpu_split(s->Ci, nt, t, &c0, &c1);
-  for (int i = 0; i < s->B; i++) {
+  if (t == 0) { dwp = dw; dbp = db; } /* thread 0 adds onto dw/db directly */
+  int i0, i1;
+  cpu_split(s->B, nt, t, &i0, &i1);
+  for (int i = i0; i < i1; i++) {
     const float *in_i = in + i * in_n, *g_i = dout + i * out_n, *colp = in_i;
-    if (i > 0 && (s->act || !s->direct)) {
+    const int acc = t == 0 || i > i0; /* partials start at their first image */
+    if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
+    if (!s->direct) { cpu_im2col(col, (size_t)s->P, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->Ci, 0, s->P); colp = col; }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, s->K, s->P, 1.0f, g_i, s->P, colp, s->P,
+                acc ? 1.0f : 0.0f, dwp, s->K);
+    bias_grad(dbp, g_i, s->P, 0, s->Co, acc);
+    if (din) din_channels(s, din + i * in_n, g_i, w, col, 0, s->Ci);
+  }
+  if (nt == 1) return;
 #pragma omp barrier
+  /* dw, db += partials of threads 1..nt-1 (those that had images), in thread order */
+  const int nw = s->Co * s->K, nall = nw + s->Co;
+  int j0, j1;
+  cpu_split(nall, nt, t, &j0, &j1);
+  for (int j = j0; j < j1; j++) {
+    float *dst = j < nw ? dw + j : db + (j - nw);
+    float v = *dst;
+    for (int u = 1; u < nt; u++) {
+      int u0, u1;
+      cpu_split(s->B, nt, u, &u0, &u1);
+      if (u1 <= u0) continue;
+      const float *part = scratch + (size_t)u * s->per_thread + s->col_n;
+      v += j < nw ? part[j] : part[s->dw_n + (j - nw)];
     }
-    if (s->act) { act_grad_rows(g, g_i, out + i * out_n, (size_t)s->P, co0, co1, s->slope); g_i = g; }
-    if (!s->direct) { cpu_im2col(col, in_i, s->Ci, s->H, s->W, s->k, s->pad, r0, r1); colp = col; }
-    if (s->act || !s->direct) {
-#pragma omp barrier
-    }
-    if (co1 > co0)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co1 - co0, s->K, s->P, 1.0f, g_i + (size_t)co0 * s->P,
-                  s->P, colp, s->P, 1.0f, dw + (size_t)co0 * s->K, s->K);
-    bias_grad(db, g_i, s->P, co0, co1, 1);
-    if (din) din_channels(s, din + i * in_n, g_i, w, dcol, c0, c1);
+    *dst = v;
   }
 }
 
