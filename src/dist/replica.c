@@ -7,8 +7,8 @@ void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, 
   ws_init(&rp->ws, &r->net, b, threads, &kernels_cpu, r->cfg.seed * 1000003u + stream);
   uint64_t seed = with_replacement ? r->cfg.seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1)) : r->cfg.seed;
   sampler_init(&rp->s, &r->data.train, seed, 0, 1, with_replacement);
-  rp->x = xmalloc((size_t)b * rp->nslices * rp->img * sizeof(float));
-  rp->y = xmalloc((size_t)b * rp->nslices * sizeof(int));
+  rp->x = xmalloc((size_t)b * rp->img * sizeof(float));
+  rp->y = xmalloc((size_t)b * sizeof(int));
 }
 
 void replica_free(replica_t *rp) {
@@ -17,11 +17,12 @@ void replica_free(replica_t *rp) {
 
 double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
   int b = rp->b;
-  sampler_next(&rp->s, b * rp->nslices, rp->x, rp->y);
-  const float *x = rp->x + (size_t)rp->slice * b * rp->img;
-  const int *y = rp->y + (size_t)rp->slice * b;
-  double loss = net_forward(&rp->ws, params, x, y, b, 1, NULL);
-  net_backward(&rp->ws, params, gacc, y, b, scale);
+  /* global batch [nslices][b]: skip the slices before ours, copy ours, skip the rest */
+  sampler_skip(&rp->s, rp->slice * b);
+  sampler_next(&rp->s, b, rp->x, rp->y);
+  sampler_skip(&rp->s, (rp->nslices - 1 - rp->slice) * b);
+  double loss = net_forward(&rp->ws, params, rp->x, rp->y, b, 1, NULL);
+  net_backward(&rp->ws, params, gacc, rp->y, b, scale);
   rt->ops->compute(rt, rp->net->flops_train * b);
   return loss;
 }

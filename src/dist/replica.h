@@ -3,7 +3,9 @@
  *   sliced (nslices > 1 or with_replacement == 0): every replica walks the SAME seeded sequence
  *     of global batches of b*nslices examples and takes slice `slice` of each, so R workers with
  *     batch b see exactly the examples that one sequential worker with batch R*b sees
- *     (what makes SSGD comparable bit-for-bit in data with sequential momentum SGD);
+ *     (what makes SSGD comparable bit-for-bit in data with sequential momentum SGD); a replica
+ *     copies only its own b examples and skips the others' (sampler_skip), so the data cost per
+ *     replica does not grow with the worker count;
  *   random picks (with_replacement == 1): each replica draws uniformly from the whole training
  *     set with its own stream (the PP-ASGD paper's randpick). */
 #ifndef PDL_REPLICA_H
@@ -17,8 +19,8 @@ typedef struct {
   sampler_t s;
   int b, slice, nslices;
   size_t img;
-  float *x;   /* [b * nslices][img] */
-  int *y;     /* [b * nslices] */
+  float *x;   /* [b][img] this replica's slice of the current global batch */
+  int *y;     /* [b] */
 } replica_t;
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream);
