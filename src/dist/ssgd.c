@@ -38,6 +38,7 @@ void ssgd_node(rt_t *rt, void *arg) {
   int threads = ssgd_threads(job, G, rt->ops->simulated);
   for (int g = 0; g < G; g++) {
     replica_init(&rep[g], r, c->batch, threads, me * G + g, N * G, 0, (uint64_t)(me * G + g));
+    rep[g].overlap = 1;   /* w_hat and D_g are untouched until every grad role is joined */
     roles[g].rep = &rep[g]; roles[g].D = xcalloc(n, sizeof(float)); roles[g].scale = 1.0f / (float)(c->batch * G * N);
   }
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
