@@ -3,6 +3,8 @@
  * are created on first use and live until the process exits (blocked on a condition variable).
  * A fork()ed child has no helpers, so it computes inline (pool_pid check). */
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "dist/replica.h"
 
@@ -65,11 +67,13 @@ static void *pool_helper(void *arg) {
 }
 
 /* Starts the helpers once per process; returns 0 when overlap is not worth it or not possible
- * (one core, a fork()ed child of the process that started them). Called with pool_mu held. */
+ * (one core, a fork()ed child of the process that started them) or turned off with
+ * PDL_SIM_OVERLAP=0 (tests compare both paths bit for bit). Called with pool_mu held. */
 static int pool_ready(void) {
-  if (pool_size) return pool_pid == getpid();
+  if (pool_size) return pool_size > 0 && pool_pid == getpid();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores < 2) { pool_size = -1; return 0; }
+  const char *env = getenv("PDL_SIM_OVERLAP");
+  if (cores < 2 || (env && !strcmp(env, "0"))) { pool_size = -1; return 0; }
   if (cores > 64) cores = 64;
   for (long i = 0; i < cores; i++) {
     pthread_t th;
