@@ -333,9 +333,16 @@ static void sg_init_once(void) {
   static char stack[64];
   const char *sk = getenv("PDL_SIM_STACK_KB");
   snprintf(stack, sizeof stack, "--cfg=contexts/stack-size:%ld", sk && atol(sk) > 0 ? atol(sk) : 8192L);
+  /* PDL_SIM_CONTEXTS=thread runs every actor on its own OS thread (still one at a time): slower,
+   * but ThreadSanitizer follows it, which it cannot through SimGrid's stack-switching contexts
+   * (tests/t_threads.sh). */
+  static char factory[96];
+  const char *cx = getenv("PDL_SIM_CONTEXTS");
+  snprintf(factory, sizeof factory, "--cfg=contexts/factory:%s", cx && *cx ? cx : "");
   static char *argv[] = {"pdl-sim", "--cfg=network/model:CM02", "--cfg=network/TCP-gamma:0",
-                         "--cfg=network/crosstraffic:0", stack, NULL};
+                         "--cfg=network/crosstraffic:0", stack, NULL, NULL};
   int argc = 5;
+  if (cx && *cx) argv[argc++] = factory;
   simgrid_init(&argc, argv);
   on_exit(exit_during_sim, NULL);
 }
