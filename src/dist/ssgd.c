@@ -36,6 +36,7 @@ void ssgd_node(rt_t *rt, void *arg) {
   ssgd_role_t *roles = xcalloc((size_t)G, sizeof(ssgd_role_t));
   void **th = xmalloc((size_t)G * sizeof(void *));
   int threads = ssgd_threads(job, G, rt->ops->simulated);
+  if (me == 0) r->cfg.threads = threads;   /* the summary's "threads": what each grad role used */
   for (int g = 0; g < G; g++) {
     replica_init(&rep[g], r, c->batch, threads, me * G + g, N * G, 0, (uint64_t)(me * G + g));
     rep[g].overlap = 1;   /* w_hat and D_g are untouched until every grad role is joined */
