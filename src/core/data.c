@@ -495,6 +495,24 @@ void sampler_next(sampler_t *s, int B, float *x, int *y) {
   }
 }
 
+void sampler_skip(sampler_t *s, int B) {
+  if (s->with_replacement) {
+    for (int b = 0; b < B; b++) {
+      (void)rng_below(&s->rng, (uint64_t)s->n_shard);
+      if (++s->pos == s->n_shard) { s->pos = 0; s->epoch++; }
+    }
+    return;
+  }
+  while (B > 0) {
+    int k = s->n_shard - s->pos; /* examples left in this pass */
+    if (B < k) { s->pos += B; return; }
+    B -= k;
+    s->pos = 0;
+    s->epoch++;
+    sampler_order(s);
+  }
+}
+
 /* With replacement the stream is carried by s->rng alone; seek then only sets the counters. */
 void sampler_seek(sampler_t *s, long epoch, int pos) {
   if (epoch < 0 || pos < 0 || pos > s->n_shard)

@@ -53,6 +53,11 @@ void sampler_free(sampler_t *s);
 /* Copy the next B examples into x [B][c][h][w] and y [B]; wraps to the next epoch (reshuffled)
  * when the shard runs out mid-batch. */
 void sampler_next(sampler_t *s, int B, float *x, int *y);
+/* Advance past the next B examples without copying them: afterwards the sampler is in exactly
+ * the state sampler_next(s, B, ...) would leave (same epoch, position, shuffles, rng), so a
+ * worker that needs only a slice of a global batch skips the others' parts. O(1) within an
+ * epoch without replacement; with replacement the B rng draws are still made. */
+void sampler_skip(sampler_t *s, int B);
 /* Jump to (epoch, pos) as saved by a checkpoint (without replacement). */
 void sampler_seek(sampler_t *s, long epoch, int pos);
 

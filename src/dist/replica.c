@@ -1,27 +1,110 @@
-/* replica.c — see replica.h. */
+/* replica.c — see replica.h. The overlap pool: jobs are queued FIFO under one mutex; a helper
+ * takes a job, runs it and marks it done; the submitting role waits on the job's flag. Helpers
+ * are created on first use and live until the process exits (blocked on a condition variable).
+ * A fork()ed child has no helpers, so it computes inline (pool_pid check). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "dist/replica.h"
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream) {
   rp->net = &r->net; rp->b = b; rp->slice = slice; rp->nslices = with_replacement ? 1 : nslices;
+  rp->overlap = 0;
   rp->img = dataset_image_floats(&r->data.train);
   ws_init(&rp->ws, &r->net, b, threads, &kernels_cpu, r->cfg.seed * 1000003u + stream);
   uint64_t seed = with_replacement ? r->cfg.seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1)) : r->cfg.seed;
   sampler_init(&rp->s, &r->data.train, seed, 0, 1, with_replacement);
-  rp->x = xmalloc((size_t)b * rp->nslices * rp->img * sizeof(float));
-  rp->y = xmalloc((size_t)b * rp->nslices * sizeof(int));
+  rp->x = xmalloc((size_t)b * rp->img * sizeof(float));
+  rp->y = xmalloc((size_t)b * sizeof(int));
 }
 
 void replica_free(replica_t *rp) {
   ws_free(&rp->ws); sampler_free(&rp->s); xfree(rp->x); xfree(rp->y);
 }
 
-double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
+/* The real work of one gradient: this replica's slice of the next global batch
+ * [nslices][b] (skip the slices before ours, copy ours, skip the rest), forward, backward. */
+static double grad_work(replica_t *rp, const float *params, float *gacc, float scale) {
   int b = rp->b;
-  sampler_next(&rp->s, b * rp->nslices, rp->x, rp->y);
-  const float *x = rp->x + (size_t)rp->slice * b * rp->img;
-  const int *y = rp->y + (size_t)rp->slice * b;
-  double loss = net_forward(&rp->ws, params, x, y, b, 1, NULL);
-  net_backward(&rp->ws, params, gacc, y, b, scale);
-  rt->ops->compute(rt, rp->net->flops_train * b);
+  sampler_skip(&rp->s, rp->slice * b);
+  sampler_next(&rp->s, b, rp->x, rp->y);
+  sampler_skip(&rp->s, (rp->nslices - 1 - rp->slice) * b);
+  double loss = net_forward(&rp->ws, params, rp->x, rp->y, b, 1, NULL);
+  net_backward(&rp->ws, params, gacc, rp->y, b, scale);
+  return loss;
+}
+
+/* ---- overlap pool ---- */
+typedef struct gjob {
+  replica_t *rp; const float *params; float *gacc; float scale;
+  double loss; int done;
+  struct gjob *next;
+} gjob_t;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER, pool_done = PTHREAD_COND_INITIALIZER;
+static gjob_t *pool_head, *pool_tail;
+static int pool_size;      /* helpers started (0: not yet) */
+static pid_t pool_pid;     /* process that started them */
+
+static void *pool_helper(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&pool_mu);
+    while (!pool_head) pthread_cond_wait(&pool_work, &pool_mu);
+    gjob_t *j = pool_head;
+    pool_head = j->next;
+    if (!pool_head) pool_tail = NULL;
+    pthread_mutex_unlock(&pool_mu);
+    double loss = grad_work(j->rp, j->params, j->gacc, j->scale);
+    pthread_mutex_lock(&pool_mu);
+    j->loss = loss; j->done = 1;
+    pthread_cond_broadcast(&pool_done);
+    pthread_mutex_unlock(&pool_mu);
+  }
+  return NULL;
+}
+
+/* Starts the helpers once per process; returns 0 when overlap is not worth it or not possible
+ * (one core, a fork()ed child of the process that started them) or turned off with
+ * PDL_SIM_OVERLAP=0 (tests compare both paths bit for bit). Called with pool_mu held. */
+static int pool_ready(void) {
+  if (pool_size) return pool_size > 0 && pool_pid == getpid();
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const char *env = getenv("PDL_SIM_OVERLAP");
+  if (cores < 2 || (env && !strcmp(env, "0"))) { pool_size = -1; return 0; }
+  if (cores > 64) cores = 64;
+  for (long i = 0; i < cores; i++) {
+    pthread_t th;
+    if (pthread_create(&th, NULL, pool_helper, NULL)) die("replica: cannot start gradient helper thread %ld", i);
+    pthread_detach(th);
+  }
+  pool_size = (int)cores; pool_pid = getpid();
+  return 1;
+}
+
+double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
+  double flops = rp->net->flops_train * rp->b;
+  if (rp->overlap && rt->ops->simulated) {
+    gjob_t j = {rp, params, gacc, scale, 0, 0, NULL};
+    pthread_mutex_lock(&pool_mu);
+    int ok = pool_ready();
+    if (ok) {
+      if (pool_tail) pool_tail->next = &j; else pool_head = &j;
+      pool_tail = &j;
+      pthread_cond_signal(&pool_work);
+    }
+    pthread_mutex_unlock(&pool_mu);
+    if (ok) {
+      rt->ops->compute(rt, flops);   /* simulated time; SimGrid runs the other roles meanwhile */
+      pthread_mutex_lock(&pool_mu);
+      while (!j.done) pthread_cond_wait(&pool_done, &pool_mu);
+      pthread_mutex_unlock(&pool_mu);
+      return j.loss;
+    }
+  }
+  double loss = grad_work(rp, params, gacc, scale);
+  rt->ops->compute(rt, flops);
   return loss;
 }

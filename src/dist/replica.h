@@ -3,9 +3,21 @@
  *   sliced (nslices > 1 or with_replacement == 0): every replica walks the SAME seeded sequence
  *     of global batches of b*nslices examples and takes slice `slice` of each, so R workers with
  *     batch b see exactly the examples that one sequential worker with batch R*b sees
- *     (what makes SSGD comparable bit-for-bit in data with sequential momentum SGD);
+ *     (what makes SSGD comparable bit-for-bit in data with sequential momentum SGD); a replica
+ *     copies only its own b examples and skips the others' (sampler_skip), so the data cost per
+ *     replica does not grow with the worker count;
  *   random picks (with_replacement == 1): each replica draws uniformly from the whole training
- *     set with its own stream (the PP-ASGD paper's randpick). */
+ *     set with its own stream (the PP-ASGD paper's randpick).
+ * Overlap (sim runtime only, opt-in): SimGrid runs all actors on one OS thread, so the real
+ * gradients of 64 simulated workers would use one core. With rp->overlap = 1, replica_grad
+ * hands the real work (sampling, forward, backward) to a process-wide pool of helper pthreads
+ * (one per online core), then charges the flops with rt->compute -- during which SimGrid runs
+ * the other roles, which hand over their gradients too -- and waits for its result. The
+ * numbers are bitwise those of the inline path (each job touches only its replica, params and
+ * gacc). The caller must guarantee that no other role writes params or gacc, or uses the
+ * replica, until replica_grad returns: true in SSGD (w_hat changes only after every grad role
+ * was joined); NOT true where another role may publish new parameters into the buffer a grad
+ * role reads while it is blocked in compute. On the real runtime overlap is ignored. */
 #ifndef PDL_REPLICA_H
 #define PDL_REPLICA_H
 #include "core/run.h"
@@ -16,9 +28,10 @@ typedef struct {
   workspace_t ws;
   sampler_t s;
   int b, slice, nslices;
+  int overlap;  /* 1: sim gradients run on the helper pool (see above); set after replica_init */
   size_t img;
-  float *x;   /* [b * nslices][img] */
-  int *y;     /* [b * nslices] */
+  float *x;   /* [b][img] this replica's slice of the current global batch */
+  int *y;     /* [b] */
 } replica_t;
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream);

@@ -15,10 +15,13 @@
  *       LIST := item ("+" item)*, item := VALUE["*"COUNT] (COUNT nodes with that bandwidth);
  *       a single item without COUNT applies to all K. Bandwidth default unit Gbps.
  *       k may be left out: it is then the sum of the counts.
- *   machine:ranks=R[,gflops=X][,membw=GBps][,cores=C][,shmbw=GBps][,shmlat=us]
+ *   machine:ranks=R[,gflops=X][,membw=GBps][,cores=C][,shmbw=GBps][,shmlat=us][,load=L]
  *       this machine as R nodes with 1 device each, all roles on one host of C cores
  *       (default: online CPUs) at X GFLOP/s per core (default 80); SimGrid shares the cores among
  *       whatever is computing at each instant (each activity gets min(X, C*X/active)).
+ *       load=L (default 0) adds L busy processes of other users that never stop computing
+ *       (rt_sim.c runs ceil(L) daemon executions of weight L/ceil(L) each on the host), so a
+ *       rank gets about min(X, C*X/(active + L)), as on a shared machine.
  *       Messages between ranks cross one shared loopback (shmbw default membw/2, 1 us);
  *       memory traffic (rt work) shares one memory of membw (default 10 GB/s).
  *   file:PATH  a SimGrid XML platform following the host naming of sim_internal.h.
@@ -66,7 +69,7 @@ static int seterr(char *err, size_t n, int code, const char *fmt, ...) {
   return code;
 }
 
-typedef enum { Q_RATE, Q_BW, Q_TIME, Q_COUNT } qty_t;
+typedef enum { Q_RATE, Q_BW, Q_TIME, Q_COUNT, Q_NUM } qty_t; /* Q_NUM: plain number >= 0 */
 typedef struct { const char *suffix; double mult; } unit_t;
 static const unit_t RATE_UNITS[] = {{"Tf", 1e12}, {"Gf", 1e9}, {"Mf", 1e6}, {"kf", 1e3}, {"f", 1}, {0, 0}};
 static const unit_t BW_UNITS[] = {{"Tbps", 1e12 / 8}, {"Gbps", 1e9 / 8}, {"Mbps", 1e6 / 8},
@@ -138,6 +141,7 @@ static const keydef_t MACHINE_KEYS[] = {
     {"cores", Q_COUNT, 1, 1, 4096, OFF(cpu_cores), "a core count"},
     {"shmbw", Q_BW, 1e9, 1, 1e15, OFF(shm_bw), "GB/s"},
     {"shmlat", Q_TIME, 1e-6, 0, 10, OFF(shm_lat), "us"},
+    {"load", Q_NUM, 1, 0, 256, OFF(bg_load), "busy background processes"},
     {0, 0, 0, 0, 0, 0, 0}};
 
 /* "1Gbps*2+10Gbps*6" or "10Gbps": fills p->net_bw (allocated here) for k nodes (k = 0: the
@@ -302,7 +306,10 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
     } else {
       double x;
       int bad = parse_qty(v, vl, kd->q, kd->defmult, &x) || x > kd->hi ||
-                (kd->q == Q_TIME ? x < 0 : x <= 0);
+                (kd->q == Q_TIME || kd->q == Q_NUM ? x < 0 : x <= 0);
+      if (bad && kd->q == Q_NUM)
+        return seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want %s, a number in %.0f..%.0f", kd->key, (int)vl,
+                      v, kd->unit_help, kd->lo, kd->hi);
       if (bad)
         return seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want a %s number in %s (or with a unit)",
                       kd->key, (int)vl, v, kd->q == Q_TIME ? "non-negative" : "positive", kd->unit_help);
@@ -467,9 +474,10 @@ void plat_describe(const plat_t *p, char *out, size_t n) {
   }
   case PLAT_MACHINE:
     snprintf(out, n,
-             "simgrid machine: %d ranks sharing %d cores @ %.4g GFLOP/s per core; memory %.4g GB/s; "
-             "rank-to-rank loopback %.4g GB/s %.3g us (shared); CM02 flow model",
-             p->nnodes, p->cpu_cores, p->dev_flops / 1e9, p->membw / 1e9, p->shm_bw / 1e9, p->shm_lat * 1e6);
+             "simgrid machine: %d ranks sharing %d cores @ %.4g GFLOP/s per core with %.3g busy background "
+             "process(es); memory %.4g GB/s; rank-to-rank loopback %.4g GB/s %.3g us (shared); CM02 flow model",
+             p->nnodes, p->cpu_cores, p->dev_flops / 1e9, p->bg_load, p->membw / 1e9, p->shm_bw / 1e9,
+             p->shm_lat * 1e6);
     break;
   case PLAT_FILE:
     snprintf(out, n, "simgrid file %.300s: %d nodes x %d device(s)", p->file, p->nnodes, p->ndevices);
