@@ -1,5 +1,7 @@
 # bench/lib.sh — shared helpers for bench/<paper>/run.sh drivers (sourced).
-#   bench_init PAPER          sets RES=results/PAPER, TABLE=$RES/table.tsv, creates dirs
+#   bench_init PAPER          sets RES=$RESROOT/PAPER, TABLE=$RES/table.tsv, creates dirs
+#                             (RESROOT=${PDL_RESULTS:-results}, plots to OUTDIR=${PDL_PLOTS_OUT:-plots/out}:
+#                             tests point both at a temp dir so they never touch a user's results)
 #   done_or_run NAME CMD...   skips an experiment whose results/PAPER/NAME.done exists (unless
 #                             FORCE=1); runs CMD; marks it done only when CMD succeeded, so an
 #                             interrupted run never leaves a half experiment marked complete
@@ -10,9 +12,11 @@ set -u
 PDL=${PDL:-bin/pdl}
 QUICK=${QUICK:-}
 FORCE=${FORCE:-}
+RESROOT=${PDL_RESULTS:-results}
+OUTDIR=${PDL_PLOTS_OUT:-plots/out}
 bench_init() {
-  PAPER=$1; RES=results/$PAPER; TABLE=$RES/table.tsv
-  mkdir -p "$RES" plots/out
+  PAPER=$1; RES=$RESROOT/$PAPER; TABLE=$RES/table.tsv
+  mkdir -p "$RES" "$OUTDIR"
   : > "$TABLE.tmp"
 }
 done_or_run() {
@@ -39,7 +43,7 @@ mpirun_cmd() {
   [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
   mpirun "${extra[@]}" "$@"
 }
-render_plot() { # render_plot plots/NAME.gp : PNG + PDF into plots/out (skipped without gnuplot)
+render_plot() { # render_plot plots/NAME.gp : PNG + PDF into $OUTDIR (skipped without gnuplot)
   command -v gnuplot >/dev/null 2>&1 || { echo "gnuplot not found: skipping $1" >&2; return 0; }
-  gnuplot -e "resdir='results'; outdir='plots/out'" "$1"
+  gnuplot -e "resdir='$RESROOT'; outdir='$OUTDIR'" "$1"
 }
