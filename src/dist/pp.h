@@ -13,6 +13,7 @@ void pp_predict(float *what, const float *w, const float *M, float c, size_t n);
  *   err_asgd = ||w_{t+S0+1} - w_t||_2            (plain ASGD's "prediction")
  * averaged. A ring of S0+2 snapshots of (w, M) is kept. */
 #define PP_PROBE_NS 14
+#define PP_PROBE_MAX_S0 100   /* larger measured S0: the probe is skipped (ring of S0+2 snapshots) */
 typedef struct {
   int S0, nmeas, count; long start; size_t n; float mu;
   float *ring_w, *ring_M;   /* [S0+2][n] */

@@ -77,7 +77,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
   pp_probe_t probe; long probe_start = r->steps_per_epoch;   /* set properly once an epoch has passed */
-  int probe_on = 0;
+  int probe_on = 0, c_probe_skipped = -1;
   double need_sub = c->steps > 0 ? INFINITY : c->epochs * (double)r->data.train.n / c->batch;
   double total_sub = 0, local_sub = 0, loss_acc = 0; long loss_n = 0, t;
   int S = job->staleness >= 0 ? job->staleness : 0;
@@ -119,10 +119,15 @@ void ppasgd_node(rt_t *rt, void *arg) {
     if (gathered > 0) { loss_acc += buf[n + 1] / (gathered * c->batch); loss_n++; }
     if (me == 0 && c->probe > 0) {
       if (!probe_on && total_sub >= (double)r->data.train.n / c->batch) {  /* one epoch done: start measuring */
-        pp_probe_init(&probe, n, job->staleness >= 0 ? job->staleness : S, c->probe, t + 1, c->momentum);
-        probe_start = t + 1; probe_on = 1;
+        int S0 = job->staleness >= 0 ? job->staleness : S;
+        if (S0 > PP_PROBE_MAX_S0) {   /* the ring of S0+2 snapshots would not be worth its memory */
+          if (!c->quiet) fprintf(stderr, "pdl: probe skipped: measured S0 = %d > %d\n", S0, PP_PROBE_MAX_S0);
+          c_probe_skipped = S0;
+        } else pp_probe_init(&probe, n, S0, c->probe, t + 1, c->momentum);
+        probe_start = t + 1; probe_on = S0 <= PP_PROBE_MAX_S0; if (!probe_on) probe_start = -1;
       }
       if (probe_on) pp_probe_step(&probe, t, w, o.M);
+      if (!probe_on && probe_start < 0) probe_start = -2;
     }
     int done = total_sub >= need_sub;
     if (me != 0) { if (done) break; else continue; }
@@ -162,13 +167,16 @@ void ppasgd_node(rt_t *rt, void *arg) {
     if (tt > 0) { F_U = (double)(t + 1) / tt; F_G = (local_sub / G) / tt; }
     char extra[2048], pj[1200] = "\"pred_n\":0";
     if (probe_on) pp_probe_json(&probe, pj, sizeof pj);
+    else if (c_probe_skipped >= 0) snprintf(pj, sizeof pj, "\"pred_n\":0,\"pred_S0\":%d,\"pred_skipped\":\"S0 above %d\"",
+                                           c_probe_skipped, PP_PROBE_MAX_S0);
     int k = snprintf(extra, sizeof extra,
                      "\"nodes\":%d,\"grad_threads\":%d,\"workers\":%d,\"staleness_mode\":\"%s\",\"S\":%d,\"S_bar\":%.6g,"
                      "\"F_U\":%.6g,\"F_G\":%.6g,\"B_bar\":%.6g,\"time_per_update_s\":%.9g,%s",
                      N, G, N * G, job->staleness < 0 ? "auto" : "fixed", S, S_bar, F_U, F_G,
                      t + 1 > 0 ? total_sub / (t + 1) : 0.0, r->updates ? tt / (double)r->updates : 0.0, pj);
     if (rt->ops->simulated)
-      snprintf(extra + k, sizeof extra - (size_t)k, ",\"platform\":\"%s\"", c->platform);
+      snprintf(extra + k, sizeof extra - (size_t)k, ",\"platform\":\"%s\",\"device_rate\":\"%s\"", c->platform,
+               c->device_rate[0] ? c->device_rate : "platform default");
     run_summary(r, tt, extra);
     dist_dump_params(w, n);
   }
