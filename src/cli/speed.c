@@ -34,7 +34,7 @@ typedef struct { double img_s, img_s_min, img_s_max, gflops; } speed_t;
 /* Median images/s of full training steps of net at batch B on `threads` threads. */
 speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s) {
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
-  float *w = xmalloc(n * 4), *g = xmalloc(n * 4), *x = xmalloc((size_t)B * img * 4);
+  float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);  /* optim_step re-zeroes g */
   int *y = xmalloc((size_t)B * sizeof(int));
   rng_t r; rng_seed(&r, 7, 0);
   for (size_t i = 0; i < (size_t)B * img; i++) x[i] = rng_normal(&r);
@@ -46,7 +46,6 @@ speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, d
   for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
     int steps = 0; double t0 = now_s(), el;
     do {
-      vec_zero(g, n);
       net_forward(&ws, w, x, y, B, 1, NULL);
       net_backward(&ws, w, g, y, B, 1.0f / B);
       optim_step(&o, w, g, 1e-4f);

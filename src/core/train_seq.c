@@ -13,7 +13,7 @@ int train_sequential(run_t *r) {
   const net_t *net = &r->net;
   size_t n = net->nparams, img = dataset_image_floats(&r->data.train);
   int B = c->batch;
-  float *w = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float));
+  float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float));  /* optim_step leaves g zeroed */
   float *x = xmalloc((size_t)B * img * sizeof(float));
   int *y = xmalloc((size_t)B * sizeof(int));
   net_init_params(net, w, c->seed);
@@ -41,7 +41,6 @@ int train_sequential(run_t *r) {
   double t_start = now_s() - 0.0;
   for (; step < r->total_steps && !pdl_stop_signal; step++) {
     sampler_next(&s, B, x, y);
-    vec_zero(g, n);
     const float *gp = optim_grad_point(&o, w);
     double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;
     net_backward(&ws, gp, g, y, B, 1.0f / (float)B);

@@ -194,7 +194,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
 int pp_emulate(job_t *job, int S, int predict) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   size_t n = r->net.nparams;
-  float *w = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float));
+  float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float));  /* optim_step re-zeroes g */
   float *hist = xmalloc((size_t)(S + 1) * n * sizeof(float));   /* ring of the last S+1 w_hat */
   int threads = dist_thread_budget(c, 1, 1);
   replica_t rep; replica_init(&rep, r, c->batch, threads, 0, 1, 0, 0);
@@ -212,7 +212,6 @@ int pp_emulate(job_t *job, int S, int predict) {
   for (step = 0; step < r->total_steps && !pdl_stop_signal; step++) {
     /* slot (step+1) mod (S+1) holds w_hat published after update step-S (or w_0) */
     float *slot = hist + (size_t)((step + 1) % (S + 1)) * n;
-    vec_zero(g, n);
     double loss = replica_grad(&rep, &self, slot, g, 1.0f / (float)c->batch) / c->batch;
     optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
     if (predict) pp_predict(slot, w, o.M, coef, n); else vec_copy(slot, w, n);

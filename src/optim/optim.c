@@ -2,6 +2,7 @@
 #include "optim/optim.h"
 #include <math.h>
 #include <string.h>
+#include "core/layers.h"
 #include "util/util.h"
 
 static const char *names[] = {"sgd", "msgd", "nag", "adam", "asgd", "mvasgd"};
@@ -46,13 +47,16 @@ void optim_step(optim_t *o, float *w, float *g, float lr) {
   size_t n = o->n;
   if (o->wd != 0) vec_axpy(g, o->wd, w, n);
   float *M = o->M;
+  int T = cpu_get_threads();
   switch (o->kind) {
   case OPT_SGD: case OPT_ASGD: case OPT_MVASGD:
-    vec_axpy(w, -lr, g, n);
+#pragma omp parallel for simd if(parallel: T > 1 && n > (1 << 16)) num_threads(T) schedule(static)
+    for (size_t i = 0; i < n; i++) { w[i] -= lr * g[i]; g[i] = 0; }
     break;
   case OPT_MSGD: case OPT_NAG: {
     float mu = o->mu;
-    for (size_t i = 0; i < n; i++) { M[i] = mu * M[i] - lr * g[i]; w[i] += M[i]; }
+#pragma omp parallel for simd if(parallel: T > 1 && n > (1 << 16)) num_threads(T) schedule(static)
+    for (size_t i = 0; i < n; i++) { M[i] = mu * M[i] - lr * g[i]; w[i] += M[i]; g[i] = 0; }
     break;
   }
   case OPT_ADAM: {
@@ -63,6 +67,7 @@ void optim_step(optim_t *o, float *w, float *g, float lr) {
       M[i] = b1 * M[i] + (1 - b1) * g[i];
       V[i] = b2 * V[i] + (1 - b2) * g[i] * g[i];
       w[i] -= a * M[i] / (sqrtf(V[i]) + eps);
+      g[i] = 0;
     }
     break;
   }

@@ -34,7 +34,8 @@ void optim_free(optim_t *o);
 const float *optim_grad_point(const optim_t *o, const float *w);
 /* The parameters to evaluate (test error): w, or the average for asgd/mvasgd. */
 const float *optim_eval_point(const optim_t *o, const float *w);
-/* One step; g may be modified (weight decay is added in place). */
+/* One step. g is consumed: it is left ZEROED (saves callers a pass before the next gradient
+ * accumulation). Elementwise, so the result does not depend on the thread count. */
 void optim_step(optim_t *o, float *w, float *g, float lr);
 /* Re-derive w_hat after w or M were loaded from a checkpoint. */
 void optim_refresh(optim_t *o, const float *w);
