@@ -1,5 +1,5 @@
 # ppasgd-p1.gp — PP-ASGD paper Fig. 3 (right): prediction error ||w_{t+S0+1} - f_S(w_t)||_2 for
-# S = 0..13, mean of 100 measurements after one epoch; dashed line: plain ASGD (||w_{t+S0+1} - w_t||);
+# S = 0..13 (0..S0+6 when the measured S0 is larger), mean of 100 measurements after one epoch; dashed line: plain ASGD (||w_{t+S0+1} - w_t||);
 # circle: PP-ASGD at S = S0. (a) emulated S0 = 7, (b) real threaded run with measured S0.
 # Reads resdir/ppasgd/p1{a,b}.dat, -asgd.dat, -point.dat (bench/ppasgd/summarize.py).
 if (!exists("resdir")) resdir = 'results'
@@ -9,7 +9,7 @@ set xlabel "S (staleness used in the prediction f_S)"
 set ylabel "||w_{t+S_0+1} - f_S(w_t)||_2"
 set grid
 set key right top opaque box
-set xrange [-0.5:13.5]
+set offsets 0.5, 0.5, 0, 0
 do for [t in "png pdf"] {
   if (t eq "png") { set terminal pngcairo size 1100,450 font ",10"; set output outdir.'/ppasgd-p1.png' }
   if (t eq "pdf") { set terminal pdfcairo size 8in,3.3in font ",8"; set output outdir.'/ppasgd-p1.pdf' }

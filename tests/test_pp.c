@@ -50,7 +50,7 @@ static void test_probe_momentum_trajectory(void) {
     EXPECT(p.count == 20);
     char buf[1024]; pp_probe_json(&p, buf, sizeof buf);
     int arg = 0;
-    for (int S = 1; S < PP_PROBE_NS; S++) if (p.sum_err[S] < p.sum_err[arg]) arg = S;
+    for (int S = 1; S < p.ns; S++) if (p.sum_err[S] < p.sum_err[arg]) arg = S;
     EXPECT_MSG(arg == S0, "S0 %d: argmin %d (%s)", S0, arg, buf);
     /* exact in real arithmetic; float trajectory + double distance leave ~1e-5 */
     EXPECT_NEAR(p.sum_err[S0] / p.count, 0, 1e-4, "float rounding of the trajectory");

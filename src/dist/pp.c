@@ -19,6 +19,8 @@ void pp_predict(float *what, const float *w, const float *M, float c, size_t n) 
 void pp_probe_init(pp_probe_t *p, size_t n, int S0, int nmeas, long start, float mu) {
   memset(p, 0, sizeof *p);
   p->S0 = S0; p->nmeas = nmeas; p->start = start; p->n = n; p->mu = mu;
+  p->ns = S0 + 7 > PP_PROBE_NS ? S0 + 7 : PP_PROBE_NS;
+  if (p->ns > PP_PROBE_MAXNS) p->ns = PP_PROBE_MAXNS;
   if (nmeas <= 0) return;
   p->ring_w = xmalloc((size_t)(S0 + 2) * n * sizeof(float));
   p->ring_M = xmalloc((size_t)(S0 + 2) * n * sizeof(float));
@@ -32,7 +34,7 @@ void pp_probe_step(pp_probe_t *p, long t, const float *w, const float *M) {
   long t0 = t - (p->S0 + 1);
   if (t0 < p->start) return;
   const float *w0 = p->ring_w + (size_t)(t0 % R) * n, *M0 = p->ring_M + (size_t)(t0 % R) * n;
-  for (int S = 0; S < PP_PROBE_NS; S++) {
+  for (int S = 0; S < p->ns; S++) {
     float c = pp_coef(p->mu, S);
     double s = 0;
     for (size_t i = 0; i < n; i++) { double d = (double)w[i] - ((double)w0[i] + (double)c * M0[i]); s += d * d; }
@@ -48,11 +50,11 @@ void pp_probe_json(const pp_probe_t *p, char *buf, size_t len) {
   if (p->nmeas <= 0 || p->count == 0) { snprintf(buf, len, "\"pred_n\":0"); return; }
   int k = snprintf(buf, len, "\"pred_S0\":%d,\"pred_n\":%d,\"pred_err\":[", p->S0, p->count);
   int arg = 0;
-  for (int S = 0; S < PP_PROBE_NS; S++) {
+  for (int S = 0; S < p->ns; S++) {
     k += snprintf(buf + k, len - (size_t)k, "%s%.6g", S ? "," : "", p->sum_err[S] / p->count);
     if (p->sum_err[S] < p->sum_err[arg]) arg = S;
   }
-  double at = p->S0 < PP_PROBE_NS ? p->sum_err[p->S0] : p->sum_err[arg];
+  double at = p->sum_err[p->S0];
   snprintf(buf + k, len - (size_t)k, "],\"pred_err_asgd\":%.6g,\"pred_argmin\":%d,\"pred_ratio\":%.6g",
            p->sum_asgd / p->count, arg, at / p->sum_asgd);
 }
