@@ -85,7 +85,6 @@ EOF
     done
   done
   mv "$OUT.tmp" "$OUT"
-  summarize
 }
 
 # medians per R -> validate.dat and validate.md (the table the script prints)
@@ -98,16 +97,18 @@ for r in rows:
     by.setdefault(r["ranks"], []).append(r)
 med = statistics.median
 with open(sys.argv[2], "w") as d, open(sys.argv[3], "w") as m:
-    d.write("# R measured_s simulated_s idle_model_s error error_idle min_measured max_measured  (medians over reps; %s)\n" % sys.argv[1])
-    m.write("| R | measured s/update (min-max) | simulated s/update | error | idle-model s/update | error | X0 GFLOP/s | L | Y GB/s | reps |\n")
+    d.write("# R measured_s simulated_s idle_model_s error error_idle min_measured max_measured  (medians over reps; errors: median of each rep's error; %s)\n" % sys.argv[1])
+    m.write("| R | measured s/update (min-max) | simulated s/update | error (min..max) | idle-model s/update | error | X0 GFLOP/s | L | Y GB/s | reps |\n")
     m.write("|---|---|---|---|---|---|---|---|---|---|\n")
     for R in sorted(by):
         v = by[R]
         me, si, s0 = (med([r[k] for r in v]) for k in ("measured_s", "simulated_s", "simulated_idle_model_s"))
         lo, hi = min(r["measured_s"] for r in v), max(r["measured_s"] for r in v)
-        d.write("%d %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n" % (R, me, si, s0, (si - me) / me, (s0 - me) / me, lo, hi))
-        m.write("| %d | %.4f (%.4f-%.4f) | %.4f | %+.1f%% | %.4f | %+.1f%% | %.1f | %.2f | %.1f | %d |\n" % (
-            R, me, lo, hi, si, 100 * (si - me) / me, s0, 100 * (s0 - me) / me,
+        e, e0 = med([r["error"] for r in v]), med([r["error_idle_model"] for r in v])
+        elo, ehi = min(r["error"] for r in v), max(r["error"] for r in v)
+        d.write("%d %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n" % (R, me, si, s0, e, e0, lo, hi))
+        m.write("| %d | %.4f (%.4f-%.4f) | %.4f | %+.1f%% (%+.0f..%+.0f%%) | %.4f | %+.1f%% | %.1f | %.2f | %.1f | %d |\n" % (
+            R, me, lo, hi, si, 100 * e, 100 * elo, 100 * ehi, s0, 100 * e0,
             med([r["gflops_own_core"] for r in v]), med([r["bg_load"] for r in v]), med([r["membw_GBps"] for r in v]), len(v)))
 print(open(sys.argv[3]).read())
 EOF
@@ -124,10 +125,10 @@ for r in rows:
 med = statistics.median
 for R in sorted(by):
     v = by[R]
-    me, si, s0 = (med([r[k] for r in v]) for k in ("measured_s", "simulated_s", "simulated_idle_model_s"))
+    me, si, e, e0 = (med([r[k] for r in v]) for k in ("measured_s", "simulated_s", "error", "error_idle_model"))
     print("\t".join(["validate-R%d" % R, "sim predicts real SSGD time/update (issue 3)",
-                     "measured %.1f ms, simulated %.1f ms: error %+.0f%% (idle model %+.0f%%)" % (
-                         1e3 * me, 1e3 * si, 100 * (si - me) / me, 100 * (s0 - me) / me),
+                     "measured %.1f ms, simulated %.1f ms: error %+.0f%% (idle model %+.0f%%), median of %d" % (
+                         1e3 * me, 1e3 * si, 100 * e, 100 * e0, len(v)),
                      "fashion-mnist, %s b=%d/rank" % (v[0]["net"], v[0]["batch_per_rank"]),
                      "real vs simulated (machine:ranks=%d)" % R,
                      "reported (shared machine, load L %.1f)" % med([r["bg_load"] for r in v])]))
@@ -135,6 +136,7 @@ EOF
 }
 
 done_or_run validate validate
+[ -f "$OUT" ] && summarize
 rows
 table_print
 render_plot plots/runtimes-validate.gp
