@@ -19,6 +19,7 @@ do for [term in "png pdf"] {
   set xrange [0.8:5]
   set xtics ('1' 1, '2' 2, '4' 4)
   set yrange [0:*]
+  set offsets 0, 0, graph 0.1, 0
   set grid ytics
   set key top left
   plot f using 1:2:7:8 with yerrorbars pt 7 ps 1 lw 1.5 lc rgb '#1f77b4' title 'measured (real, median; bar: min-max)', \

@@ -10,8 +10,9 @@
 #   8, 16 and 64 simulated workers run (elapsed seconds printed; speed is measured in benchmarks,
 #     the timeout only guards against a hang);
 #   summaries mark "runtime":"sim","simulated":true with the worker count and the platform;
-#   machine:...,load=L (other users' busy processes): 2 ranks computing beside load=2 on 2 cores
-#     get half a core each, so they take exactly as long as with half the rate and no load.
+#   machine:...,load=L (L other busy sessions; the autogroup scheduler gives our session
+#     C/(1+L) cores): 2 ranks with load=1 on 2 cores share one core, so they take exactly as
+#     long as 2 ranks at half the rate on 2 idle cores; 1 rank with load=3 gets half a core.
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.02 --momentum 0.9 --threads 1 --quiet --steps 24)
@@ -49,9 +50,12 @@ PDL_DUMP_PARAMS=$T/sim2.bin "$PDL" train "${S[@]}" --algo ssgd --batch 16 "${SIM
 cmp -s "$T/sim2.bin" "$T/sim.bin" && ok "sim ssgd is deterministic (two runs, same bits)" || notok "determinism" "runs differ"
 
 tpu() { "$PDL" train "${S[@]}" --steps 4 --algo ssgd --batch 16 --runtime sim --platform "$1" 2>&1 | tail -1 | jget time_per_update_s; }
-a=$(tpu machine:ranks=2,gflops=10,membw=10,load=2); b=$(tpu machine:ranks=2,gflops=5,membw=10)
-python3 -c "import sys; a, b = $a, $b; sys.exit(0 if abs(a - b) <= 1e-9 * b else 1)" 2>/dev/null \
-  && ok "machine load=2: 2 ranks on 2 cores at half rate ($a s == $b s per update)" || notok "machine load" "$a vs $b"
+for pair in "ranks=2,gflops=10,membw=10,load=1 ranks=2,gflops=5,membw=10" "ranks=1,gflops=10,membw=10,load=3 ranks=1,gflops=5,membw=10"; do
+  set -- $pair
+  a=$(tpu "machine:$1"); b=$(tpu "machine:$2")
+  python3 -c "import sys; a, b = $a, $b; sys.exit(0 if abs(a - b) <= 1e-9 * b else 1)" 2>/dev/null \
+    && ok "machine $1 takes as long as $2 ($a s per update)" || notok "machine load" "$1: $a vs $2: $b"
+done
 expect_exit 2 "machine load=-1 is a usage error" "$PDL" train "${S[@]}" --algo ssgd --runtime sim --platform machine:ranks=2,load=-1
 
 # a grad role per device, 1 to 8 devices per node

@@ -25,7 +25,10 @@ export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp second_deadlock_stack=1 h
 # the sim library of the same build as $PDL (the loader would otherwise prefer build/libpdlsim.so)
 [ -f "$(dirname "$PDL")/libpdlsim.so" ] && export PDL_SIMLIB=${PDL_SIMLIB:-$(cd "$(dirname "$PDL")" && pwd)/libpdlsim.so}
 TSAN=0; ldd "$PDL" 2>/dev/null | grep -q libtsan && TSAN=1
-S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.01 --momentum 0.9 --threads 1 --quiet --timeout 600)   # the watchdog thread runs too
+S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.0005 --momentum 0.9 --threads 1 --quiet --timeout 600)   # the watchdog thread runs too
+# lr 0.0005: PP-ASGD sums every sub-batch gathered in an update (B_bar reaches ~80 here when the
+# grad roles outpace the update loop), and a diverged multi-node run ends with an error; the
+# test is about races, not learning.
 
 # run NAME CMD...: must exit 0 with a summary line; under TSan, without any report
 run() {

@@ -3,7 +3,10 @@
  * w_hat = w + mu M (NAG), the node sums them (D_L = sum_g D_g; D_g = 0), allreduce, then
  * M = mu M - lr D_A; w += M; w_hat = w + mu M. The update uses optim.c's NAG step, so one worker
  * is bit-identical to sequential `--algo nag`. The allreduce buffer carries two extra floats:
- * the summed loss and a stop flag, so every rank stops at the same update on SIGINT. */
+ * the summed loss and a stop flag, so every rank stops at the same update on SIGINT.
+ * The summary splits node 0's time per update into grad_s_per_update (start of the grad roles
+ * to the last join) and allreduce_s_per_update (waiting for the slowest node included), in wall
+ * or simulated seconds: bench/runtimes/validate.sh compares them between the runtimes. */
 #include <string.h>
 #include "comm/watchdog.h"
 #include "dist/dist_internal.h"
@@ -44,18 +47,22 @@ void ssgd_node(rt_t *rt, void *arg) {
   }
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
-  double loss_acc = 0; long loss_n = 0, step;
+  double loss_acc = 0, t_grad = 0, t_comm = 0; long loss_n = 0, step;   /* t_*: node 0's time split */
   for (step = 0; step < r->total_steps; step++) {
     watchdog_context("ssgd update %ld on node %d", step, me);
     const float *what = optim_grad_point(&o, w);
+    double t0 = rt->ops->now(rt);
     for (int g = 0; g < G; g++) { roles[g].what = what; th[g] = rt->ops->thread_start(rt, g, ssgd_grad_role, &roles[g]); }
     for (int g = 0; g < G; g++) rt->ops->thread_join(rt, th[g]);
+    double t1 = rt->ops->now(rt);
     vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);
     double ls = roles[0].loss;
     for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
     buf[n] = (float)ls; buf[n + 1] = pdl_stop_signal || job->reached ? 1.0f : 0.0f;
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
+    double t2 = rt->ops->now(rt);
     rt->ops->allreduce(rt, buf, n + 2);
+    t_grad += t1 - t0; t_comm += rt->ops->now(rt) - t2;
     if (buf[n + 1] > 0) break;
     double loss = buf[n] / (double)(c->batch * G * N);
     optim_step(&o, w, buf, lr_at(c->lr, step, c->warmup));
@@ -76,8 +83,11 @@ void ssgd_node(rt_t *rt, void *arg) {
     if (pdl_stop_signal || r->diverged) dist_maybe_eval(rt, job, w, step, 0, 1, &loss_acc, &loss_n, NULL);
     double tt = dist_time(rt, job);
     char extra[1024];
-    int k = snprintf(extra, sizeof extra, "\"nodes\":%d,\"grad_threads\":%d,\"workers\":%d,\"time_per_update_s\":%.9g", N, G,
-                     N * G, r->updates ? tt / (double)r->updates : 0.0);
+    double u = r->updates ? (double)r->updates : 1.0;
+    int k = snprintf(extra, sizeof extra,
+                     "\"nodes\":%d,\"grad_threads\":%d,\"workers\":%d,\"time_per_update_s\":%.9g,"
+                     "\"grad_s_per_update\":%.9g,\"allreduce_s_per_update\":%.9g",
+                     N, G, N * G, r->updates ? tt / u : 0.0, t_grad / u, t_comm / u);
     if (rt->ops->simulated)
       snprintf(extra + k, sizeof extra - (size_t)k, ",\"platform\":\"%s\",\"device_rate\":\"%s\"", c->platform,
                c->device_rate[0] ? c->device_rate : "platform default");

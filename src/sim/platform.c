@@ -19,9 +19,10 @@
  *       this machine as R nodes with 1 device each, all roles on one host of C cores
  *       (default: online CPUs) at X GFLOP/s per core (default 80); SimGrid shares the cores among
  *       whatever is computing at each instant (each activity gets min(X, C*X/active)).
- *       load=L (default 0) adds L busy processes of other users that never stop computing
- *       (rt_sim.c runs ceil(L) daemon executions of weight L/ceil(L) each on the host), so a
- *       rank gets about min(X, C*X/(active + L)), as on a shared machine.
+ *       load=L (default 0): L other users' sessions keep the CPUs busy. Linux's autogroup
+ *       scheduler shares the CPUs fairly among sessions, not processes, so the R ranks (one
+ *       mpirun, one session) get K = C/(1+L) cores' worth together, however many they are: the
+ *       host gets ceil(K) cores of K*X/ceil(K) each (K <= 1: one core of K*X shared by all ranks).
  *       Messages between ranks cross one shared loopback (shmbw default membw/2, 1 us);
  *       memory traffic (rt work) shares one memory of membw (default 10 GB/s).
  *   file:PATH  a SimGrid XML platform following the host naming of sim_internal.h.
@@ -141,7 +142,7 @@ static const keydef_t MACHINE_KEYS[] = {
     {"cores", Q_COUNT, 1, 1, 4096, OFF(cpu_cores), "a core count"},
     {"shmbw", Q_BW, 1e9, 1, 1e15, OFF(shm_bw), "GB/s"},
     {"shmlat", Q_TIME, 1e-6, 0, 10, OFF(shm_lat), "us"},
-    {"load", Q_NUM, 1, 0, 256, OFF(bg_load), "busy background processes"},
+    {"load", Q_NUM, 1, 0, 256, OFF(bg_load), "other busy sessions"},
     {0, 0, 0, 0, 0, 0, 0}};
 
 /* "1Gbps*2+10Gbps*6" or "10Gbps": fills p->net_bw (allocated here) for k nodes (k = 0: the
@@ -389,6 +390,17 @@ static void route_xml(FILE *f, const char *a, const char *b, const char *link) {
           b, a, link);
 }
 
+/* machine: the cores and per-core speed the ranks' host gets: all C cores at X without load;
+ * with load=L, K = C/(1+L) cores' worth as ceil(K) cores of K*X/ceil(K) (see the header). */
+static void machine_cpu(const plat_t *p, int *cores, double *speed) {
+  *cores = p->cpu_cores; *speed = p->dev_flops;
+  if (p->bg_load <= 0) return;
+  double K = p->cpu_cores / (1.0 + p->bg_load);
+  int n = (int)K;
+  if (n < K) n++;
+  *cores = n; *speed = p->dev_flops * K / n;
+}
+
 int plat_write_xml(const plat_t *p, const char *path, char *err, size_t errlen) {
   if (p->kind == PLAT_FILE)
     return seterr(err, errlen, PDL_SIM_EFAIL, "file: platforms are already XML (%s)", p->file);
@@ -405,7 +417,9 @@ int plat_write_xml(const plat_t *p, const char *path, char *err, size_t errlen) 
   if (p->kind == PLAT_MACHINE) {
     /* One host for all ranks: SimGrid shares its cores among the running activities. */
     fprintf(f, "<zone id=\"machine\" routing=\"Full\">\n");
-    fprintf(f, "  <host id=\"cpu\" speed=\"%sf\" core=\"%d\"/>\n", num(nb, p->dev_flops), p->cpu_cores);
+    int cores; double speed;
+    machine_cpu(p, &cores, &speed);
+    fprintf(f, "  <host id=\"cpu\" speed=\"%sf\" core=\"%d\"/>\n", num(nb, speed), cores);
     fprintf(f, "  <host id=\"mem\" speed=\"%sf\"/>\n", num(nb, p->membw));
     link_xml(f, "shm", p->shm_bw, p->shm_lat, "SHARED");
     fprintf(f, "  <route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"shm\"/></route>\n");
@@ -472,13 +486,16 @@ void plat_describe(const plat_t *p, char *out, size_t n) {
              p->nnodes, p->dev_flops / 1e9, bws, p->net_lat * 1e3);
     break;
   }
-  case PLAT_MACHINE:
+  case PLAT_MACHINE: {
+    int cores; double speed;
+    machine_cpu(p, &cores, &speed);
     snprintf(out, n,
-             "simgrid machine: %d ranks sharing %d cores @ %.4g GFLOP/s per core with %.3g busy background "
-             "process(es); memory %.4g GB/s; rank-to-rank loopback %.4g GB/s %.3g us (shared); CM02 flow model",
-             p->nnodes, p->cpu_cores, p->dev_flops / 1e9, p->bg_load, p->membw / 1e9, p->shm_bw / 1e9,
-             p->shm_lat * 1e6);
+             "simgrid machine: %d ranks sharing %d cores @ %.4g GFLOP/s per core (%d x %.4g with %.3g other busy "
+             "session(s)); memory %.4g GB/s; rank-to-rank loopback %.4g GB/s %.3g us (shared); CM02 flow model",
+             p->nnodes, cores, speed / 1e9, p->cpu_cores, p->dev_flops / 1e9, p->bg_load, p->membw / 1e9,
+             p->shm_bw / 1e9, p->shm_lat * 1e6);
     break;
+  }
   case PLAT_FILE:
     snprintf(out, n, "simgrid file %.300s: %d nodes x %d device(s)", p->file, p->nnodes, p->ndevices);
     break;

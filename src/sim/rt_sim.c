@@ -68,7 +68,6 @@ static struct {
   role_t *roles;
   int mains_done, threads_started, threads_done, nthreads_named;
   double t0;
-  double bg_load;             /* machine: load=L background busy processes (0: none) */
 } G;
 
 static const rt_ops_t sim_ops;
@@ -107,18 +106,6 @@ static void s_work(rt_t *rt, double bytes) {
   sg_exec_set_host(e, G.nodes[rt->node].mem);
   sg_exec_start(e);
   sg_exec_wait(e);
-}
-
-/* ---- background load (machine:...,load=L) ------------------------------------------------------ */
-/* One of ceil(L) daemon actors that compute forever on the machine host with weight
- * L / ceil(L), standing for other users' busy processes; SimGrid kills them when the last role
- * ends. Each execution is bounded by one core, like a single-threaded process. */
-static int bg_count(void) { int n = (int)G.bg_load; return n < G.bg_load ? n + 1 : n; }
-static void bg_main(int argc, char **argv) {
-  (void)argc; (void)argv;
-  sg_actor_daemonize(sg_actor_self());
-  double weight = G.bg_load / bg_count();
-  for (;;) sg_actor_execute_with_priority(1e30, weight);
 }
 
 /* ---- roles ------------------------------------------------------------------------------------ */
@@ -410,7 +397,6 @@ static int load_platform(const plat_t *p, char *err, size_t errlen) {
   G.loaded = 1;
   int rc = resolve_hosts(p, err, errlen);
   if (rc) { G.broken = 1; return rc; }
-  G.bg_load = p->kind == PLAT_MACHINE ? p->bg_load : 0;
   G.desc_file = p->kind == PLAT_FILE;   /* routes are known once the run sealed the platform */
   if (!G.desc_file) plat_describe(p, G.desc, sizeof G.desc);
   else snprintf(G.file, sizeof G.file, "%s", p->file);
@@ -474,10 +460,6 @@ int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, 
     role_t *r = role_new(i, -1, node_main, arg, 1);
     snprintf(name, sizeof name, "n%d", i);
     role_start(r, name, G.nodes[i].cpu);
-  }
-  for (int k = 0; k < bg_count(); k++) {
-    snprintf(name, sizeof name, "bg%d", k);
-    sg_actor_create_(name, G.nodes[0].cpu, bg_main, 0, NULL);
   }
   simgrid_run();
   G.active = 0;

@@ -25,7 +25,7 @@ typedef struct {
   double *net_bw;               /* [nnodes] node <-> switch, bytes/s, full duplex */
   double net_lat;               /* per node link */
   double shm_bw, shm_lat;       /* machine: the loopback that carries messages between ranks */
-  double bg_load;               /* machine: other users' busy processes sharing the cores (0: idle) */
+  double bg_load;               /* machine: other users' busy sessions (load=L, 0: idle) */
   char file[1024];              /* PLAT_FILE */
 } plat_t;
 
