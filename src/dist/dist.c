@@ -22,7 +22,7 @@ static const dist_algo_t algos[] = {
 
 int dist_thread_budget(const train_cfg_t *c, int roles_per_rank, int simulated) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN); if (cores < 1) cores = 1;
-  if (simulated) return c->threads > 0 ? c->threads : (int)cores;   /* actors run one at a time */
+  if (simulated) return c->threads > 0 ? c->threads : 1;   /* actors run one at a time on one OS thread */
   const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   int local = ls ? atoi(ls) : 1; if (local < 1) local = 1;
   int t = c->threads > 0 ? c->threads : (int)(cores / (local * roles_per_rank));
@@ -32,6 +32,8 @@ int dist_thread_budget(const train_cfg_t *c, int roles_per_rank, int simulated) 
             cores, local, roles_per_rank, t, (long)local * roles_per_rank * t > cores ? " -- OVERSUBSCRIBED" : "");
   return t;
 }
+
+int dist_diverged(const train_cfg_t *c, double loss) { return !(isfinite(loss) && loss <= c->diverge_loss); }
 
 double dist_device_rate(const train_cfg_t *c, const net_t *net) {
   const char *d = c->device_rate;

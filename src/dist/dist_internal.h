@@ -26,8 +26,13 @@ typedef struct {
   const char *help;
 } dist_algo_t;
 
-/* OpenMP threads per grad role so roles x threads fit the cores of this machine (printed). */
+/* OpenMP threads per grad role so roles x threads fit the cores of this machine (printed).
+ * c must be the USER's configuration (job->cfg: threads 0 = not given), not run_t's resolved one.
+ * Sim: 1 unless --threads is given (actors run one at a time; a team per small kernel only spins). */
 int dist_thread_budget(const train_cfg_t *c, int roles_per_rank, int simulated);
+/* 1 when an (allreduced, hence node-identical) loss means the run diverged: NaN/Inf or above
+ * --diverge-loss. Every node evaluates it on the same value, so all stop at the same update. */
+int dist_diverged(const train_cfg_t *c, double loss);
 /* Sim device rate from --device-rate (GFLOP/s, 'calibrated', or a device name); 0 = default. */
 double dist_device_rate(const train_cfg_t *c, const net_t *net);
 /* Test hook: PDL_DUMP_PARAMS=FILE writes the final parameters as raw floats. */

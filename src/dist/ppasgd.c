@@ -64,7 +64,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
   void *mW = rt->ops->mutex_new(rt);
   volatile int running = 1;
-  int threads = dist_thread_budget(c, G + 1, rt->ops->simulated);
+  int threads = dist_thread_budget(&job->cfg, G + 1, rt->ops->simulated);
   pp_role_t *roles = xcalloc((size_t)G, sizeof(pp_role_t));
   void **th = xmalloc((size_t)G * sizeof(void *));
   for (int g = 0; g < G; g++) {
@@ -73,6 +73,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
     R->wl = xmalloc(n * sizeof(float)); R->gbuf = xmalloc(n * sizeof(float)); R->D = xcalloc(n, sizeof(float));
     R->mD = rt->ops->mutex_new(rt); R->what = &what; R->mW = mW; R->running = &running;
     R->scale = 1.0f / (float)(c->batch * G * N);
+    R->rep.overlap = 1;   /* sim: real gradients on the helper pool; safe, wl and gbuf are this role's own */
   }
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
@@ -130,13 +131,13 @@ void ppasgd_node(rt_t *rt, void *arg) {
       if (!probe_on && probe_start < 0) probe_start = -2;
     }
     int done = total_sub >= need_sub;
+    if (gathered > 0 && dist_diverged(c, buf[n + 1] / (gathered * c->batch))) {  /* allreduced: all nodes agree */
+      if (me == 0) { r->updates = t + 1; run_check_diverged(r, buf[n + 1] / (gathered * c->batch), t); }
+      break;
+    }
     if (me != 0) { if (done) break; else continue; }
     r->updates = t + 1;
     r->epochs_done = total_sub * c->batch / (double)r->data.train.n;
-    if (gathered > 0 && run_check_diverged(r, buf[n + 1] / (gathered * c->batch), t)) {
-      if (N > 1) die("%s: diverged at update %ld; a multi-node run stops as a whole", c->algo, t);
-      break;
-    }
     int epoch_end = r->epochs_done >= (double)next_epoch;
     if (epoch_end) next_epoch = (long)floor(r->epochs_done) + 1;
     double now = rt->ops->now(rt);
@@ -196,7 +197,7 @@ int pp_emulate(job_t *job, int S, int predict) {
   size_t n = r->net.nparams;
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float));  /* optim_step re-zeroes g */
   float *hist = xmalloc((size_t)(S + 1) * n * sizeof(float));   /* ring of the last S+1 w_hat */
-  int threads = dist_thread_budget(c, 1, 1);
+  int threads = dist_thread_budget(&job->cfg, 1, 0);
   replica_t rep; replica_init(&rep, r, c->batch, threads, 0, 1, 0, 0);
   net_init_params(&r->net, w, c->seed);
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);

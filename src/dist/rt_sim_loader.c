@@ -2,8 +2,8 @@
  * RTLD_NOW | RTLD_LOCAL (libsimgrid exports the MPI API, so it must never join this process's
  * global symbol scope) and forwards rt_sim_run / rt_sim_platform_shape / rt_sim_platform_xml
  * to its pdl_sim_* entry points (src/sim/pdlsim.h).
- * Search order: $PDL_SIMLIB; <exe dir>/../build/libpdlsim.so (bin/pdl); <exe dir>/../libpdlsim.so
- * (build/tests/test_*); <exe dir>/libpdlsim.so. The handle is kept for the process's life
+ * Search order: $PDL_SIMLIB; <exe dir>/libpdlsim.so (build-tsan/pdl); <exe dir>/../build/libpdlsim.so
+ * (bin/pdl); <exe dir>/../libpdlsim.so (build/tests/test_*). The handle is kept for the process's life
  * (SimGrid cannot be unloaded). */
 #include "dist/rt.h"
 #include "sim/pdlsim.h"
@@ -42,9 +42,9 @@ static int sim_load(char *why, size_t n) {
     exe[len] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
+    snprintf(cand[nc++], CAND_MAX, "%.900s/libpdlsim.so", exe);   /* build-tsan/pdl next to its own .so */
     snprintf(cand[nc++], CAND_MAX, "%.900s/../build/libpdlsim.so", exe);
     snprintf(cand[nc++], CAND_MAX, "%.900s/../libpdlsim.so", exe);
-    snprintf(cand[nc++], CAND_MAX, "%.900s/libpdlsim.so", exe);
   }
   char tried[2048] = ""; size_t tl = 0;
   for (int i = 0; i < nc; i++) {

@@ -25,10 +25,7 @@ static void ssgd_grad_role(rt_t *rt, void *arg) {
  * Sim: 1 unless --threads is given: actors run one at a time on one OS thread, so a parallel
  * region per small kernel only wakes a team that then spins (libgomp's spin-wait was 2/3 of the
  * CPU time of a 64-worker batch-4 run). Real: dist.c's budget (cores / (local ranks x roles)). */
-static int ssgd_threads(const job_t *job, int G, int simulated) {
-  if (simulated) return job->cfg.threads > 0 ? job->cfg.threads : 1;
-  return dist_thread_budget(&job->cfg, G, 0);
-}
+static int ssgd_threads(const job_t *job, int G, int simulated) { return dist_thread_budget(&job->cfg, G, simulated); }
 
 void ssgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
@@ -68,13 +65,13 @@ void ssgd_node(rt_t *rt, void *arg) {
     optim_step(&o, w, buf, lr_at(c->lr, step, c->warmup));
     rt->ops->work(rt, 4.0 * n * 6);
     loss_acc += loss; loss_n++;
+    if (dist_diverged(c, loss)) {   /* same allreduced loss on every node: all stop here */
+      if (me == 0) { r->updates = step + 1; run_check_diverged(r, loss, step); }
+      break;
+    }
     if (me != 0) continue;
     r->updates = step + 1;
     r->epochs_done = (double)(step + 1) / (double)r->steps_per_epoch;
-    if (run_check_diverged(r, loss, step)) {
-      if (N > 1) die("ssgd: diverged at update %ld (loss %g); a multi-node run stops as a whole", step, loss);
-      break;
-    }
     int epoch_end = (step + 1) % r->steps_per_epoch == 0;
     if (!dist_maybe_eval(rt, job, w, step, epoch_end, step + 1 == r->total_steps, &loss_acc, &loss_n, NULL) && !c->quiet)
       progress("update %ld/%ld  epoch %.2f  loss %.4f", step + 1, r->total_steps, r->epochs_done, loss);
