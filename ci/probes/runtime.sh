@@ -1,7 +1,7 @@
 # ci/probes/runtime.sh — the two runtimes of the distributed algorithms, sourced by ci/regress.sh.
-# sim (SimGrid, real numerics, simulated time): SSGD and PP-ASGD runs are deterministic for a seed,
-# so accuracy, the online staleness figures and the *simulated* time per update are compared
-# tightly. real (MPI ranks): SSGD's measured time per update on 2 ranks (ppasgd-cifar net, b=16
+# sim (SimGrid, real numerics, simulated time): SSGD on 4 simulated workers is deterministic for a
+# seed, so its accuracy and *simulated* time per update are compared tightly (PP-ASGD on the sim
+# runtime: ci/probes/ppasgd.sh). real (MPI ranks): SSGD's measured time per update on 2 ranks (ppasgd-cifar net, b=16
 # per rank), multiplied by the OpenBLAS sgemm GFLOP/s that `pdl speed` (same net, batch 16, one
 # thread) measured just before it (= the update's cost in GFLOP of sgemm, so a faster or slower
 # machine cancels out), median of REPEATS; its test loss is also deterministic (two ranks: the
@@ -12,12 +12,6 @@ probe_ssgd_sim() {
   local j
   j=$(pdl_json train --algo ssgd "${SIM_COMMON[@]}" --platform cluster:nodes=4,gpus=1 --steps 100 --train-subset 3200)
   emit runtime.ssgd-sim-4x1 "$j" test_err test_loss time_per_update_s
-}
-
-probe_ppasgd_sim() {
-  local j
-  j=$(pdl_json train --algo ppasgd "${SIM_COMMON[@]}" --platform cluster:nodes=2,gpus=2 --steps 10 --train-subset 20000)
-  emit runtime.ppasgd-sim-2x2 "$j" test_err test_loss S_bar B_bar time_per_update_s
 }
 
 probe_ssgd_real_time() {
