@@ -4,8 +4,9 @@
 # runtime: ci/probes/ppasgd.sh). real (MPI ranks): SSGD's measured time per update on 2 ranks
 # (ppasgd-cifar net, b=16 per rank), multiplied by the OpenBLAS sgemm GFLOP/s that `pdl speed`
 # (same net, batch 16, one thread) measured just before it (= the update's cost in GFLOP of
-# sgemm, so a faster or slower machine cancels out), median of REPEATS; its test loss is also deterministic (two ranks: the
-# allreduce sums a + b, the same in either order) and every repeat must give the same value.
+# sgemm, so a faster or slower machine cancels out), median of REPEATS. Its test loss is also
+# deterministic (two ranks: the allreduce sums a + b, the same in either order), so every repeat
+# must give the same value.
 SIM_COMMON=(--runtime sim --net tiny --batch 16 --lr 0.001 --test-subset 1000 --seed 1 --threads 1)
 
 probe_ssgd_sim() {
