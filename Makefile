@@ -116,6 +116,7 @@ test: deps
 
 test-run: all
 	@PDL=$(PDL) BUILD=$(BUILD) SIMLIB=$(SIMLIB) bash tests/run.sh
+	@PDL=$(PDL) bash ci/regress.sh
 
 unit: all
 	@PDL=$(PDL) BUILD=$(BUILD) SIMLIB=$(SIMLIB) TESTS_ONLY=unit bash tests/run.sh

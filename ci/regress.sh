@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# ci/regress.sh — the CI regression gate: `make regress` (make test runs it after the unit tests)
+# and `make regress-update`. Runs every probe, i.e. every function named probe_* in
+# ci/probes/*.sh (file order, then definition order); a probe runs short pdl commands and records
+# figures with the helpers below (metric, emit, skip, pending). ci/regress.py then judges them
+# against ci/baselines/*.json, prints the table, appends the run to results/ci/history.jsonl and
+# exits non-zero on any regression. How to add a metric: ci/README.md.
+#
+# usage: ci/regress.sh [--update | --spread N] [--only REGEX] [--no-history]
+#   --update       rewrite the baseline values from this run and print the diff
+#   --spread N     run the probes N times and print each metric's run-to-run spread beside its
+#                  tolerance (to set tolerances on a new CI machine; judges nothing, no history)
+#   --only REGEX   run only the probes whose function name matches (records not measured are
+#                  then left out of the table instead of failing as MISSING)
+#   --no-history   do not append to the history file
+# env: PDL (bin/pdl), REPEATS (samples per throughput metric, median judged: 5, 9 for --update),
+#      REGRESS_BASELINES (ci/baselines), REGRESS_PROBES (ci/probes),
+#      REGRESS_HISTORY (results/ci/history.jsonl; the plot reads RESDIR/ci/ with RESDIR two
+#      levels up), REGRESS_PLOTDIR (plots/out), REGRESS_KEEP=1 keeps the probe logs.
+# Probes run under `set -e -o pipefail` in a subshell: any failing command fails that probe, its
+# log tail is printed and the gate fails (its metrics also show as MISSING).
+set -u
+cd "$(dirname "$0")/.." || exit 2
+PDL=${PDL:-bin/pdl}
+BASELINES=${REGRESS_BASELINES:-ci/baselines}
+PROBES=${REGRESS_PROBES:-ci/probes}
+HISTORY=${REGRESS_HISTORY:-results/ci/history.jsonl}
+mode=compare only="" passes=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --update) mode=update ;;
+    --spread) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "regress: --spread needs a count N >= 1" >&2; exit 2; }
+              mode=spread passes=$2; shift ;;
+    --only) [ $# -ge 2 ] || { echo "regress: --only needs a REGEX" >&2; exit 2; }; only=$2; shift ;;
+    --no-history) HISTORY="" ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "regress: unknown flag '$1' (ci/regress.sh --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+# a new baseline deserves more samples than a check: 9 for --update, 5 otherwise
+REPEATS=${REPEATS:-$([ "$mode" = update ] && echo 9 || echo 5)}
+[ -x "$PDL" ] || { echo "regress: $PDL is not built (run make)" >&2; exit 2; }
+case $REPEATS in ''|*[!0-9]*|0) echo "regress: REPEATS must be a positive integer, got '$REPEATS'" >&2; exit 2 ;; esac
+python3 ci/regress.py validate --baselines "$BASELINES" >/dev/null || exit 2
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pdl-regress.XXXXXX")
+cleanup() { [ -n "${REGRESS_KEEP:-}" ] && echo "regress: probe logs kept in $WORK" >&2 || rm -rf "$WORK"; }
+trap cleanup EXIT
+export OMP_NUM_THREADS=1   # probes pass --threads explicitly; nothing else may spread out
+
+# ---- helpers for probes -----------------------------------------------------------------------
+# metric NAME VALUE: one sample (several samples of one NAME are judged by their median).
+metric() {
+  if [[ $2 =~ ^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$ ]]; then
+    printf '{"metric":"%s","value":%s}\n' "$1" "$2" >> "$MEAS"
+  else
+    echo "metric $1: value '$2' is not a number" >&2; return 1
+  fi
+}
+# emit PREFIX JSON KEY...: metric PREFIX.KEY for each KEY of the flat JSON object JSON.
+emit() {
+  local prefix=$1 json=$2; shift 2
+  python3 - "$prefix" "$json" "$@" >> "$MEAS" <<'PY' || { echo "emit $1: bad JSON or missing key" >&2; return 1; }
+import json, math, sys
+prefix, d = sys.argv[1], json.loads(sys.argv[2])
+for k in sys.argv[3:]:
+    v = d[k]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        sys.exit("key %s: %r is not a finite number" % (k, v))
+    print(json.dumps({"metric": "%s.%s" % (prefix, k), "value": v}))
+PY
+}
+# jnum JSON EXPR: a number computed from the flat JSON object (python expression over d), e.g.
+#   jnum "$j" 'd["img_per_s"] / d["sgemm_gflops"]'
+jnum() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.10g" % eval(sys.argv[2]))' "$1" "$2"; }
+# jrec KEY VALUE KEY VALUE...: append one JSON object of strings to the measurements.
+jrec() { python3 -c 'import json,sys; a=sys.argv[1:]; print(json.dumps(dict(zip(a[::2], a[1::2]))))' "$@" >> "$MEAS"; }
+# skip NAME REASON: NAME cannot be measured on this machine (e.g. no CUDA device); not a failure.
+skip() { jrec skip "$1" reason "$2"; }
+# pending NAME REASON: the feature is not in this build yet; passes only while the baseline
+# value is null (never recorded), fails once a value was recorded.
+pending() { jrec pending "$1" reason "$2"; }
+# pdl_json ARGS...: run pdl, log everything, print its last stdout line (the JSON summary).
+pdl_json() {
+  local out rc=0
+  out=$("$PDL" "$@" 2>>"$PLOG") || rc=$?
+  printf '$ pdl %s\n%s\n' "$*" "$out" >> "$PLOG"
+  [ $rc -eq 0 ] || { echo "pdl $* exited with status $rc" >> "$PLOG"; return $rc; }
+  printf '%s\n' "$out" | tail -n 1
+}
+# mpi_json NP ARGS...: the same under mpirun -np NP (fails loudly when there is no mpirun).
+mpi_json() {
+  local np=$1 out rc=0; shift
+  command -v mpirun >/dev/null 2>&1 || { echo "no mpirun: MPI probes need Open MPI (make deps)" | tee -a "$PLOG" >&2; return 127; }
+  local extra=(--oversubscribe --bind-to none)
+  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  out=$(mpirun "${extra[@]}" -np "$np" "$PDL" "$@" 2>>"$PLOG") || rc=$?
+  printf '$ mpirun -np %s pdl %s\n%s\n' "$np" "$*" "$out" >> "$PLOG"
+  [ $rc -eq 0 ] || { echo "mpirun -np $np pdl $* exited with status $rc" >> "$PLOG"; return $rc; }
+  printf '%s\n' "$out" | tail -n 1
+}
+# unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).
+unknown_algo() { grep -q "unknown --algo '$1'" "$PLOG"; }
+# sgemm_ref T: OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured now, the throughput reference.
+sgemm_ref() { local j; j=$(pdl_json speed --net tiny --batch 1 --threads "$1" --repeats 1) && jnum "$j" 'd["sgemm_gflops"]'; }
+# memcpy_ref: memcpy bandwidth of one process (64 MiB, GB/s) measured now, the memory reference.
+memcpy_ref() {
+  local f=$WORK/memcpy-ref.jsonl; rm -f "$f"
+  "$PDL" coll --op memcpy -m 64M -i 10 -x 2 --json "$f" >> "$PLOG" 2>&1 && jnum "$(tail -n 1 "$f")" 'd["busbw_gbs"]'
+}
+
+# ---- run the probes ---------------------------------------------------------------------------
+shopt -s nullglob
+files=("$PROBES"/*.sh)
+[ ${#files[@]} -gt 0 ] || { echo "regress: no probe files in $PROBES" >&2; exit 2; }
+for f in "${files[@]}"; do source "$f" || { echo "regress: cannot source $f" >&2; exit 2; }; done
+mapfile -t probes < <(grep -ho '^probe_[A-Za-z0-9_]*' "${files[@]}")
+t_all=$SECONDS nrun=0 meas_files=()
+echo "regress: $mode, $(git rev-parse --short HEAD 2>/dev/null || echo '?'), host $(hostname), load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), REPEATS=$REPEATS" >&2
+for ((pass = 1; pass <= passes; pass++)); do
+  MEAS=$WORK/measured-$pass.jsonl; : > "$MEAS"; meas_files+=("$MEAS")
+  [ "$passes" -gt 1 ] && echo "regress: pass $pass of $passes" >&2
+  for p in "${probes[@]}"; do
+    [ -n "$only" ] && ! [[ $p =~ $only ]] && continue
+    PLOG=$WORK/$p.log; : > "$PLOG"
+    t0=$SECONDS before=$(wc -l < "$MEAS")
+    ( set -e -o pipefail; "$p" ) >>"$PLOG" 2>&1; rc=$?
+    n=$(( $(wc -l < "$MEAS") - before )); nrun=$((nrun + 1))
+    if [ $rc -ne 0 ]; then
+      jrec probe "$p" error "exit status $rc; log tail: $(tail -n 3 "$PLOG" | tr '\n\t' '  ' | cut -c1-300)"
+      echo "regress: $p FAILED (status $rc, $((SECONDS - t0)) s); log tail:" >&2; tail -n 5 "$PLOG" | sed 's/^/    /' >&2
+    else
+      echo "regress: $p: $n records in $((SECONDS - t0)) s" >&2
+    fi
+  done
+done
+[ $nrun -gt 0 ] || { echo "regress: no probe matches --only '$only'" >&2; exit 2; }
+if [ "$mode" = spread ]; then
+  python3 ci/regress.py spread --baselines "$BASELINES" --measured "${meas_files[@]}"
+  exit
+fi
+python3 ci/regress.py "$mode" --measured "$MEAS" --baselines "$BASELINES" --history "$HISTORY" \
+  --elapsed $((SECONDS - t_all)) ${only:+--only "$only"}
+rc=$?
+if [ -n "$HISTORY" ] && [ -z "$only" ] && command -v gnuplot >/dev/null 2>&1; then
+  resdir=$(dirname "$(dirname "$HISTORY")") plotdir=${REGRESS_PLOTDIR:-plots/out}
+  mkdir -p "$plotdir"
+  if gnuplot -e "resdir='$resdir'; outdir='$plotdir'" plots/ci-history.gp 2>"$WORK/plot.err"; then
+    echo "history: $HISTORY ($(wc -l < "$HISTORY") runs), plot $plotdir/ci-history.png" >&2
+  else
+    echo "regress: warning: plots/ci-history.gp failed: $(head -n 3 "$WORK/plot.err")" >&2
+  fi
+fi
+exit $rc
