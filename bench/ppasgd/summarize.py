@@ -52,7 +52,10 @@ for tag, what, mode in (("p1a", "emulated S0 = 7", "real (emulated staleness)"),
     r = load(tag)
     s = r and r["summary"]
     if not s or not s.get("pred_n"):
-        row("P1 " + what, "argmin_S = S0; PP error 42% of ASGD's", "not run / no measurement", "-", mode, "missing")
+        dat(tag, "no measurement", [])
+        row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%",
+            ("probe skipped: measured S0 = %s above the limit" % s.get("pred_S0")) if s and s.get("pred_skipped") else "not run / no measurement",
+            dset(r), mode, "missing")
         continue
     errs = s["pred_err"]
     dat(tag, "S prediction_error  (asgd %.9g, S0 %d)" % (s["pred_err_asgd"], s["pred_S0"]),
