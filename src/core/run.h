@@ -39,6 +39,7 @@ typedef struct {
   float alpha, beta, delta;/* elastic moving rate, EASGD beta, EAMSGD momentum */
   int with_replacement;
   int probe;               /* ppasgd/asgd-dist: P1 prediction-error measurements after epoch 1 */
+  int ps_round_robin;      /* easgd family: the parameter server serves workers in a fixed rotation */
 } train_cfg_t;
 
 typedef struct {
