@@ -25,6 +25,8 @@
  *   adownpour    DOWNPOUR; the master also keeps z_{t+1} = (1 - 1/(t+1)) z_t + x~_t/(t+1)
  *                (t = master clock, one tick per commit, z_0 = x~_0); evaluated at z.
  *   mvadownpour  the same with z_{t+1} = (1 - a) z_t + a x~_t, a = 0.001; evaluated at z.
+ *                The three share the center trajectory: a server of any of them keeps both
+ *                averages and also evaluates the other two points ("views" in eval lines).
  *   seq-<opt>    the sequential comparators (p = 1, one node, no server): the core's optimizer
  *                <opt> in sgd msgd nag asgd mvasgd on the seam, so their time is simulated the
  *                same way and they are evaluated like the center (a run with --threads 1 and a
@@ -35,8 +37,8 @@
  * above --diverge-loss reports it at once and leaves; the server records "diverged at step
  * t_i" (run_check_diverged), as it does when the center's train loss is non-finite or above
  * the bound at an evaluation, and every later reply tells the workers to stop.
- * Evaluation (server, or the seq node): every --eval-every N local steps summed over workers
- * (default: each epoch) and at the end: test error and loss of the center (or z) on the test
+ * Evaluation (server, or the seq node): at the start, every --eval-every N local steps summed
+ * over workers (default: each epoch) and at the end: test error and loss of the center (or z) on the test
  * set, and its train loss on the first min(train, test) training examples ("train_loss"), as
  * the paper plots them for the center; "worker_loss" is the workers' mean mini-batch loss since
  * the previous evaluation. "updates" counts local steps summed over workers; "master_clock"
@@ -114,20 +116,35 @@ static void ea_grad_free(ea_grad_t *G) { replica_free(&G->rep); xfree(G->g); }
 /* ---- evaluation and summary (server or seq node) ------------------------------------------- */
 typedef struct { double wl; long wn; long total, master_clock, last_eval; } ea_progress_t;
 
+/* DOWNPOUR, ADOWNPOUR and MVADOWNPOUR share one center trajectory (the averages only change the
+ * point that is evaluated), so a server of any of the three keeps both averages, charges their
+ * cost, and evaluates all three points: the run's own in the usual fields, the other two under
+ * "views" (a DOWNPOUR-family run gives the curves of all three methods at its learning rate). */
+typedef struct { const char *name; const float *w; } ea_view_t;
+
+static int ea_train_n(const run_t *r) { return r->data.train.n < r->data.test.n ? r->data.train.n : r->data.test.n; }
+
 /* Evaluates w (center or its average); returns 1 if its train loss says the run diverged. */
-static int ea_eval(rt_t *rt, job_t *job, const ea_t *A, const float *w, ea_progress_t *P) {
+static int ea_eval(rt_t *rt, job_t *job, const ea_t *A, const float *w, ea_progress_t *P, const ea_view_t *views, int nviews) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   double t = dist_time(rt, job), t0 = now_s();
-  const dataset_t *tr = &r->data.train;
-  int ntr = tr->n < r->data.test.n ? tr->n : r->data.test.n;
+  const dataset_t *tr = &r->data.train, *te = &r->data.test;
   double terr, tloss;
-  net_evaluate(&r->eval_ws, w, tr->x, tr->y, ntr, &terr, &tloss);
+  net_evaluate(&r->eval_ws, w, tr->x, tr->y, ea_train_n(r), &terr, &tloss);
   r->train_loss = tloss;
   r->updates = P->total;
   r->epochs_done = (double)P->total * c->batch / (double)tr->n;
-  char extra[512], a[32], b[32];
-  snprintf(extra, sizeof extra, "\"worker_loss\":%s,\"train_err\":%s,\"master_clock\":%ld,\"tau\":%d,\"workers\":%d",
-           jnum(a, P->wn ? P->wl / (double)P->wn : NAN), jnum(b, terr), P->master_clock, A->tau, A->p);
+  char extra[2048], a[32], b[32], d[32];
+  int k = snprintf(extra, sizeof extra, "\"worker_loss\":%s,\"train_err\":%s,\"master_clock\":%ld,\"tau\":%d,\"workers\":%d",
+                   jnum(a, P->wn ? P->wl / (double)P->wn : NAN), jnum(b, terr), P->master_clock, A->tau, A->p);
+  for (int v = 0; v < nviews; v++) {
+    double ve, vl, vte, vtl;
+    net_evaluate(&r->eval_ws, views[v].w, tr->x, tr->y, ea_train_n(r), &ve, &vl);
+    net_evaluate(&r->eval_ws, views[v].w, te->x, te->y, te->n, &vte, &vtl);
+    k += snprintf(extra + k, sizeof extra - (size_t)k, "%s\"%s\":{\"train_loss\":%s,\"test_err\":%s,\"test_loss\":%s}",
+                  v ? "," : ",\"views\":{", views[v].name, jnum(a, vl), jnum(b, vte), jnum(d, vtl));
+    if (v == nviews - 1) k += snprintf(extra + k, sizeof extra - (size_t)k, "}");
+  }
   P->wl = 0; P->wn = 0; P->last_eval = P->total;
   run_eval(r, w, t, extra);
   job->eval_time += now_s() - t0;
@@ -165,15 +182,22 @@ static int ea_account(run_t *r, ea_progress_t *P, const ps_req_t *q) {
 static void ea_server(rt_t *rt, job_t *job, const ea_t *A) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   size_t n = r->net.nparams;
-  float *x = xmalloc(n * sizeof(float)), *v = NULL, *z = NULL, *pt = NULL;   /* [n] each */
+  int avg = A->kind == K_DOWNPOUR || A->kind == K_ADOWNPOUR || A->kind == K_MVADOWNPOUR;
+  float *x = xmalloc(n * sizeof(float)), *v = NULL, *pt = NULL, *za = NULL, *zm = NULL;   /* [n] each */
   net_init_params(&r->net, x, c->seed);
   if (A->kind == K_MDOWNPOUR) { v = xcalloc(n, sizeof(float)); pt = xmalloc(n * sizeof(float)); }
-  if (A->kind == K_ADOWNPOUR || A->kind == K_MVADOWNPOUR) { z = xmalloc(n * sizeof(float)); vec_copy(z, x, n); }
-  const float *evalp = z ? z : x;
+  if (avg) { za = xmalloc(n * sizeof(float)); zm = xmalloc(n * sizeof(float)); vec_copy(za, x, n); vec_copy(zm, x, n); }
+  ea_view_t all[3] = {{"downpour", x}, {"adownpour", za}, {"mvadownpour", zm}}, views[2];
+  const float *evalp = x;
+  int nviews = 0;
+  for (int i = 0; avg && i < 3; i++) {
+    if (!strcmp(all[i].name, c->algo)) evalp = all[i].w; else views[nviews++] = all[i];
+  }
   ps_server_t s; ps_server_init(&s, rt, n, c->ps_round_robin);
   ea_progress_t P; memset(&P, 0, sizeof P);
   long next_eval = A->eval_every;
   float delta = A->delta;
+  ea_eval(rt, job, A, evalp, &P, views, nviews);     /* the common start point (step 0) */
   while (ps_server_active(&s)) {
     watchdog_context("%s server: %ld local steps, %ld commits", c->algo, P.total, P.master_clock);
     int src; ps_req_t q;
@@ -181,14 +205,14 @@ static void ea_server(rt_t *rt, job_t *job, const ea_t *A) {
     if (ea_account(r, &P, &q)) s.stop = 1;
     if (op == PS_PUSH || op == PS_PUSH_PULL) {
       const float *d = s.vec;
-      if (z) {   /* average of x~_0..x~_t, before this commit moves x~ */
-        float a = A->kind == K_ADOWNPOUR ? 1.0f / (float)(P.master_clock + 1) : MVADOWNPOUR_RATE;
-        for (size_t i = 0; i < n; i++) z[i] = (1 - a) * z[i] + a * x[i];
+      if (avg) {   /* averages of x~_0..x~_t, before this commit moves x~ */
+        float a = 1.0f / (float)(P.master_clock + 1), m = MVADOWNPOUR_RATE;
+        for (size_t i = 0; i < n; i++) { za[i] = (1 - a) * za[i] + a * x[i]; zm[i] = (1 - m) * zm[i] + m * x[i]; }
       }
       if (v) { for (size_t i = 0; i < n; i++) { v[i] = delta * v[i] + d[i]; x[i] += v[i]; } }
       else vec_add(x, d, n);
       P.master_clock++;
-      rt->ops->work(rt, 4.0 * n * (3 + (v ? 3 : 0) + (z ? 3 : 0)));
+      rt->ops->work(rt, 4.0 * n * (3 + (v ? 3 : 0) + (avg ? 6 : 0)));
     }
     if (op == PS_PULL || op == PS_PUSH_PULL) {
       const float *point = x;
@@ -197,15 +221,15 @@ static void ea_server(rt_t *rt, job_t *job, const ea_t *A) {
     }
     if (pdl_stop_signal) s.stop = 1;
     if (!s.stop && P.total >= next_eval) {
-      if (ea_eval(rt, job, A, evalp, &P)) s.stop = 1;
+      if (ea_eval(rt, job, A, evalp, &P, views, nviews)) s.stop = 1;
       next_eval = (P.total / A->eval_every + 1) * A->eval_every;
     } else if (!c->quiet)
       progress("%s: %ld local steps (%.1f per worker), %ld commits", c->algo, P.total, (double)P.total / A->p, P.master_clock);
   }
-  if (P.total != P.last_eval || P.total == 0) ea_eval(rt, job, A, evalp, &P);
+  if (P.total != P.last_eval) ea_eval(rt, job, A, evalp, &P, views, nviews);
   ea_summary(rt, job, A, &P, x);
   ps_server_free(&s);
-  xfree(x); xfree(v); xfree(z); xfree(pt);
+  xfree(x); xfree(v); xfree(pt); xfree(za); xfree(zm);
 }
 
 /* ---- asynchronous methods: worker ------------------------------------------------------------ */
@@ -278,6 +302,7 @@ static void ea_sync(rt_t *rt, job_t *job, const ea_t *A) {
   ea_progress_t P; memset(&P, 0, sizeof P);
   long next_eval = A->eval_every, rounds = (A->K + tau - 1) / tau, t = 0;
   int stop = 0;
+  if (me == 0) ea_eval(rt, job, A, x, &P, NULL, 0);
   for (long k = 0; k < rounds; k++) {
     watchdog_context("easgd-sync node %d: round %ld of %ld", me, k, rounds);
     if (me == 0) { vec_copy(bb, x, n); bb[n] = stop || pdl_stop_signal ? 1.0f : 0.0f; }
@@ -307,13 +332,13 @@ static void ea_sync(rt_t *rt, job_t *job, const ea_t *A) {
     if (ea_account(r, &P, &q)) stop = 1;
     if (pdl_stop_signal) stop = 1;
     if (!stop && P.total >= next_eval) {
-      if (ea_eval(rt, job, A, x, &P)) stop = 1;
+      if (ea_eval(rt, job, A, x, &P, NULL, 0)) stop = 1;
       next_eval = (P.total / A->eval_every + 1) * A->eval_every;
     } else if (!c->quiet)
       progress("easgd-sync: round %ld of %ld", k + 1, rounds);
   }
   if (me == 0) {
-    if (P.total != P.last_eval || P.total == 0) ea_eval(rt, job, A, x, &P);
+    if (P.total != P.last_eval) ea_eval(rt, job, A, x, &P, NULL, 0);
     ea_summary(rt, job, A, &P, x);
   } else { optim_free(&o); ea_grad_free(&G); }
   xfree(x); xfree(bb); xfree(rb);
@@ -329,6 +354,7 @@ static void ea_seq(rt_t *rt, job_t *job, const ea_t *A) {
   optim_t o; optim_init(&o, A->seq_opt, n, c->momentum, c->wd);
   ea_progress_t P; memset(&P, 0, sizeof P);
   long next_eval = A->eval_every;
+  ea_eval(rt, job, A, x, &P, NULL, 0);
   for (long t = 0; t < A->K && !pdl_stop_signal; t++) {
     watchdog_context("%s: step %ld of %ld", c->algo, t, A->K);
     double loss = ea_gradient(rt, &G, optim_grad_point(&o, x), n);
@@ -337,12 +363,12 @@ static void ea_seq(rt_t *rt, job_t *job, const ea_t *A) {
     ps_req_t q = {0, 1, t + 1, loss};
     if (ea_account(r, &P, &q)) break;
     if (P.total >= next_eval) {
-      if (ea_eval(rt, job, A, optim_eval_point(&o, x), &P)) break;
+      if (ea_eval(rt, job, A, optim_eval_point(&o, x), &P, NULL, 0)) break;
       next_eval += A->eval_every;
     } else if (!c->quiet)
       progress("%s: step %ld of %ld  loss %.4f", c->algo, t + 1, A->K, loss);
   }
-  if (P.total != P.last_eval || P.total == 0) ea_eval(rt, job, A, optim_eval_point(&o, x), &P);
+  if (P.total != P.last_eval) ea_eval(rt, job, A, optim_eval_point(&o, x), &P, NULL, 0);
   ea_summary(rt, job, A, &P, x);
   optim_free(&o); ea_grad_free(&G); xfree(x);
 }
