@@ -104,8 +104,138 @@ EOF
   done
 }
 
+# ---- E2/E3: training (Fig. 2, Fig. 3) on the sim runtime -----------------------------------------
+# Budget (2 shared cores, ~45 min full, ~3 min QUICK): the paper's CIFAR net costs 84.5 MFLOP per
+# training image; the full bench uses the same architecture (5x5, 5x5, 3x3 valid convs, dropout
+# 0.5, ReLU) at 1/8 of its widths (1.8 MFLOP/img), QUICK at 1/16 (0.56 MFLOP/img). Every
+# worker makes K (E3: K3) steps of batch 128 (real numerics: p x K x 128 images per run); the
+# p = 1 comparators make KSEQ steps so that the E3 speed-up is measurable. Time is simulated:
+# each worker on its own device at the rate `pdl calibrate` measures for the net on one core of
+# this machine (R GFLOP/s); node links at 56 Gb/s and 0.5 us per link (FDR InfiniBand, the
+# paper's cluster) scaled by R / 1500 (1500 GFLOP/s: a Kepler-class GPU in cuDNN, the sim's
+# default device), so one transfer costs the same fraction of a gradient step as on the paper's
+# GPUs. Learning rates: a small grid per method and tau at p = 4, picked by the smallest test
+# error (as the paper did); E3 reuses the p = 4 picks at tau = 16 (EASGD, EAMSGD) and tau = 1
+# (DOWNPOUR family, their best in the paper). ADOWNPOUR / MVADOWNPOUR are read from the DOWNPOUR
+# runs (same center trajectory, evaluated at the averages).
+JOBS=${JOBS:-2}
+ea_settings() {
+  TAU3_EA=16; TAU3_DP=1
+  if [ -n "$QUICK" ]; then
+    NET="C4k5p0 P C8k5p0 P C8k3p0 F32 D0.5 S10"; NETNOTE="easgd-cifar at 1/16 width"
+    K=96; K3=96; KSEQ=384; TAUS="1 16"; PS3="8"; NEVAL=6; NTEST=1000
+    GRID_easgd="0.05"; GRID_eamsgd="0.002"; GRID_downpour="0.03"; GRID_mdownpour="0.0005"; GRID_msgd="0.002"
+    SEQ_OTHERS=""
+  else
+    NET="C8k5p0 P C16k5p0 P C16k3p0 F64 D0.5 S10"; NETNOTE="easgd-cifar at 1/8 width"
+    K=512; K3=384; KSEQ=3072; TAUS="1 4 16 64"; PS3="8 16"; NEVAL=16; NTEST=2000
+    GRID_easgd="0.05 0.1"; GRID_eamsgd="0.001 0.003"; GRID_downpour="0.02 0.05"; GRID_mdownpour="0.0003 0.001"
+    GRID_msgd="0.001 0.002 0.004"; SEQ_OTHERS="sgd asgd mvasgd"
+  fi
+  # runs live in a directory named by the settings, so runs of other settings are never mixed in
+  local sig; sig=$(echo "$NET $K $K3 $KSEQ $TAUS $PS3 $NEVAL $NTEST $GRID_easgd $GRID_eamsgd $GRID_downpour $GRID_mdownpour $GRID_msgd $SEQ_OTHERS" | md5sum | cut -c1-8)
+  RUNS=$RES/runs-${QUICK:+quick-}$sig
+  COMMON=(--net "$NET" --test-subset "$NTEST" --batch 128 --wd 1e-4 --beta 0.9 --delta 0.99 --threads 1 --quiet --timeout 600)
+  mkdir -p "$RUNS"
+}
+ea_calibrate() { # sets RATE (GFLOP/s of one core for $NET), BW (Gb/s), LAT (ms per link)
+  local f=$RUNS/calibration.json
+  if [ -n "$FORCE" ] || [ ! -s "$f" ]; then
+    "$PDL" calibrate --net "$NET" --batch 128 --threads 1 --repeats 5 --out "$f.tmp" >/dev/null || return 1
+    mv "$f.tmp" "$f"
+  fi
+  RATE=$(python3 -c "import json; print('%.4g' % json.load(open('$f'))['gflops'])") || return 1
+  BW=$(python3 -c "print('%.4g' % (56 * $RATE / 1500))")
+  LAT=$(python3 -c "print('%.4g' % (0.0005 * 1500 / $RATE))")
+}
+ea_platform() { echo "links:k=$(($1 + 1)),bw=${BW}Gbps,lat=${LAT}ms"; }
+ea_run() { # ea_run NAME ARGS...: one training run in the background (at most JOBS at once),
+           # skipped when its results file already has a summary (an interrupted bench resumes)
+  local name=$1; shift
+  local f=$RUNS/$name.jsonl
+  if [ -z "$FORCE" ] && grep -q '"event":"summary"' "$f" 2>/dev/null; then return 0; fi
+  rm -f "$f"
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  nice "$PDL" train "${COMMON[@]}" "$@" --results "$f" --tag "$name" > "$RUNS/$name.out" 2>&1 &
+}
+ea_wait() { # waits for the runs; fails naming the runs that left no summary
+  wait
+  local bad=0 n
+  for n in "$@"; do
+    grep -q '"event":"summary"' "$RUNS/$n.jsonl" 2>/dev/null || { echo "run $n failed: $(tail -2 "$RUNS/$n.out")" >&2; bad=1; }
+  done
+  return $bad
+}
+ea_par() { # ea_par NAME ALGO P TAU LR STEPS
+  local name=$1 algo=$2 p=$3 tau=$4 lr=$5 k=$6
+  ea_run "$name" --algo "$algo" --tau "$tau" --lr "$lr" --steps "$k" --eval-every $((p * k / NEVAL)) \
+    --runtime sim --platform "$(ea_platform "$p")" --device-rate "$RATE"
+  NAMES+=("$name")
+}
+ea_seq() { # ea_seq OPT LR [MOMENTUM]
+  local name=seq-$1-lr$2
+  ea_run "$name" --algo "seq-$1" --lr "$2" ${3:+--momentum $3} --steps "$KSEQ" --eval-every $((KSEQ / 24)) \
+    --runtime sim --platform "$(ea_platform 0)" --device-rate "$RATE"
+  NAMES+=("$name")
+}
+ea_analyze() {
+  python3 - "$RUNS/meta.json" <<EOF || return 1
+import json, sys
+m = {"k": $K, "kseq": $KSEQ, "tau3_ea": $TAU3_EA, "tau3_dp": $TAU3_DP,
+     "data_note": "60k train / $NTEST test; net $NETNOTE: $NET",
+     "sim_note": "SimGrid links: p workers + 1 server, each on a device of $RATE GFLOP/s (calibrated), node links $BW Gb/s $LAT ms",
+     "title_note": "Fashion-MNIST, $NETNOTE, $K (E3: $K3) steps/worker of batch 128; SIMULATED: devices $RATE GFLOP/s, links $BW Gb/s"}
+json.dump(m, open(sys.argv[1], "w"))
+EOF
+  python3 bench/easgd/e23.py analyze "$RUNS" "$RES" "$RUNS/meta.json" || return 1
+  local gp; for gp in plots/easgd-e2.gp plots/easgd-e3.gp; do render_plot "$gp" || return 1; done
+}
+
+e2() {
+  ea_settings; ea_calibrate || return 1
+  echo "[easgd] e2: net '$NET', device $RATE GFLOP/s, links $BW Gb/s $LAT ms, K=$K, JOBS=$JOBS"
+  NAMES=()
+  local tau m lr grid
+  for lr in $GRID_msgd; do ea_seq nag "$lr" 0.99; done
+  for m in $SEQ_OTHERS; do ea_seq "$m" 0.05; done
+  for tau in $TAUS; do
+    for m in easgd eamsgd downpour mdownpour; do
+      grid=GRID_$m
+      for lr in ${!grid}; do ea_par "e2-$m-p4-tau$tau-lr$lr" "$m" 4 "$tau" "$lr" "$K"; done
+    done
+  done
+  ea_wait "${NAMES[@]}" || return 1
+  ea_analyze
+}
+
+e3() {
+  ea_settings; ea_calibrate || return 1
+  NAMES=()
+  local picks p m tau lr
+  picks=$(python3 bench/easgd/e23.py picks "$RUNS") || return 1
+  [ -n "$picks" ] || { echo "e3: no E2 learning-rate picks (run e2 first)" >&2; return 1; }
+  for p in $PS3; do
+    while read -r m tau lr; do
+      case "$m:$tau" in "easgd:$TAU3_EA"|"eamsgd:$TAU3_EA"|"downpour:$TAU3_DP"|"mdownpour:$TAU3_DP") ;; *) continue ;; esac
+      ea_par "e3-$m-p$p-tau$tau-lr$lr" "$m" "$p" "$tau" "$lr" "$K3"
+    done <<< "$picks"
+  done
+  ea_wait "${NAMES[@]}" || return 1
+  ea_analyze
+}
+
+e23_rows() {
+  if [ ! -s "$RES/e23-rows.tsv" ]; then table_row E2-E3 "Fig. 2, Fig. 3" "no results (e2/e3 did not finish)" "-" "-" "missing"; return; fi
+  while IFS=$'\t' read -r id paper ours data mode verdict; do
+    table_row "$id" "$paper" "$ours" "$data" "$mode" "$verdict"
+  done < "$RES/e23-rows.tsv"
+}
+
 rc=0
 done_or_run e1 e1 || rc=1
+done_or_run e2 e2 || rc=1
+done_or_run e3 e3 || rc=1
 e1_rows
+e23_rows
 table_print
 exit $rc

@@ -26,7 +26,8 @@ void train_usage(FILE *f) {
     "  --net N           preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10' (ppasgd-cifar)\n"
     "  --algo A          sequential: sgd msgd nag adam asgd mvasgd;\n"
     "                    distributed: ssgd asgd-dist ppasgd easgd easgd-sync eamsgd downpour mdownpour\n"
-    "                    adownpour mvadownpour                                        (msgd)\n"
+    "                    adownpour mvadownpour; p = 1 comparators on the seam: seq-sgd seq-msgd\n"
+    "                    seq-nag seq-asgd seq-mvasgd                                  (msgd)\n"
     "  --batch B         mini-batch per worker (sub-batch b for ssgd/ppasgd)          (128)\n"
     "  --lr L            learning rate                                                 (0.01)\n"
     "  --momentum M      momentum mu (msgd, nag, ssgd, ppasgd)                         (0.9)\n"
@@ -54,6 +55,8 @@ void train_usage(FILE *f) {
     "  --alpha A, --beta B, --delta D   elastic moving rate, EASGD beta, EAMSGD momentum\n"
     "  --eval-every-examples N  distributed: evaluate every N training examples processed\n"
     "  --target-err E    distributed: stop once the test error is <= E (time-to-accuracy runs)\n"
+    "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
+    "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
     "                    ||w_{t+S0+1} - f_S(w_t, M_t)|| for S = 0..13, mean of N updates (P1)\n"
     "  --timeout S       watchdog: fail a run that makes no progress for S seconds\n"
@@ -105,6 +108,12 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--delta")) c->delta = (float)parse_double(key, VAL(), 0, 0.999999);
     else if (FLAG("--eval-every-examples")) c->eval_every_examples = parse_long(key, VAL(), 1, 1L << 40);
     else if (FLAG("--target-err")) c->target_err = parse_double(key, VAL(), 0, 1);
+    else if (FLAG("--ps-order")) {
+      const char *v = VAL();
+      if (!strcmp(v, "round-robin")) c->ps_round_robin = 1;
+      else if (!strcmp(v, "any")) c->ps_round_robin = 0;
+      else die_usage("train: --ps-order must be 'any' or 'round-robin', not '%s'", v);
+    }
     else if (FLAG("--probe")) c->probe = (int)parse_long(key, VAL(), 0, 100000);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);

@@ -41,6 +41,7 @@ typedef struct {
   int probe;               /* ppasgd/asgd-dist: P1 prediction-error measurements after epoch 1 */
   long eval_every_examples;/* evaluate every N training examples (distributed algorithms) */
   double target_err;       /* distributed algorithms: stop once the test error is <= this (0: off) */
+  int ps_round_robin;      /* easgd family: the parameter server serves workers in a fixed rotation */
 } train_cfg_t;
 
 typedef struct {

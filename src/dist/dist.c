@@ -17,6 +17,18 @@ static const dist_algo_t algos[] = {
   {"ssgd", ssgd_node, 0, "synchronous data-parallel SGD with allreduce and NAG (PP-ASGD paper Alg. 4)"},
   {"ppasgd", ppasgd_node, 0, "asynchronous SGD with allreduce and parameter prediction f_S (Alg. 1-3, eq. 2)"},
   {"asgd-dist", ppasgd_node, 0, "asynchronous SGD with allreduce, no prediction (w_hat = w)"},
+  {"easgd", easgd_node, 1, "asynchronous EASGD (EASGD paper Alg. 1): elastic pull/commit with the server every tau steps"},
+  {"easgd-sync", easgd_node, 1, "synchronous EASGD (eq. 5-6) every tau steps: bcast the center, reduce the elastic differences"},
+  {"eamsgd", easgd_node, 1, "asynchronous EAMSGD (Alg. 2): EASGD with local Nesterov momentum delta"},
+  {"downpour", easgd_node, 1, "DOWNPOUR as in mpiT: local SGD, the accumulated step pushed and the center pulled every tau steps"},
+  {"mdownpour", easgd_node, 1, "DOWNPOUR with Nesterov momentum delta on the master"},
+  {"adownpour", easgd_node, 1, "DOWNPOUR; the master keeps the running average of the center (evaluated)"},
+  {"mvadownpour", easgd_node, 1, "DOWNPOUR; the master keeps a moving average (rate 0.001) of the center (evaluated)"},
+  {"seq-sgd", easgd_node, 0, "p = 1 comparator on the seam: the core's sgd (simulated time, center-style evaluation)"},
+  {"seq-msgd", easgd_node, 0, "p = 1 comparator on the seam: the core's msgd"},
+  {"seq-nag", easgd_node, 0, "p = 1 comparator on the seam: the core's nag (Nesterov MSGD)"},
+  {"seq-asgd", easgd_node, 0, "p = 1 comparator on the seam: the core's asgd (evaluated at the average)"},
+  {"seq-mvasgd", easgd_node, 0, "p = 1 comparator on the seam: the core's mvasgd (evaluated at the average)"},
 };
 #define NALGOS (int)(sizeof algos / sizeof algos[0])
 
@@ -109,7 +121,8 @@ int dist_train(const train_cfg_t *c) {
     if (!cf->platform[0]) die_usage("train: --runtime sim needs --platform (e.g. cluster:nodes=2,gpus=4)");
     if (rt_sim_platform_shape(cf->platform, &N, &G) != 0) die_usage("train: bad --platform '%s'", cf->platform);
     job->G = G; job->nnodes = N;
-    run_setup(&job->r, cf, cf->batch * G * N);
+    if (A->needs_server && N < 2) die_usage("train: --algo %s needs a server node and >= 1 worker node (platform of >= 2 nodes)", c->algo);
+    run_setup(&job->r, cf, A->node_main == easgd_node ? cf->batch * (N - A->needs_server) : cf->batch * G * N);
     job->r.simulated = 1; job->r.nranks = N;
     rt_sim_cfg_t sc; memset(&sc, 0, sizeof sc);
     sc.platform = cf->platform; sc.device_gflops = dist_device_rate(cf, &job->r.net); sc.seed = cf->seed;
@@ -124,7 +137,10 @@ int dist_train(const train_cfg_t *c) {
   if (cf->timeout > 0) watchdog_start(cf->timeout);
   int R = pdl_mpi_size();
   job->nnodes = R;
-  run_setup(&job->r, cf, cf->batch * job->G * R);
+  if (A->needs_server && R < 2)
+    die_usage("train: --algo %s needs a parameter server and p >= 1 workers: run it with mpirun -np p+1 "
+              "(or --runtime sim --platform links:k=P+1,...)", c->algo);
+  run_setup(&job->r, cf, A->node_main == easgd_node ? cf->batch * (R - A->needs_server) : cf->batch * job->G * R);
   job->r.rank = pdl_mpi_rank(); job->r.nranks = R;
   if (job->r.rank != 0) results_close(&job->r.res);
   install_stop_handlers();

@@ -45,5 +45,6 @@ int dist_maybe_eval(rt_t *rt, job_t *job, const float *w, long update, int epoch
 
 void ssgd_node(rt_t *rt, void *job);
 void ppasgd_node(rt_t *rt, void *job);
+void easgd_node(rt_t *rt, void *job);   /* easgd.c: EASGD/DOWNPOUR families and the seq-* comparators */
 int pp_emulate(job_t *job, int S, int predict);
 #endif

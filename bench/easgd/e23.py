@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""e23.py — analysis of the EASGD paper's E2 (Fig. 2) and E3 (Fig. 3) runs for bench/easgd/run.sh.
+
+  e23.py picks RUNS_DIR                       prints "method tau lr" for every (method, tau) of E2
+                                              (p = 4): the learning rate of the grid with the
+                                              smallest test error, runs that diverged last
+  e23.py analyze RUNS_DIR RES_DIR META_JSON   merges the runs into RES_DIR/e2.jsonl, e3.jsonl,
+                                              writes the gnuplot .dat files, the learning-rate
+                                              grid (e2-lr-grid.md) and the paper-vs-ours rows
+                                              (e23-rows.tsv: id, paper, ours, data, mode, verdict)
+
+A run is one JSONL file of `pdl train` (eval lines + summary) named by its tag:
+  e2-<algo>-p<p>-tau<tau>-lr<lr>, e3-<algo>-p<p>-tau<tau>-lr<lr>, seq-<opt>-lr<lr>.
+DOWNPOUR runs also carry the ADOWNPOUR and MVADOWNPOUR curves ("views": the same center
+trajectory, evaluated at the running / moving average), so those methods are read from them.
+Times are simulated seconds (time_s of the sim runtime). Test errors are in % in the .dat files.
+"""
+import glob
+import json
+import math
+import os
+import sys
+
+PAR = ["easgd", "eamsgd", "downpour", "mdownpour"]
+VIEWS = ["adownpour", "mvadownpour"]
+DPFAM = ["downpour", "mdownpour", "adownpour", "mvadownpour"]
+NAMES = {"msgd": "MSGD", "sgd": "SGD", "asgd": "ASGD", "mvasgd": "MVASGD", "easgd": "EASGD", "eamsgd": "EAMSGD",
+         "downpour": "DOWNPOUR", "mdownpour": "MDOWNPOUR", "adownpour": "ADOWNPOUR", "mvadownpour": "MVADOWNPOUR"}
+
+
+def load_runs(d):
+    """Returns a list of runs: dict(name, exp, method, p, tau, lr, evals, summary, file)."""
+    runs = []
+    for f in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
+        lines = [json.loads(l) for l in open(f) if l.strip()]
+        evals = [l for l in lines if l.get("event") == "eval"]
+        summ = [l for l in lines if l.get("event") == "summary"]
+        if not summ:
+            continue
+        s = summ[-1]
+        name = os.path.basename(f)[:-6]
+        algo = s["algo"]
+        if algo.startswith("seq-"):
+            method = {"nag": "msgd"}.get(algo[4:], algo[4:])
+            exp, p, tau = "seq", 1, 0
+        else:
+            method, exp, p, tau = algo, name.split("-")[0], s["workers"], s["tau"]
+        runs.append(dict(name=name, exp=exp, method=method, p=p, tau=tau, lr=s["lr"], evals=evals, summary=s,
+                         file=f, lines=lines))
+    return runs
+
+
+def series(run, method):
+    """[(time_s, train_loss, test_loss, test_err)] of `method` in `run` (a view for the averages)."""
+    out = []
+    for e in run["evals"]:
+        if method == run["method"]:
+            v = (e["time_s"], e.get("train_loss"), e.get("test_loss"), e.get("test_err"))
+        else:
+            w = e.get("views", {}).get(method)
+            if w is None:
+                continue
+            v = (e["time_s"], w.get("train_loss"), w.get("test_loss"), w.get("test_err"))
+        out.append(v)
+    return out
+
+
+def finite(x):
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def best_err(ser, tmax=None):
+    errs = [s[3] for s in ser if finite(s[3]) and (tmax is None or s[0] <= tmax * (1 + 1e-9))]
+    return min(errs) if errs else float("nan")
+
+
+def candidates(runs, method, exp, p, tau):
+    """(run, series) of method at (exp, p, tau) over the learning-rate grid."""
+    base = method if method not in VIEWS else "downpour"
+    out = []
+    for r in runs:
+        if r["exp"] == exp and r["method"] == base and r["p"] == p and r["tau"] == tau:
+            out.append((r, series(r, method)))
+    return out
+
+
+def pick(cands):
+    """The grid point with the smallest test error; runs that diverged only if all did."""
+    if not cands:
+        return None
+    return min(cands, key=lambda c: (bool(c[0]["summary"].get("diverged")), nan_last(best_err(c[1]))))
+
+
+def nan_last(x):
+    return x if math.isfinite(x) else 1e9
+
+
+def seq_pick(runs, method):
+    c = [(r, series(r, method)) for r in runs if r["exp"] == "seq" and r["method"] == method]
+    return pick(c)
+
+
+def div_note(run):
+    s = run["summary"]
+    return "diverged at step %d" % s["diverged_at"] if s.get("diverged") else ""
+
+
+def fmt_err(e):
+    return "%.1f%%" % (100 * e) if math.isfinite(e) else "n/a"
+
+
+def label(method, run, extra=""):
+    t = "%s eta=%g%s" % (NAMES[method], run["lr"], extra)
+    d = div_note(run)
+    return t + (" (%s)" % d if d else "")
+
+
+def write_dat(path, ser, title, run):
+    with open(path + ".tmp", "w") as f:
+        f.write('"time_s" "train_loss" "test_loss" "%s"\n' % title.replace('"', "'"))
+        for t, trl, tel, err in ser:
+            f.write("%.6g %s %s %s\n" % (t, g(trl), g(tel), g(100 * err if finite(err) else None)))
+    os.replace(path + ".tmp", path)
+    # the divergence marker: last evaluation of a run that diverged (empty file otherwise)
+    with open(path[:-4] + "-div.dat.tmp", "w") as f:
+        if run is not None and run["summary"].get("diverged") and ser:
+            t = ser[-1][0]
+            f.write("%.6g 1 1 1\n" % t)
+    os.replace(path[:-4] + "-div.dat.tmp", path[:-4] + "-div.dat")
+
+
+def g(x):
+    return "%.6g" % x if finite(x) else "NaN"
+
+
+def crossing(ser, target):
+    """First (linearly interpolated) time at which the test error reaches target; None if never."""
+    prev = None
+    for t, _, _, e in ser:
+        if finite(e) and e <= target:
+            if prev is None:
+                return t
+            t0, e0 = prev
+            return t0 + (t - t0) * (e0 - target) / (e0 - e) if e0 != e else t
+        if finite(e):
+            prev = (t, e)
+    return None
+
+
+def cmd_picks(d):
+    runs = load_runs(d)
+    taus = sorted({r["tau"] for r in runs if r["exp"] == "e2"})
+    for m in PAR:
+        for tau in taus:
+            c = pick(candidates(runs, m, "e2", 4, tau))
+            if c:
+                print(m, tau, "%g" % c[0]["lr"])
+
+
+def cmd_analyze(d, res, meta_path):
+    meta = json.load(open(meta_path))
+    runs = load_runs(d)
+    rows = []
+    data = "Fashion-MNIST (%s)" % meta["data_note"]
+    mode = "simulated (%s); numerics real" % meta["sim_note"]
+    # merged results per experiment (each line carries its run's tag)
+    for exp in ("e2", "e3", "seq"):
+        with open(os.path.join(res, exp + ".jsonl.tmp"), "w") as f:
+            for r in runs:
+                if r["exp"] == exp:
+                    for l in r["lines"]:
+                        f.write(json.dumps(l) + "\n")
+        os.replace(os.path.join(res, exp + ".jsonl.tmp"), os.path.join(res, exp + ".jsonl"))
+
+    # ---- p = 1 comparators -------------------------------------------------------------------
+    seq = {}
+    grid = ["| method | p | tau | eta | best test error | diverged | picked |", "|---|---|---|---|---|---|---|"]
+    for m in ("msgd", "sgd", "asgd", "mvasgd"):
+        cs = [(r, series(r, m)) for r in runs if r["exp"] == "seq" and r["method"] == m]
+        pk = pick(cs)
+        if pk:
+            seq[m] = pk
+        for r, s in sorted(cs, key=lambda c: c[0]["lr"]):
+            grid.append("| %s | 1 | - | %g | %s | %s | %s |" % (NAMES[m], r["lr"], fmt_err(best_err(s)), div_note(r) or "no",
+                                                                 "yes" if pk and r is pk[0] else ""))
+    if "msgd" in seq:
+        write_dat(os.path.join(res, "e2-msgd.dat"), seq["msgd"][1], label("msgd", seq["msgd"][0], " (p=1)"), seq["msgd"][0])
+        write_dat(os.path.join(res, "e3-msgd.dat"), seq["msgd"][1], label("msgd", seq["msgd"][0], " (p=1)"), seq["msgd"][0])
+
+    # ---- E2: p = 4, tau sweep ------------------------------------------------------------------
+    taus = sorted({r["tau"] for r in runs if r["exp"] == "e2"})
+    best = {}      # (method, tau) -> (err within the method's own run, run, series, end time)
+    for tau in taus:
+        for m in PAR + VIEWS:
+            cs = candidates(runs, m, "e2", 4, tau)
+            pk = pick(cs)
+            for r, s in sorted(cs, key=lambda c: c[0]["lr"]):
+                grid.append("| %s | 4 | %d | %g | %s | %s | %s |" % (NAMES[m], tau, r["lr"], fmt_err(best_err(s)),
+                                                                     div_note(r) or "no", "yes" if r is pk[0] else ""))
+            if pk:
+                r, s = pk
+                best[(m, tau)] = (best_err(s), r, s, s[-1][0] if s else 0)
+                write_dat(os.path.join(res, "e2-%s-tau%d.dat" % (m, tau)), s, label(m, r), r)
+    with open(os.path.join(res, "e2-lr-grid.md"), "w") as f:
+        f.write("# EASGD paper E2/E3: learning-rate grid and picks (smallest test error of the center; runs that "
+                "diverged only if every grid point did)\n\n" + "\n".join(grid) + "\n")
+
+    def dp_row(m):
+        errs = {tau: best[(m, tau)] for tau in taus if (m, tau) in best}
+        if not errs:
+            return
+        parts = []
+        for tau in taus:
+            if tau in errs:
+                e, r, _, _ = errs[tau]
+                d = div_note(r)
+                parts.append("tau=%d: %s%s" % (tau, fmt_err(e), " (" + d + ")" if d else ""))
+        small = [errs[t][0] for t in errs if t <= 4]
+        large = [t for t in errs if t >= 16]
+        bt = min(errs, key=lambda t: (bool(errs[t][1]["summary"].get("diverged")), nan_last(errs[t][0])))
+        unstable = [t for t in large if errs[t][1]["summary"].get("diverged") or
+                    (small and errs[t][0] > min(small) + 0.005)]
+        if bt <= 4 and large and len(unstable) == len(large):
+            v = "agrees"
+        elif bt <= 4:
+            v = "partly: best at tau<=4 but tau=%s not worse/unstable" % ",".join(str(t) for t in large if t not in unstable)
+        else:
+            v = "disagrees: best at tau=%d" % bt
+        ndiv = sum(1 for t in large if errs[t][1]["summary"].get("diverged"))
+        rows.append(["E2 %s tau sweep" % NAMES[m], "best at tau in {1,4}; highly unstable at tau in {16,64}",
+                     "; ".join(parts) + "; diverged at %d of %d large taus" % (ndiv, len(large)), data, mode, v])
+
+    for m in DPFAM:
+        dp_row(m)
+
+    # EAMSGD vs every comparator at every tau, in the common window (EAMSGD's run length)
+    edges = {}
+    parts = []
+    beats_all = True
+    for tau in taus:
+        if ("eamsgd", tau) not in best:
+            continue
+        e_ea, r_ea, s_ea, tend = best[("eamsgd", tau)]
+        comp = {}
+        for m in DPFAM:
+            if (m, tau) in best:
+                comp[NAMES[m]] = best_err(best[(m, tau)][2], tend)
+        if "msgd" in seq:
+            comp["MSGD"] = best_err(seq["msgd"][1], tend)
+        comp = {k: v for k, v in comp.items()}
+        bc = min(comp, key=lambda k: nan_last(comp[k]))
+        e_ea_w = best_err(s_ea, tend)
+        edges[tau] = nan_last(comp[bc]) - e_ea_w if math.isfinite(e_ea_w) else float("nan")
+        ok = all(not math.isfinite(v) or e_ea_w <= v for v in comp.values())
+        beats_all &= ok
+        parts.append("tau=%d: EAMSGD %s vs best comparator %s %s" % (tau, fmt_err(e_ea_w), bc, fmt_err(comp[bc])))
+    if parts:
+        rows.append(["E2 EAMSGD vs comparators", "EAMSGD beats every comparator (DOWNPOUR family, MSGD) at every tau",
+                     "; ".join(parts) + " (best test error within EAMSGD's run time)", data, mode,
+                     "agrees" if beats_all else "disagrees at some tau"])
+        small = [edges[t] for t in edges if t <= 4 and math.isfinite(edges[t])]
+        large = [edges[t] for t in edges if t >= 16 and math.isfinite(edges[t])]
+        if small and large:
+            grows = sum(large) / len(large) > max(0.0, sum(small) / len(small))
+            rows.append(["E2 EAMSGD edge vs tau", "EAMSGD's advantage grows with tau (most at 16, 64)",
+                         "edge (best comparator - EAMSGD test error): " +
+                         ", ".join("tau=%d %+.1f pts" % (t, 100 * edges[t]) for t in sorted(edges)), data, mode,
+                         "agrees" if grows else "disagrees"])
+    ea = [(tau, best[("easgd", tau)][0]) for tau in taus if ("easgd", tau) in best]
+    if len(ea) >= 2:
+        first, last = ea[0][1], min(e for t, e in ea[1:])
+        rows.append(["E2 EASGD vs tau", "EASGD: better test error with larger tau (a tendency)",
+                     ", ".join("tau=%d %s" % (t, fmt_err(e)) for t, e in ea), data, mode,
+                     "agrees" if last < first else "disagrees"])
+
+    # ---- E3: p sweep --------------------------------------------------------------------------
+    ps = sorted({r["p"] for r in runs if r["exp"] == "e3"})
+    tau_ea, tau_dp = meta["tau3_ea"], meta["tau3_dp"]
+    cfg3 = [("easgd", tau_ea), ("eamsgd", tau_ea), ("downpour", tau_dp), ("mdownpour", tau_dp),
+            ("adownpour", tau_dp), ("mvadownpour", tau_dp)]
+    e3 = {}     # (method, p) -> (run, series)
+    for m, tau in cfg3:
+        if (m, tau) in best:
+            e3[(m, 4)] = best[(m, tau)][1:3]
+        for p in ps:
+            cs = candidates(runs, m, "e3", p, tau)
+            pk = pick(cs)
+            if pk:
+                e3[(m, p)] = pk
+    for (m, p), (r, s) in e3.items():
+        write_dat(os.path.join(res, "e3-%s-p%d.dat" % (m, p)), s,
+                  label(m, r, " tau=%d" % (tau_ea if m in ("easgd", "eamsgd") else tau_dp)), r)
+    allp = [4] + ps
+    for m in ("easgd", "eamsgd"):
+        have = [p for p in allp if (m, p) in e3 and e3[(m, p)][1]]
+        tcommon = min([e3[(m, p)][1][-1][0] for p in have] or [0])   # p runs differ in length: compare in the common window
+        errs = [(p, best_err(e3[(m, p)][1], tcommon)) for p in have]
+        if len(errs) >= 2:
+            mono = all(errs[i + 1][1] <= errs[i][1] for i in range(len(errs) - 1))
+            rows.append(["E3 %s vs p" % NAMES[m], "lowest achievable test error decreases with larger p",
+                         ", ".join("p=%d %s" % (p, fmt_err(e)) for p, e in errs) +
+                         " (best test error within the common time window %.3g s; tau=%d)" % (tcommon, tau_ea), data, mode,
+                         "agrees" if mono else ("partly: p=%d best" % min(errs, key=lambda x: nan_last(x[1]))[0]
+                                                if errs[-1][1] < errs[0][1] else "disagrees")])
+    # speed-up to a target vs MSGD
+    t_ms = None
+    if "msgd" in seq:
+        ms_run, ms = seq["msgd"]
+        ms_best = best_err(ms)
+        target = math.ceil(ms_best * 200 - 1e-9) / 200.0      # MSGD's best, rounded up to 0.5%
+        t_ms = crossing(ms, target)
+        with open(os.path.join(res, "e3-target.dat"), "w") as f:
+            f.write("# target test error (%%) for the E3 speed-up: MSGD best %.2f%% rounded up to 0.5%%\n%.6g\n"
+                    % (100 * ms_best, 100 * target))
+        sp = []
+        for p in allp:
+            if ("eamsgd", p) not in e3:
+                continue
+            t = crossing(e3[("eamsgd", p)][1], target)
+            sp.append((p, t_ms / t if t and t_ms else None))
+        txt = ", ".join("p=%d %s" % (p, "%.1f" % s if s else "not reached") for p, s in sp)
+        s16 = dict(sp).get(max(allp))
+        if s16 is None:
+            v = "disagrees: target not reached at p=%d" % max(allp)
+        elif s16 <= 1:
+            v = "disagrees: no speed-up"
+        elif 11.1 / 1.5 <= s16 <= 11.1 * 1.5:
+            v = "agrees (within 1.5x of 11.1)"
+        else:
+            v = "speed-up, %s than the paper's" % ("smaller" if s16 < 11.1 else "larger")
+        rows.append(["E3 EAMSGD speed-up vs MSGD", "11.1 at p=16 to 21% test error (CIFAR)",
+                     "%s to %s test error (= MSGD's best %s in %d steps, rounded up to 0.5%%; EAMSGD tau=%d, "
+                     "time to target interpolated between evaluations)" %
+                     (txt, fmt_err(target), fmt_err(ms_best), meta["kseq"], tau_ea), data, mode, v])
+        with open(os.path.join(res, "e3-speedup.txt"), "w") as f:
+            f.write("target %.6g\n" % target)
+            for p, s in sp:
+                f.write("p=%d speedup %s\n" % (p, "%.4g" % s if s else "not-reached"))
+    # MSGD vs the other p = 1 comparators (the paper's supplement, Fig. 6)
+    if "msgd" in seq and len(seq) > 1:
+        errs = {m: best_err(seq[m][1]) for m in seq}
+        rows.append(["E2 p=1 comparators", "MSGD outperformed SGD, ASGD and MVASGD (supplement Fig. 6)",
+                     ", ".join("%s %s" % (NAMES[m], fmt_err(errs[m])) for m in ("msgd", "sgd", "asgd", "mvasgd") if m in errs) +
+                     " (best test error, %d steps)" % meta["kseq"], data, mode,
+                     "agrees" if all(errs["msgd"] <= errs[m] for m in errs) else "disagrees"])
+    rows.append(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
+                 "not run: no ImageNet here", "-", "-", "not reproduced"])
+    with open(os.path.join(res, "e23-rows.tsv"), "w") as f:
+        for row in rows:
+            f.write("\t".join(c.replace("|", "/").replace("\t", " ") for c in row) + "\n")
+    # time windows of the plots: E2 the parallel runs; E3 up to MSGD's time to the target (+15%)
+    w2 = max([b[3] for b in best.values()] or [1])
+    w3 = max([s[-1][0] for (_, s) in e3.values() if s] or [w2])
+    if "msgd" in seq and t_ms:
+        w3 = max(w3, min(1.15 * t_ms, seq["msgd"][1][-1][0]))
+    with open(os.path.join(res, "e23-meta.txt"), "w") as f:
+        f.write("%s\n%s\n%s\n%.6g\n%.6g\n" % (meta["title_note"], " ".join(str(t) for t in taus),
+                                               " ".join(str(p) for p in allp), w2, w3))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "picks":
+        cmd_picks(sys.argv[2])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "analyze":
+        cmd_analyze(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.stderr.write(__doc__)
+        sys.exit(2)

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# t_easgd.sh — the EASGD paper's parallel methods (src/dist/easgd.c, ps.c) on both runtimes:
+#   one asynchronous EASGD exchange with tau = 1 matches the hand-computed center
+#     x~ = x0 + alpha (x1 - x0), x1 = x0 - eta g0 (x0, x1 taken from core SGD runs);
+#   DOWNPOUR with p = 1, tau = 1 == core SGD and MDOWNPOUR p = 1, tau = 1 == core NAG, bit for bit;
+#   seq-sgd (the p = 1 comparator on the seam) == core SGD bit for bit;
+#   sim and real runtimes give the same center after K steps for a deterministic schedule
+#     (async EASGD / DOWNPOUR with --ps-order round-robin: bit for bit; EASGD-sync: collectives
+#     sum in runtime-specific order, so within float rounding);
+#   DOWNPOUR with a huge learning rate is stopped and reported as diverged at a step;
+#   bad flags exit 2.
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+S=(--data "synthetic:n=1024,seed=3" --net tiny --threads 1 --quiet --batch 16)
+SIM=(--runtime sim --platform "links:k=2,bw=1Gbps,lat=0.05ms")
+maxdiff() { python3 - "$@" <<'PY'
+import struct, sys
+def r(p):
+    d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
+a, b = r(sys.argv[1]), r(sys.argv[2])
+print(max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) else 1e30)
+PY
+}
+within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
+same() { # same NAME A B: bit-identical parameter dumps
+  if [ -s "$2" ] && cmp -s "$2" "$3"; then ok "$1"; else notok "$1" "differ (max |diff| $(maxdiff "$2" "$3" 2>/dev/null))"; fi
+}
+
+# --- one asynchronous EASGD exchange, hand-computed ---------------------------------------------
+# p = 1, tau = 1, K = 2: step 0 pulls x~ = x0 (d = 0) and moves x_1 = x0 - eta g0; step 1 pulls
+# x~ = x0, d = alpha (x_1 - x0), so the center ends at x0 + alpha (x_1 - x0) = x0 - alpha eta g0.
+PDL_DUMP_PARAMS=$T/x0.bin "$PDL" train "${S[@]}" --algo sgd --lr 0 --steps 1 >/dev/null
+PDL_DUMP_PARAMS=$T/x1.bin "$PDL" train "${S[@]}" --algo sgd --lr 0.1 --steps 1 >/dev/null
+hand() { python3 - "$T/x0.bin" "$T/x1.bin" "$1" 0.3 <<'PY'
+import struct, sys
+def r(p):
+    d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
+x0, x1, c, a = r(sys.argv[1]), r(sys.argv[2]), r(sys.argv[3]), float(sys.argv[4])
+moved = max(abs(u - v) for u, v in zip(x0, x1))
+err = max(abs(ci - (u + a * (v - u))) for ci, u, v in zip(c, x0, x1))
+print("%g %g" % (err, moved))
+PY
+}
+for rtm in real sim; do
+  if [ $rtm = real ]; then PDL_DUMP_PARAMS=$T/hand-$rtm.bin MPIRUN -np 2 "$PDL" train "${S[@]}" --algo easgd --tau 1 --alpha 0.3 --lr 0.1 --steps 2 >"$T/hand-$rtm.out" 2>&1
+  else PDL_DUMP_PARAMS=$T/hand-$rtm.bin "$PDL" train "${S[@]}" "${SIM[@]}" --algo easgd --tau 1 --alpha 0.3 --lr 0.1 --steps 2 >"$T/hand-$rtm.out" 2>&1; fi
+  read -r err moved < <(hand "$T/hand-$rtm.bin" 2>/dev/null)
+  # float rounding of d = alpha (x1 - x0) and x0 + d on O(1) parameters: a few 1e-8
+  if [ -n "$err" ] && within "$err" 1e-6 && ! within "$moved" 1e-3; then ok "easgd tau=1 ($rtm): center = x0 + alpha (x1 - x0) (max err $err, step moved $moved)"
+  else notok "easgd hand step ($rtm)" "err=$err moved=$moved $(tail -2 "$T/hand-$rtm.out")"; fi
+done
+
+# --- DOWNPOUR p = 1 == SGD, MDOWNPOUR p = 1 == NAG, seq-sgd == SGD --------------------------------
+K=(--steps 24)
+PDL_DUMP_PARAMS=$T/sgd.bin "$PDL" train "${S[@]}" "${K[@]}" --algo sgd --lr 0.05 --wd 1e-3 >/dev/null
+PDL_DUMP_PARAMS=$T/dp1.bin MPIRUN -np 2 "$PDL" train "${S[@]}" "${K[@]}" --algo downpour --tau 1 --lr 0.05 --wd 1e-3 >/dev/null 2>&1
+same "downpour p=1 tau=1 (real) == sgd bit for bit" "$T/sgd.bin" "$T/dp1.bin"
+PDL_DUMP_PARAMS=$T/dp1s.bin "$PDL" train "${S[@]}" "${K[@]}" "${SIM[@]}" --algo downpour --tau 1 --lr 0.05 --wd 1e-3 >/dev/null 2>&1
+same "downpour p=1 tau=1 (sim) == sgd bit for bit" "$T/sgd.bin" "$T/dp1s.bin"
+PDL_DUMP_PARAMS=$T/seq.bin "$PDL" train "${S[@]}" "${K[@]}" --algo seq-sgd --lr 0.05 --wd 1e-3 >/dev/null
+same "seq-sgd == core sgd bit for bit" "$T/sgd.bin" "$T/seq.bin"
+PDL_DUMP_PARAMS=$T/nag.bin "$PDL" train "${S[@]}" "${K[@]}" --algo nag --momentum 0.9 --lr 0.02 >/dev/null
+PDL_DUMP_PARAMS=$T/mdp1.bin MPIRUN -np 2 "$PDL" train "${S[@]}" "${K[@]}" --algo mdownpour --delta 0.9 --tau 1 --lr 0.02 >/dev/null 2>&1
+same "mdownpour p=1 tau=1 == nag bit for bit" "$T/nag.bin" "$T/mdp1.bin"
+PDL_DUMP_PARAMS=$T/dp4.bin MPIRUN -np 2 "$PDL" train "${S[@]}" "${K[@]}" --algo downpour --tau 4 --lr 0.05 --wd 1e-3 >/dev/null 2>&1
+d=$(maxdiff "$T/sgd.bin" "$T/dp4.bin")
+# p = 1, tau = 4: the center receives the same 24 SGD steps in sums of 4: rounding only
+within "$d" 1e-5 && ok "downpour p=1 tau=4 == sgd within rounding ($d)" || notok "downpour p=1 tau=4" "max diff $d"
+
+# --- sim vs real, deterministic schedules ---------------------------------------------------------
+for a in easgd eamsgd downpour adownpour; do
+  PDL_DUMP_PARAMS=$T/$a-real.bin MPIRUN -np 4 "$PDL" train "${S[@]}" "${K[@]}" --algo $a --tau 3 --lr 0.05 --ps-order round-robin >"$T/$a-real.out" 2>&1
+  PDL_DUMP_PARAMS=$T/$a-sim.bin "$PDL" train "${S[@]}" "${K[@]}" --runtime sim --platform "links:k=4,bw=1Gbps,lat=0.05ms" \
+    --algo $a --tau 3 --lr 0.05 --ps-order round-robin >"$T/$a-sim.out" 2>&1
+  same "$a p=3 tau=3 round-robin: sim center == real center bit for bit" "$T/$a-real.bin" "$T/$a-sim.bin"
+done
+PDL_DUMP_PARAMS=$T/sync-real.bin MPIRUN -np 4 "$PDL" train "${S[@]}" "${K[@]}" --algo easgd-sync --tau 2 --lr 0.05 >"$T/sync-real.out" 2>&1
+PDL_DUMP_PARAMS=$T/sync-sim.bin "$PDL" train "${S[@]}" "${K[@]}" --runtime sim --platform "links:k=4,bw=1Gbps,lat=0.05ms" \
+  --algo easgd-sync --tau 2 --lr 0.05 >"$T/sync-sim.out" 2>&1
+d=$(maxdiff "$T/sync-real.bin" "$T/sync-sim.bin")
+# the reduce of 3 elastic differences sums in MPI's vs the sim's order: float rounding, ~1e-8
+if [ -s "$T/sync-sim.bin" ] && within "$d" 1e-6; then ok "easgd-sync p=3: sim center == real center within rounding ($d)"
+else notok "easgd-sync sim vs real" "max diff $d $(tail -2 "$T/sync-sim.out")"; fi
+tail -1 "$T/easgd-sim.out" | grep -q '"runtime":"sim","simulated":true' && ok "sim summary is labelled simulated" || notok "sim label" "$(tail -1 "$T/easgd-sim.out")"
+tp=$(tail -1 "$T/easgd-sim.out" | jget time_s)
+python3 -c "import sys; sys.exit(0 if 0 < float('$tp') < 10 else 1)" && ok "sim time is the simulated time ($tp s)" || notok "sim time" "$tp"
+
+# --- divergence -------------------------------------------------------------------------------------
+out=$("$PDL" train "${S[@]}" --steps 200 "${SIM[@]}" --platform "links:k=3,bw=1Gbps,lat=0.05ms" --algo downpour --tau 16 --lr 50 2>/dev/null | tail -1)
+if [ "$(echo "$out" | jget diverged)" = True ] && [ "$(echo "$out" | jget diverged_at)" -lt 200 ]; then
+  ok "downpour lr=50 tau=16: diverged at step $(echo "$out" | jget diverged_at), run stopped ($(echo "$out" | jget steps_per_worker) steps per worker)"
+else notok "divergence" "$out"; fi
+
+# --- bad flags ----------------------------------------------------------------------------------------
+expect_exit 2 "easgd without a server node" "$PDL" train "${S[@]}" --algo easgd --steps 2
+expect_exit 2 "--ps-order bad" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --ps-order fifo
+expect_exit 2 "--tau 0" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --tau 0
+expect_exit 2 "--alpha 2" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --alpha 2
+expect_exit 2 "sim platform of one node" "$PDL" train "${S[@]}" --runtime sim --platform "links:k=1,bw=1Gbps" --algo downpour
+expect_exit 2 "seq-nag on two nodes" "$PDL" train "${S[@]}" --runtime sim --platform "links:k=2,bw=1Gbps" --algo seq-nag --steps 2
+expect_exit 2 "seq-adam is not a comparator" "$PDL" train "${S[@]}" --algo seq-adam --steps 2
+finish
