@@ -35,7 +35,7 @@ do for [t in "png pdf"] {
       set xlabel "simulated wall-clock time (s)"
       set ylabel ylab(c)
       set title "tau = ".tau
-      if (c == 4) { set key bottom left font ",7" opaque box } else { unset key }
+      if (c == 4) { set key bottom left Left reverse font ",7" opaque box } else { unset key }
       plot fm using 1:c with lines lw 2 lc rgb "black" dt 2 title columnheader(4), \
            for [k = 1:words(methods)] f(word(methods, k), tau) using 1:c with linespoints pt 7 ps 0.4 lw 1.5 lc rgb col(k) title columnheader(4), \
            for [k = 1:words(methods)] fd(word(methods, k), tau) using 1:(ytop(c) * 0.97) with points pt 2 ps 2 lw 2 lc rgb col(k) notitle

@@ -1,8 +1,8 @@
 # easgd-e3.gp — EASGD paper Fig. 3 (SIMULATED wall-clock): training loss, test loss and test error
 # of the center variable vs simulated time for p = 4, 8, 16 workers (one row each; MSGD, p = 1,
-# in every row), EASGD/EAMSGD at tau = 16 and the DOWNPOUR family at tau = 1 with the learning
-# rates picked at p = 4. The dotted line on the test-error panels is the E3 speed-up target
-# (MSGD's best test error rounded up to 0.5%). Runs that diverged end with a cross.
+# in every row), every method at its best (tau, eta) of E2 (p = 4; the key says which). The
+# dotted line on the test-error panels is the E3 speed-up target (the lowest test error both MSGD
+# and EAMSGD at the largest p reach, rounded up to 0.5%). Runs that diverged end with a cross.
 # Reads resdir/easgd/e3-<method>-p<p>.dat (+ -div.dat), e3-msgd.dat, e3-target.dat and
 # e23-meta.txt (line 1 title note, line 3 the p values, line 5 the time window), written by
 # bench/easgd/run.sh (bench/easgd/e23.py).
@@ -36,7 +36,7 @@ do for [t in "png pdf"] {
       set xlabel "simulated wall-clock time (s)"
       set ylabel ylab(c)
       set title "p = ".p
-      if (c == 4) { set key bottom left font ",7" opaque box } else { unset key }
+      if (c == 4) { set key bottom left Left reverse font ",7" opaque box } else { unset key }
       plot fm using 1:c with lines lw 2 lc rgb "black" dt 2 title columnheader(4), \
            for [k = 1:words(methods)] f(word(methods, k), p) using 1:c with linespoints pt 7 ps 0.4 lw 1.5 lc rgb col(k) title columnheader(4), \
            for [k = 1:words(methods)] fd(word(methods, k), p) using 1:(ytop(c) * 0.97) with points pt 2 ps 2 lw 2 lc rgb col(k) notitle, \

@@ -115,16 +115,16 @@ EOF
 # paper's cluster) scaled by R / 1500 (1500 GFLOP/s: a Kepler-class GPU in cuDNN, the sim's
 # default device), so one transfer costs the same fraction of a gradient step as on the paper's
 # GPUs. Learning rates: a small grid per method and tau at p = 4, picked by the smallest test
-# error (as the paper did); E3 reuses the p = 4 picks at tau = 16 (EASGD, EAMSGD) and tau = 1
-# (DOWNPOUR family, their best in the paper). ADOWNPOUR / MVADOWNPOUR are read from the DOWNPOUR
-# runs (same center trajectory, evaluated at the averages).
+# error (as the paper did); E3 runs every method at its best (tau, eta) of E2 (p = 4), the
+# DOWNPOUR family also at eta * 4/p (its center sums p workers' steps), the better one picked.
+# ADOWNPOUR / MVADOWNPOUR are read from the DOWNPOUR runs (same center trajectory, evaluated at
+# the averages). Runs killed from outside are retried once.
 JOBS=${JOBS:-2}
 ea_settings() {
-  TAU3_EA=16; TAU3_DP=1
   if [ -n "$QUICK" ]; then
     NET="C4k5p0 P C8k5p0 P C8k3p0 F32 D0.5 S10"; NETNOTE="easgd-cifar at 1/16 width"
     K=96; K3=96; KSEQ=384; TAUS="1 16"; PS3="8"; NEVAL=6; NTEST=1000
-    GRID_easgd="0.05"; GRID_eamsgd="0.002"; GRID_downpour="0.03"; GRID_mdownpour="0.0005"; GRID_msgd="0.002"
+    GRID_easgd="0.1"; GRID_eamsgd="0.003"; GRID_downpour="0.05"; GRID_mdownpour="0.0003"; GRID_msgd="0.002"
     SEQ_OTHERS=""
   else
     NET="C8k5p0 P C16k5p0 P C16k3p0 F64 D0.5 S10"; NETNOTE="easgd-cifar at 1/8 width"
@@ -149,20 +149,29 @@ ea_calibrate() { # sets RATE (GFLOP/s of one core for $NET), BW (Gb/s), LAT (ms 
   LAT=$(python3 -c "print('%.4g' % (0.0005 * 1500 / $RATE))")
 }
 ea_platform() { echo "links:k=$(($1 + 1)),bw=${BW}Gbps,lat=${LAT}ms"; }
+declare -A EA_ARGS
+ea_done() { grep -q '"event":"summary"' "$RUNS/$1.jsonl" 2>/dev/null; }
 ea_run() { # ea_run NAME ARGS...: one training run in the background (at most JOBS at once),
            # skipped when its results file already has a summary (an interrupted bench resumes)
   local name=$1; shift
-  local f=$RUNS/$name.jsonl
-  if [ -z "$FORCE" ] && grep -q '"event":"summary"' "$f" 2>/dev/null; then return 0; fi
-  rm -f "$f"
+  EA_ARGS[$name]=$(printf '%q ' "$@")
+  if [ -z "$FORCE" ] && ea_done "$name"; then return 0; fi
+  rm -f "$RUNS/$name.jsonl"
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  nice "$PDL" train "${COMMON[@]}" "$@" --results "$f" --tag "$name" > "$RUNS/$name.out" 2>&1 &
+  nice "$PDL" train "${COMMON[@]}" "$@" --results "$RUNS/$name.jsonl" --tag "$name" > "$RUNS/$name.out" 2>&1 &
 }
-ea_wait() { # waits for the runs; fails naming the runs that left no summary
+ea_wait() { # waits for the runs; a run that left no summary (e.g. killed from outside on this
+            # shared machine) is retried once; fails naming the runs that still have none
   wait
-  local bad=0 n
+  local bad=0 n retry=()
+  for n in "$@"; do ea_done "$n" || retry+=("$n"); done
+  if [ ${#retry[@]} -gt 0 ]; then
+    echo "[easgd] retrying ${#retry[@]} run(s) that left no summary: ${retry[*]}" >&2
+    for n in "${retry[@]}"; do eval "ea_run $n ${EA_ARGS[$n]}"; done
+    wait
+  fi
   for n in "$@"; do
-    grep -q '"event":"summary"' "$RUNS/$n.jsonl" 2>/dev/null || { echo "run $n failed: $(tail -2 "$RUNS/$n.out")" >&2; bad=1; }
+    ea_done "$n" || { echo "run $n failed: $(tail -2 "$RUNS/$n.out")" >&2; bad=1; }
   done
   return $bad
 }
@@ -181,7 +190,7 @@ ea_seq() { # ea_seq OPT LR [MOMENTUM]
 ea_analyze() {
   python3 - "$RUNS/meta.json" <<EOF || return 1
 import json, sys
-m = {"k": $K, "kseq": $KSEQ, "tau3_ea": $TAU3_EA, "tau3_dp": $TAU3_DP,
+m = {"k": $K, "k3": $K3, "kseq": $KSEQ,
      "data_note": "60k train / $NTEST test; net $NETNOTE: $NET",
      "sim_note": "SimGrid links: p workers + 1 server, each on a device of $RATE GFLOP/s (calibrated), node links $BW Gb/s $LAT ms",
      "title_note": "Fashion-MNIST, $NETNOTE, $K (E3: $K3) steps/worker of batch 128; SIMULATED: devices $RATE GFLOP/s, links $BW Gb/s"}
@@ -216,8 +225,11 @@ e3() {
   [ -n "$picks" ] || { echo "e3: no E2 learning-rate picks (run e2 first)" >&2; return 1; }
   for p in $PS3; do
     while read -r m tau lr; do
-      case "$m:$tau" in "easgd:$TAU3_EA"|"eamsgd:$TAU3_EA"|"downpour:$TAU3_DP"|"mdownpour:$TAU3_DP") ;; *) continue ;; esac
       ea_par "e3-$m-p$p-tau$tau-lr$lr" "$m" "$p" "$tau" "$lr" "$K3"
+      case $m in downpour|mdownpour)   # the center sums p workers' steps: also eta * 4/p
+        lr=$(python3 -c "print('%g' % ($lr * 4 / $p))")
+        ea_par "e3-$m-p$p-tau$tau-lr$lr" "$m" "$p" "$tau" "$lr" "$K3" ;;
+      esac
     done <<< "$picks"
   done
   ea_wait "${NAMES[@]}" || return 1
