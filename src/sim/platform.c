@@ -59,9 +59,7 @@
 #define MACHINE_MEMBW_GBPS 10.0   /* single-thread axpy here, ~9-10 GB/s */
 #define MACHINE_SHM_LAT_US 1.0
 
-static int seterr(char *err, size_t n, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t n, int code, const char *fmt, ...) {
+int pdlsim_seterr(char *err, size_t n, int code, const char *fmt, ...) {
   if (err && n) {
     va_list ap; va_start(ap, fmt);
     vsnprintf(err, n, fmt, ap);
@@ -157,14 +155,14 @@ static int parse_bw_list(const char *s, size_t len, int *k, double **out, char *
     const char *star = memchr(item, '*', ilen);
     size_t vlen = star ? (size_t)(star - item) : ilen;
     if (nitems >= MAX_NODES)
-      return seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: more than %d items", MAX_NODES);
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: more than %d items", MAX_NODES);
     if (parse_qty(item, vlen, Q_BW, 1e9 / 8, &vals[nitems]) || vals[nitems] <= 0)
-      return seterr(err, errlen, PDL_SIM_EBADSPEC,
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC,
                     "bw: bad bandwidth '%.*s' (want e.g. 1Gbps, 10Gbps*6, 1Gbps*2+10Gbps*6)",
                     (int)vlen, item);
     if (star) {
       if (parse_int(star + 1, ilen - vlen - 1, 1, MAX_NODES, &counts[nitems]))
-        return seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: bad count in '%.*s'", (int)ilen, item);
+        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: bad count in '%.*s'", (int)ilen, item);
     } else {
       counts[nitems] = 1; bare++;
     }
@@ -173,16 +171,16 @@ static int parse_bw_list(const char *s, size_t len, int *k, double **out, char *
     i = j + 1;
   }
   if (nitems == 1 && bare == 1) {          /* one value for all */
-    if (*k <= 0) return seterr(err, errlen, PDL_SIM_EBADSPEC, "links: a single bw needs k=K");
+    if (*k <= 0) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "links: a single bw needs k=K");
     total = *k; counts[0] = *k;
   }
   if (total > MAX_NODES)
-    return seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: more than %d nodes", MAX_NODES);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: more than %d nodes", MAX_NODES);
   if (*k > 0 && total != *k)
-    return seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: the list gives %ld nodes but k=%d", total, *k);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: the list gives %ld nodes but k=%d", total, *k);
   *k = (int)total;
   double *bw = malloc(sizeof(double) * (size_t)total);
-  if (!bw) return seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
+  if (!bw) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
   int pos = 0;
   for (int it = 0; it < nitems; it++)
     for (long c = 0; c < counts[it]; c++) bw[pos++] = vals[it];
@@ -212,16 +210,16 @@ static void set_defaults(plat_t *p) {
  * the platform is loaded). */
 static int file_shape(const char *path, int *nnodes, int *ndev, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
-  if (!f) return seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: %s", path, strerror(errno));
+  if (!f) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: %s", path, strerror(errno));
   fseek(f, 0, SEEK_END);
   long sz = ftell(f);
   fseek(f, 0, SEEK_SET);
   if (sz <= 0 || sz > (64L << 20)) {
     fclose(f);
-    return seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: empty or larger than 64 MiB", path);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: empty or larger than 64 MiB", path);
   }
   char *txt = malloc((size_t)sz + 1);
-  if (!txt) { fclose(f); return seterr(err, errlen, PDL_SIM_EFAIL, "out of memory"); }
+  if (!txt) { fclose(f); return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "out of memory"); }
   size_t got = fread(txt, 1, (size_t)sz, f);
   fclose(f);
   txt[got] = 0;
@@ -239,7 +237,7 @@ static int file_shape(const char *path, int *nnodes, int *ndev, char *err, size_
   }
   free(txt);
   if (n == 0 || g == 0)
-    return seterr(err, errlen, PDL_SIM_EBADSPEC,
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC,
                   "file:%s: no hosts named n0, n1, ... with devices n0-g0, ... (see docs/SIM.md)", path);
   *nnodes = n; *ndev = g;
   return 0;
@@ -249,7 +247,7 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
                size_t errlen) {
   memset(p, 0, sizeof *p);
   if (!spec || !*spec)
-    return seterr(err, errlen, PDL_SIM_EBADSPEC,
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC,
                   "empty sim platform (want cluster:..., links:..., machine:... or file:PATH)");
   const char *colon = strchr(spec, ':');
   size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -260,18 +258,18 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
   else if (klen == 7 && !strncmp(spec, "machine", 7)) { p->kind = PLAT_MACHINE; keys = MACHINE_KEYS; }
   else if (klen == 4 && !strncmp(spec, "file", 4)) p->kind = PLAT_FILE;
   else
-    return seterr(err, errlen, PDL_SIM_EBADSPEC,
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC,
                   "unknown sim platform kind '%.*s' (want cluster, links, machine or file)",
                   (int)klen, spec);
   if (p->kind == PLAT_FILE) {
-    if (!*rest) return seterr(err, errlen, PDL_SIM_EBADSPEC, "file: needs a path (file:PATH)");
+    if (!*rest) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file: needs a path (file:PATH)");
     if (strlen(rest) >= sizeof p->file)
-      return seterr(err, errlen, PDL_SIM_EBADSPEC, "file: path too long");
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file: path too long");
     strcpy(p->file, rest);
     int rc = file_shape(p->file, &p->nnodes, &p->ndevices, err, errlen);
     if (rc) return rc;
     if (nnodes_hint > 0 && nnodes_hint != p->nnodes)
-      return seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s describes %d nodes but %d were asked for",
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s describes %d nodes but %d were asked for",
                     p->file, p->nnodes, nnodes_hint);
     return 0;
   }
@@ -284,7 +282,7 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
     size_t len = comma ? (size_t)(comma - s) : strlen(s);
     const char *eq = memchr(s, '=', len);
     if (!eq || eq == s)
-      return seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: bad item '%.*s' (want key=value)",
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: bad item '%.*s' (want key=value)",
                     (int)klen, spec, (int)len, s);
     size_t kl = (size_t)(eq - s);
     const char *v = eq + 1; size_t vl = len - kl - 1;
@@ -294,14 +292,14 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
       char known[256] = ""; size_t kn = 0;
       for (const keydef_t *q = keys; q->key; q++)
         kn += (size_t)snprintf(known + kn, sizeof known - kn, "%s%s", kn ? ", " : "", q->key);
-      return seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: unknown key '%.*s' (known: %s)", (int)klen,
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: unknown key '%.*s' (known: %s)", (int)klen,
                     spec, (int)kl, s, known);
     }
     if (!strcmp(kd->key, "bw")) { bwlist = v; bwlen = vl; }
     else if (kd->q == Q_COUNT) {
       long c;
       if (parse_int(v, vl, (long)kd->lo, (long)kd->hi, &c))
-        return seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want %s in %.0f..%.0f", kd->key, (int)vl, v,
+        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want %s in %.0f..%.0f", kd->key, (int)vl, v,
                       kd->unit_help, kd->lo, kd->hi);
       *(int *)((char *)p + kd->off) = (int)c;
     } else {
@@ -309,10 +307,10 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
       int bad = parse_qty(v, vl, kd->q, kd->defmult, &x) || x > kd->hi ||
                 (kd->q == Q_TIME || kd->q == Q_NUM ? x < 0 : x <= 0);
       if (bad && kd->q == Q_NUM)
-        return seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want %s, a number in %.0f..%.0f", kd->key, (int)vl,
+        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want %s, a number in %.0f..%.0f", kd->key, (int)vl,
                       v, kd->unit_help, kd->lo, kd->hi);
       if (bad)
-        return seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want a %s number in %s (or with a unit)",
+        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s=%.*s: want a %s number in %s (or with a unit)",
                       kd->key, (int)vl, v, kd->q == Q_TIME ? "non-negative" : "positive", kd->unit_help);
       if (!strcmp(kd->key, "ib")) ib_bw = x;
       else *(double *)((char *)p + kd->off) = x;
@@ -321,7 +319,7 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
     s += len;
     if (*s == ',') {
       s++;
-      if (!*s) return seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: trailing comma", (int)klen, spec);
+      if (!*s) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: trailing comma", (int)klen, spec);
     }
   }
   if (!p->dev_rate_from_spec && device_gflops > 0) p->dev_flops = device_gflops * 1e9;
@@ -329,12 +327,12 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
     /* k from the list */
   } else if (p->nnodes == 0) {
     if (nnodes_hint <= 0)
-      return seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: needs %s=N", (int)klen, spec,
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: needs %s=N", (int)klen, spec,
                     p->kind == PLAT_CLUSTER ? "nodes" : p->kind == PLAT_LINKS ? "k" : "ranks");
     p->nnodes = nnodes_hint;
   }
   if (p->kind == PLAT_LINKS) {
-    if (!bwlist) return seterr(err, errlen, PDL_SIM_EBADSPEC, "links: needs bw=LIST (e.g. bw=1Gbps*2+10Gbps*6)");
+    if (!bwlist) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "links: needs bw=LIST (e.g. bw=1Gbps*2+10Gbps*6)");
     int k = p->nnodes;
     int rc = parse_bw_list(bwlist, bwlen, &k, &p->net_bw, err, errlen);
     if (rc) return rc;
@@ -343,13 +341,13 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
   }
   if (nnodes_hint > 0 && nnodes_hint != p->nnodes) {
     plat_free(p);
-    return seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s describes %d nodes but %d were asked for", (int)klen,
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s describes %d nodes but %d were asked for", (int)klen,
                   spec, p->nnodes, nnodes_hint);
   }
   if (p->kind == PLAT_CLUSTER) {
-    if (p->ndevices == 0) return seterr(err, errlen, PDL_SIM_EBADSPEC, "cluster: needs gpus=G");
+    if (p->ndevices == 0) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "cluster: needs gpus=G");
     p->net_bw = malloc(sizeof(double) * (size_t)p->nnodes);
-    if (!p->net_bw) return seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
+    if (!p->net_bw) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
     for (int i = 0; i < p->nnodes; i++) p->net_bw[i] = ib_bw;
   }
   if (p->kind == PLAT_MACHINE) {
@@ -358,7 +356,7 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
   }
   if ((long)p->nnodes * (p->ndevices + 2) > MAX_HOSTS) {
     plat_free(p);
-    return seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: %d nodes x %d devices is more than %d hosts",
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%.*s: %d nodes x %d devices is more than %d hosts",
                   (int)klen, spec, p->nnodes, p->ndevices, MAX_HOSTS);
   }
   return 0;
@@ -403,9 +401,9 @@ static void machine_cpu(const plat_t *p, int *cores, double *speed) {
 
 int plat_write_xml(const plat_t *p, const char *path, char *err, size_t errlen) {
   if (p->kind == PLAT_FILE)
-    return seterr(err, errlen, PDL_SIM_EFAIL, "file: platforms are already XML (%s)", p->file);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "file: platforms are already XML (%s)", p->file);
   FILE *f = fopen(path, "w");
-  if (!f) return seterr(err, errlen, PDL_SIM_EFAIL, "%s: %s", path, strerror(errno));
+  if (!f) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "%s: %s", path, strerror(errno));
   char desc[512], nb[32];
   plat_describe(p, desc, sizeof desc);
   fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -457,7 +455,7 @@ int plat_write_xml(const plat_t *p, const char *path, char *err, size_t errlen) 
     }
   }
   fprintf(f, "</zone>\n</platform>\n");
-  if (fclose(f) != 0) return seterr(err, errlen, PDL_SIM_EFAIL, "%s: write failed", path);
+  if (fclose(f) != 0) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "%s: write failed", path);
   return 0;
 }
 

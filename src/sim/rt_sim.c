@@ -82,15 +82,6 @@ void simc_fatal(const char *fmt, ...) {
   exit(1);
 }
 
-static int seterr(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t n, int code, const char *fmt, ...) {
-  if (err && n) {
-    va_list ap; va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 /* ---- time, compute, memory ---------------------------------------------------------------- */
 static double s_now(rt_t *rt) { (void)rt; return simgrid_get_clock() - G.t0; }
@@ -337,12 +328,12 @@ static void sg_init_once(void) {
 static int resolve_hosts(const plat_t *p, char *err, size_t errlen) {
   G.nnodes = p->nnodes; G.ndev = p->ndevices;
   G.nodes = calloc((size_t)p->nnodes, sizeof(node_t));
-  if (!G.nodes) return seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
+  if (!G.nodes) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
   char name[64];
   for (int i = 0; i < p->nnodes; i++) {
     node_t *nd = &G.nodes[i];
     nd->dev = calloc((size_t)p->ndevices, sizeof(sg_host_t));
-    if (!nd->dev) return seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
+    if (!nd->dev) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
     if (p->kind == PLAT_MACHINE) {
       nd->cpu = sg_host_by_name("cpu");
       nd->mem = sg_host_by_name("mem");
@@ -355,11 +346,11 @@ static int resolve_hosts(const plat_t *p, char *err, size_t errlen) {
       for (int d = 0; d < p->ndevices; d++) {
         snprintf(name, sizeof name, "n%d-g%d", i, d);
         if (!(nd->dev[d] = sg_host_by_name(name)))
-          return seterr(err, errlen, PDL_SIM_EBADSPEC, "platform has no host %s", name);
+          return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "platform has no host %s", name);
       }
     }
-    if (!nd->cpu) return seterr(err, errlen, PDL_SIM_EBADSPEC, "platform has no CPU host for node %d", i);
-    if (!nd->mem) return seterr(err, errlen, PDL_SIM_EBADSPEC, "platform has no host n%d-mem (node memory)", i);
+    if (!nd->cpu) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "platform has no CPU host for node %d", i);
+    if (!nd->mem) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "platform has no host n%d-mem (node memory)", i);
   }
   return 0;
 }
@@ -387,7 +378,7 @@ static int load_platform(const plat_t *p, char *err, size_t errlen) {
     char path[1024];
     snprintf(path, sizeof path, "%s/pdlsim-XXXXXX.xml", tmpdir && *tmpdir ? tmpdir : "/tmp");
     int fd = mkstemps(path, 4);
-    if (fd < 0) return seterr(err, errlen, PDL_SIM_EFAIL, "temporary platform file %s: %s", path, strerror(errno));
+    if (fd < 0) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "temporary platform file %s: %s", path, strerror(errno));
     close(fd);
     int rc = plat_write_xml(p, path, err, errlen);
     if (rc == 0) simgrid_load_platform(path);
@@ -429,9 +420,9 @@ int pdl_sim_platform_xml(const char *spec, int nnodes_hint, double device_gflops
 
 int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
-  if (G.active) return seterr(err, errlen, PDL_SIM_EFAIL, "rt_sim_run called from inside a simulation");
+  if (G.active) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "rt_sim_run called from inside a simulation");
   if (G.broken)
-    return seterr(err, errlen, PDL_SIM_EFAIL, "an earlier simulation in this process failed; start a new process");
+    return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "an earlier simulation in this process failed; start a new process");
   plat_t p;
   int rc = plat_parse(cfg->platform, nnodes_hint, cfg->device_gflops, &p, err, errlen);
   if (rc) return rc;
@@ -439,7 +430,7 @@ int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, 
   snprintf(key, sizeof key, "%s|%d|%.17g", cfg->platform, nnodes_hint, cfg->device_gflops);
   if (G.loaded && strcmp(key, G.key) != 0) {
     plat_free(&p);
-    return seterr(err, errlen, PDL_SIM_EFAIL,
+    return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL,
                   "SimGrid loads one platform per process: this process already simulated '%s'; run '%s' in a "
                   "new process",
                   G.key, cfg->platform);
@@ -470,7 +461,7 @@ int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, 
     for (msg_t *m = G.nodes[i].stash_head; m; m = m->next) stashed++;
   if (G.mains_done != G.nnodes || G.threads_done != G.threads_started) {
     G.broken = 1;  /* blocked actors keep their roles: leave them be */
-    return seterr(err, errlen, PDL_SIM_EFAIL,
+    return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL,
                   "simulation deadlocked at t=%.9f s: %d of %d node roles and %d of %d threads never finished "
                   "(blocked in recv, a collective, lock or join)",
                   simgrid_get_clock() - G.t0, G.nnodes - G.mains_done, G.nnodes,
@@ -484,7 +475,7 @@ int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, 
   G.roles = NULL;
   if (stashed) {
     G.broken = 1;
-    return seterr(err, errlen, PDL_SIM_EFAIL, "%d message(s) were sent but never received", stashed);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "%d message(s) were sent but never received", stashed);
   }
   return 0;
 }

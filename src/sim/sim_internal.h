@@ -59,4 +59,7 @@ void *simc_irecv(rt_t *rt, int src, void **msgp);
 void simc_irecv_finish(rt_t *rt, void *handle, void **msgp, void *buf, size_t bytes);
 /* Fatal runtime misuse (bad rank, size mismatch): message on stderr, exit 1. */
 void simc_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Writes the message into err (n bytes) and returns code: the .so's error convention (platform.c). */
+int pdlsim_seterr(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif
