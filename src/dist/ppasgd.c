@@ -77,7 +77,7 @@ void ppasgd_node(rt_t *rt, void *arg) {
   }
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
-  pp_probe_t probe; long probe_start = r->steps_per_epoch;   /* set properly once an epoch has passed */
+  pp_probe_t probe;
   int probe_on = 0, c_probe_skipped = -1;
   double need_sub = c->steps > 0 ? INFINITY : c->epochs * (double)r->data.train.n / c->batch;
   double total_sub = 0, local_sub = 0, loss_acc = 0; long loss_n = 0, t;
@@ -119,16 +119,17 @@ void ppasgd_node(rt_t *rt, void *arg) {
     rt->ops->work(rt, 4.0 * n * 7);
     if (gathered > 0) { loss_acc += buf[n + 1] / (gathered * c->batch); loss_n++; }
     if (me == 0 && c->probe > 0) {
-      if (!probe_on && total_sub >= (double)r->data.train.n / c->batch) {  /* one epoch done: start measuring */
-        int S0 = job->staleness >= 0 ? job->staleness : S;
+      if (!probe_on && c_probe_skipped < 0 && total_sub >= (double)r->data.train.n / c->batch) {
+        int S0 = job->staleness >= 0 ? job->staleness : S;   /* one epoch done: start measuring */
         if (S0 > PP_PROBE_MAX_S0) {   /* the ring of S0+2 snapshots would not be worth its memory */
           if (!c->quiet) fprintf(stderr, "pdl: probe skipped: measured S0 = %d > %d\n", S0, PP_PROBE_MAX_S0);
           c_probe_skipped = S0;
-        } else pp_probe_init(&probe, n, S0, c->probe, t + 1, c->momentum);
-        probe_start = t + 1; probe_on = S0 <= PP_PROBE_MAX_S0; if (!probe_on) probe_start = -1;
+        } else {
+          pp_probe_init(&probe, n, S0, c->probe, t + 1, c->momentum);
+          probe_on = 1;
+        }
       }
       if (probe_on) pp_probe_step(&probe, t, w, o.M);
-      if (!probe_on && probe_start < 0) probe_start = -2;
     }
     int done = total_sub >= need_sub;
     if (gathered > 0 && dist_diverged(c, buf[n + 1] / (gathered * c->batch))) {  /* allreduced: all nodes agree */
@@ -181,7 +182,6 @@ void ppasgd_node(rt_t *rt, void *arg) {
     run_summary(r, tt, extra);
     dist_dump_params(w, n);
   }
-  (void)probe_start;
   if (probe_on) pp_probe_free(&probe);
   for (int g = 0; g < G; g++) {
     pp_role_t *R = &roles[g];

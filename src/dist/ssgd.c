@@ -20,13 +20,6 @@ static void ssgd_grad_role(rt_t *rt, void *arg) {
   g->loss = replica_grad(g->rep, rt, g->what, g->D, g->scale);
 }
 
-/* OpenMP threads per grad role. The user's --threads is job->cfg.threads (run_setup resolves
- * r->cfg.threads to all cores, which would hand every role of every rank all cores).
- * Sim: 1 unless --threads is given: actors run one at a time on one OS thread, so a parallel
- * region per small kernel only wakes a team that then spins (libgomp's spin-wait was 2/3 of the
- * CPU time of a 64-worker batch-4 run). Real: dist.c's budget (cores / (local ranks x roles)). */
-static int ssgd_threads(const job_t *job, int G, int simulated) { return dist_thread_budget(&job->cfg, G, simulated); }
-
 void ssgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int G = job->G, me = rt->node, N = rt->nnodes;
@@ -35,7 +28,10 @@ void ssgd_node(rt_t *rt, void *arg) {
   replica_t *rep = xmalloc((size_t)G * sizeof(replica_t));
   ssgd_role_t *roles = xcalloc((size_t)G, sizeof(ssgd_role_t));
   void **th = xmalloc((size_t)G * sizeof(void *));
-  int threads = ssgd_threads(job, G, rt->ops->simulated);
+  /* OpenMP threads per grad role from the USER's --threads (job->cfg; run_setup resolves r->cfg's
+   * to all cores). Sim: 1 unless given -- actors run one at a time, and a team per batch-4 kernel
+   * only spins (libgomp's spin-wait was 2/3 of a 64-worker run's CPU time). */
+  int threads = dist_thread_budget(&job->cfg, G, rt->ops->simulated);
   if (me == 0) r->cfg.threads = threads;   /* the summary's "threads": what each grad role used */
   for (int g = 0; g < G; g++) {
     replica_init(&rep[g], r, c->batch, threads, me * G + g, N * G, 0, (uint64_t)(me * G + g));
