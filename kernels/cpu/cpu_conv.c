@@ -19,6 +19,9 @@
  * rounded to 64 bytes). */
 #include <cblas.h>
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include "core/layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
@@ -50,10 +53,52 @@ static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
 /* Batch 1 with several threads splits each image; otherwise threads take whole images. */
 static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nthreads; }
 
+/* ---- algorithm choice: im2col + sgemm, or Winograd F(2x2,3x3) (cpu_winograd.c) */
+static int conv_mode = CPU_CONV_AUTO;
+static pthread_once_t conv_mode_once = PTHREAD_ONCE_INIT;
+
+static void conv_mode_from_env(void) {
+  const char *e = getenv("PDL_CONV");
+  if (!e || !*e || !strcmp(e, "auto")) conv_mode = CPU_CONV_AUTO;
+  else if (!strcmp(e, "im2col")) conv_mode = CPU_CONV_IM2COL;
+  else if (!strcmp(e, "winograd")) conv_mode = CPU_CONV_WINOGRAD;
+  else die("PDL_CONV='%s': expected auto, im2col or winograd", e);
+}
+
+int cpu_conv_get_mode(void) {
+  pthread_once(&conv_mode_once, conv_mode_from_env);
+  return conv_mode;
+}
+
+void cpu_conv_set_mode(int mode) {
+  SHAPE_ASSERT(mode == CPU_CONV_IM2COL || mode == CPU_CONV_AUTO || mode == CPU_CONV_WINOGRAD);
+  pthread_once(&conv_mode_once, conv_mode_from_env);
+  conv_mode = mode;
+}
+
+/* Shapes where Winograd is worth it: 3x3 kernels on enough input channels that the 16 small
+ * GEMMs (K = Ci or Co) beat one im2col GEMM of K = 9*Ci. The batch size is not consulted, so a
+ * workspace sized once at its largest batch fits every smaller one. */
+static int wino_pays(int Ci, int H, int W, int Co, int pad) {
+  (void)H; (void)W; (void)Co; (void)pad;
+  return Ci >= 8;
+}
+
+int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad) {
+  (void)B;
+  const int mode = cpu_conv_get_mode();
+  if (k != 3 || mode == CPU_CONV_IM2COL) return 0;
+  return mode == CPU_CONV_WINOGRAD || wino_pays(Ci, H, W, Co, pad);
+}
+
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
-  size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
-  return T * s.per_thread;
+  size_t T = nthreads < 1 ? 1 : (size_t)nthreads, n = T * s.per_thread;
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    const size_t nw = cpu_wino_scratch_floats(B, Ci, H, W, Co, pad, nthreads);
+    if (nw > n) n = nw;
+  }
+  return n;
 }
 
 /* x[0..n) = leaky ReLU of itself */
@@ -103,12 +148,20 @@ static void conv_fwd(conv_t *s, float *out, const float *in, const float *w, con
 void cpu_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                       int Co, int k, int pad, float *scratch) {
   /* in [B][Ci][H][W], w [Co][Ci][k][k], b [Co], out [B][Co][Ho][Wo] */
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 0, 0.0f, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   conv_fwd(&s, out, in, w, b, scratch);
 }
 
 void cpu_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                           int Co, int k, int pad, float slope, float *scratch) {
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 1, slope, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   s.act = 1; s.slope = slope;
   conv_fwd(&s, out, in, w, b, scratch);
@@ -222,6 +275,10 @@ static void conv_bwd(conv_t *s, float *din, float *dw, float *db, const float *d
 void cpu_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int B,
                        int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
   /* dout [B][Co][Ho][Wo], in/din [B][Ci][H][W], w/dw [Co][Ci][k][k], db [Co] */
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_backward(din, dw, db, dout, NULL, in, w, B, Ci, H, W, Co, pad, 0, 0.0f, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   conv_bwd(&s, din, dw, db, dout, NULL, in, w, scratch);
 }
@@ -230,6 +287,10 @@ void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, 
                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
                            float *scratch) {
   /* dout, out [B][Co][Ho][Wo]: gradient w.r.t. and value of the activation output */
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_backward(din, dw, db, dout, out, in, w, B, Ci, H, W, Co, pad, 1, slope, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   s.act = 1; s.slope = slope;
   conv_bwd(&s, din, dw, db, dout, out, in, w, scratch);

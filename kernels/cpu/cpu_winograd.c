@@ -1,0 +1,525 @@
+/* cpu_winograd.c — 3x3 stride-1 convolution (any zero padding) by Winograd F(2x2,3x3), forward
+ * and backward, OpenBLAS sgemm + OpenMP. cpu_conv.c calls it for the shapes cpu_conv_winograd()
+ * accepts; the layer semantics (and the fused activation) are those of core/layers.h.
+ *
+ * Math. The padded input is cut into 4x4 tiles d at stride 2 (tile (ty, tx) covers padded rows
+ * 2ty..2ty+3 and columns 2tx..2tx+3, padded row pr = image row pr - pad, zero outside the image)
+ * that give 2x2 output tiles; th x tw = ceil(Ho/2) x ceil(Wo/2) tiles per image, outputs past
+ * Ho/Wo are cropped. With the standard matrices (1-D: BT d = (d0-d2, d1+d2, d2-d1, d1-d3),
+ * G g = (g0, (g0+g1+g2)/2, (g0-g1+g2)/2, g2), AT m = (m0+m1+m2, m1-m2-m3)), per tile
+ *     Y = AT [ (G g GT) . (BT d B) ] A,
+ * i.e. 16 GEMMs, one per xi = 4a+b of the 4x4 transform domain (a: row, b: column), over
+ * (co, ci, tile):
+ *     forward   M_xi[Co][T]  = U_xi[Co][Ci] x V_xi[Ci][T]           U = G g GT,  V = BT d B
+ *     backward  dM = A dY AT per output tile (dY = 0 past the edge)
+ *               dV_xi[Ci][T] = U_xi^T x dM_xi,  din = sum over tiles of B dV BT (windows overlap;
+ *                                                  padding entries are dropped)
+ *               dU_xi[Co][Ci] = dM_xi x V_xi^T, dw += GT dU G
+ * Every backward transform is the exact adjoint of its forward one (1-D: A y = (y0, y0+y1,
+ * y0-y1, -y1), B v = (v0, v1-v2+v3, -v0+v1+v2, -v3), GT u = (u0+(u1+u2)/2, (u1-u2)/2,
+ * (u1+u2)/2+u3)), so the gradients are the exact gradients of this forward, up to rounding.
+ *
+ * Layout. V, M (and dM, dV) are [16][C][T] with T = the tiles of a group of images (image-major,
+ * then tile row, then tile column), so each GEMM is one contiguous call; a group holds as many
+ * images as keep V + M within WINO_GROUP_BYTES (L2). U is [16][Co][Ci] (GEMM A operand, lda Ci).
+ * The 16 planes of each are an odd number of cache lines apart (wp()).
+ * Transforms are split into a cheap per-row stage (the 1-D transform along image rows, on rows
+ * split into even and odd columns) and a flat stage over all tiles of an image or group, which
+ * does the 16-stream part and vectorises over long unit-stride loops: image rows hold only 7-14
+ * tiles in the nets here, too short for vectors on their own.
+ *
+ * Threading (as cpu_conv.c; static partitions, so results are bit-identical for a given thread
+ * count). B >= threads: each thread takes a contiguous block of images (in groups) with private
+ * V/M/dU; U is computed once per call, output channels split over the team, then one barrier.
+ * Backward: dU partials of all threads are summed in thread order (output channels split over the
+ * team, after one barrier) and transformed into dw; db as cpu_conv.c (thread 0 in place, partials
+ * added in thread order). B < threads (batch 1): forward splits the tile rows of each image (U
+ * split + one barrier, then no thread reads another's data); backward splits input channels: each
+ * thread computes U for its channels, dM for the whole image (duplicated: the dw and din GEMMs
+ * need all output channels), V, the dw columns, dV and din of its channels, and db for its share
+ * of output channels: no barrier at all.
+ * Fused activation: forward applies bias then act to each output as it is formed; backward first
+ * forms g = act'(out) * dout for the image (the expression of cpu_act_backward) and then runs
+ * exactly the unfused code on g, so fused == unfused bit for bit.
+ * Scratch: U [16][Co][Ci] shared, then per thread V [16][Ci][T], M [16][Co][T], dU [16][Co][Ci],
+ * db [Co], g [Co][Ho*Wo], and transform temporaries. */
+#include <cblas.h>
+#include <omp.h>
+#include "core/layers.h"
+#include "kernels/cpu/cpu.h"
+#include "util/util.h"
+
+/* V + M of one group of images stay below this (L2 is 2 MiB per core on the machines we tune on) */
+#ifndef WINO_GROUP_BYTES
+#define WINO_GROUP_BYTES ((size_t)1 << 20)
+#endif
+
+typedef struct {
+  int B, Ci, H, W, Co, pad, Ho, Wo, P;
+  int th, tw, tpi, nb; /* tile rows, tile columns, tiles per image, images per group */
+  int act;
+  float slope;
+  size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, per_thread;
+} wino_t;
+
+/* Stride between the 16 xi planes of an n-float matrix: whole 64-byte lines, an odd number of
+ * them, so the 16 streams of a transform fall into 16 different cache sets (a power-of-two
+ * stride put them all into one L1 set and made the weight transform 30x slower). */
+static inline size_t wp(size_t n) {
+  n = cpu_round16(n);
+  return (n / 16) % 2 ? n : n + 16;
+}
+
+static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad) {
+  wino_t s;
+  SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && pad >= 0);
+  s.B = B; s.Ci = Ci; s.H = H; s.W = W; s.Co = Co; s.pad = pad;
+  s.Ho = H + 2 * pad - 2; s.Wo = W + 2 * pad - 2;
+  SHAPE_ASSERT(s.Ho > 0 && s.Wo > 0);
+  s.P = s.Ho * s.Wo;
+  s.th = (s.Ho + 1) / 2; s.tw = (s.Wo + 1) / 2; s.tpi = s.th * s.tw;
+  const size_t img_bytes = (size_t)16 * (Ci + Co) * s.tpi * sizeof(float);
+  size_t nb = WINO_GROUP_BYTES / img_bytes;
+  if (nb < 1) nb = 1;
+  if (nb > (size_t)B) nb = (size_t)B;
+  s.nb = (int)nb;
+  s.act = 0; s.slope = 0.0f;
+  const size_t T = (size_t)s.nb * s.tpi, rs = (size_t)(s.th + 1) * s.tw, n = (size_t)s.tw + 1;
+  s.u_n = 16 * wp((size_t)Co * Ci);
+  s.v_n = 16 * wp((size_t)Ci * T);
+  s.m_n = 16 * wp((size_t)Co * T);
+  s.du_n = 16 * wp((size_t)Co * Ci);
+  s.db_n = cpu_round16((size_t)Co);
+  s.g_n = cpu_round16((size_t)Co * s.P);
+  /* the largest of the transforms' temporaries: wino_input 8 rs + 2n, wino_output 4T,
+   * wino_outgrad 4 tpi, wino_ingrad 8 rs + 8 tpi + 2n */
+  size_t t = 8 * rs + 8 * (size_t)s.tpi + 2 * n;
+  if (4 * T > t) t = 4 * T;
+  s.tmp_n = cpu_round16(t);
+  s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n;
+  return s;
+}
+
+size_t cpu_wino_scratch_floats(int B, int Ci, int H, int W, int Co, int pad, int nthreads) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
+  return s.u_n + T * s.per_thread;
+}
+
+/* ------------------------------------------------------------------------------- weights */
+
+/* U[xi][co][ci] = (G g GT)[a][b] for co in [co0, co1), ci in [c0, c1); g = w[co][ci] (3x3);
+ * xi stride xs. */
+static void wino_weights(float *restrict U, size_t xs, const float *restrict w, int Ci, int co0, int co1, int c0,
+                         int c1) {
+  for (int co = co0; co < co1; co++) {
+    const float *wr = w + (size_t)co * Ci * 9;
+    float *u = U + (size_t)co * Ci;
+#pragma omp simd
+    for (int ci = c0; ci < c1; ci++) {
+      const float *g = wr + (size_t)ci * 9;
+      /* G over rows, per column c: t0 = g0, t1 = (g0+g1+g2)/2, t2 = (g0-g1+g2)/2, t3 = g2 */
+#define GCOL(c) const float t0##c = g[c], t1##c = 0.5f * (g[c] + g[3 + c] + g[6 + c]), \
+                            t2##c = 0.5f * (g[c] - g[3 + c] + g[6 + c]), t3##c = g[6 + c];
+      GCOL(0) GCOL(1) GCOL(2)
+#undef GCOL
+      /* then over columns, per row a */
+#define GROW(a) u[(size_t)(4 * a + 0) * xs + ci] = t##a##0; \
+                u[(size_t)(4 * a + 1) * xs + ci] = 0.5f * (t##a##0 + t##a##1 + t##a##2); \
+                u[(size_t)(4 * a + 2) * xs + ci] = 0.5f * (t##a##0 - t##a##1 + t##a##2); \
+                u[(size_t)(4 * a + 3) * xs + ci] = t##a##2;
+      GROW(0) GROW(1) GROW(2) GROW(3)
+#undef GROW
+    }
+  }
+}
+
+/* dw[co][ci] += GT dU G for co in [co0, co1), ci in [c0, c1); dU[xi][co][ci - cb] with row
+ * stride ldu and xi stride xs. */
+static void wino_wgrad(float *restrict dw, const float *restrict dU, size_t xs, int ldu, int cb, int Ci, int co0,
+                       int co1, int c0, int c1) {
+  for (int co = co0; co < co1; co++) {
+    const float *u = dU + (size_t)co * ldu;
+    float *dwr = dw + (size_t)co * Ci * 9;
+#pragma omp simd
+    for (int ci = c0; ci < c1; ci++) {
+      const size_t k = (size_t)(ci - cb);
+      /* GT over rows, per column b: r0 = u0 + (u1+u2)/2, r1 = (u1-u2)/2, r2 = (u1+u2)/2 + u3 */
+#define GTCOL(b) const float u0##b = u[(size_t)(b) * xs + k], u1##b = u[(size_t)(4 + b) * xs + k], \
+                             u2##b = u[(size_t)(8 + b) * xs + k], u3##b = u[(size_t)(12 + b) * xs + k]; \
+                 const float r0##b = u0##b + 0.5f * (u1##b + u2##b), r1##b = 0.5f * (u1##b - u2##b), \
+                             r2##b = 0.5f * (u1##b + u2##b) + u3##b;
+      GTCOL(0) GTCOL(1) GTCOL(2) GTCOL(3)
+#undef GTCOL
+      float *g = dwr + (size_t)ci * 9;
+#define GTROW(a) g[3 * a + 0] += r##a##0 + 0.5f * (r##a##1 + r##a##2); \
+                 g[3 * a + 1] += 0.5f * (r##a##1 - r##a##2); \
+                 g[3 * a + 2] += 0.5f * (r##a##1 + r##a##2) + r##a##3;
+      GTROW(0) GTROW(1) GTROW(2)
+#undef GTROW
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------- row helpers */
+
+/* Image row xr [W] as its padded row (padded column pc = image column pc - pad, zero outside)
+ * split into even and odd padded columns: e[j] = row(2j), o[j] = row(2j + 1), j in [0, n). */
+static void row_split(float *restrict e, float *restrict o, const float *restrict xr, int W, int pad, int n) {
+  for (int j = 0; j < n; j++) { e[j] = 0.0f; o[j] = 0.0f; }
+  const int h = pad / 2, m1 = W / 2;
+  if (pad % 2 == 0) { /* image column 2m -> e[m + h], 2m + 1 -> o[m + h] */
+#pragma omp simd
+    for (int m = 0; m < m1; m++) { e[m + h] = xr[2 * m]; o[m + h] = xr[2 * m + 1]; }
+    if (W & 1) e[m1 + h] = xr[W - 1];
+  } else { /* 2m -> o[m + h], 2m + 1 -> e[m + h + 1] */
+#pragma omp simd
+    for (int m = 0; m < m1; m++) { o[m + h] = xr[2 * m]; e[m + h + 1] = xr[2 * m + 1]; }
+    if (W & 1) o[m1 + h] = xr[W - 1];
+  }
+}
+
+/* The inverse of row_split on the image columns: xr[iw] = padded row(iw + pad). */
+static void row_merge(float *restrict xr, const float *restrict e, const float *restrict o, int W, int pad) {
+  const int h = pad / 2, m1 = W / 2;
+  if (pad % 2 == 0) {
+#pragma omp simd
+    for (int m = 0; m < m1; m++) { xr[2 * m] = e[m + h]; xr[2 * m + 1] = o[m + h]; }
+    if (W & 1) xr[W - 1] = e[m1 + h];
+  } else {
+#pragma omp simd
+    for (int m = 0; m < m1; m++) { xr[2 * m] = o[m + h]; xr[2 * m + 1] = e[m + h + 1]; }
+    if (W & 1) xr[W - 1] = o[m1 + h];
+  }
+}
+
+/* ------------------------------------------------------------------------------- transforms */
+
+/* V[xi][c - c0][col + (ty - ty0)*tw + tx] = (BT d B)[a][b] for channels [c0, c1) and tile rows
+ * [ty0, ty1) of one image x [Ci][H][W]; ldv = V's row length, xs = its xi stride.
+ * Row stage: BT along each padded row pr, R_b[pr][tx] = (BT (row(2tx..2tx+3)))_b, kept as
+ * R[b][parity of pr][pr/2 - ty0][tx]; flat stage: BT down the columns, tile t reading rows
+ * 2ty, 2ty+1 (index t) and 2ty+2, 2ty+3 (index t + tw). */
+static void wino_input(const wino_t *s, float *restrict V, size_t ldv, size_t xs, size_t col, const float *x, int c0,
+                       int c1, int ty0, int ty1, float *tmp) {
+  const int tw = s->tw, n = tw + 1, H = s->H, W = s->W, pad = s->pad, nT = (ty1 - ty0) * tw;
+  const size_t rs = (size_t)(ty1 - ty0 + 1) * tw;
+  float *R = tmp, *e = R + 8 * rs, *o = e + n;
+  for (int c = c0; c < c1; c++) {
+    const float *xc = x + (size_t)c * H * W;
+    for (int pr = 2 * ty0; pr < 2 * ty1 + 2; pr++) {
+      const int ih = pr - pad, par = pr & 1;
+      const size_t k = (size_t)((pr >> 1) - ty0) * tw;
+      float *r0 = R + par * rs + k, *r1 = r0 + 2 * rs, *r2 = r1 + 2 * rs, *r3 = r2 + 2 * rs;
+      if (ih < 0 || ih >= H) {
+        for (int tx = 0; tx < tw; tx++) { r0[tx] = 0.0f; r1[tx] = 0.0f; r2[tx] = 0.0f; r3[tx] = 0.0f; }
+        continue;
+      }
+      row_split(e, o, xc + (size_t)ih * W, W, pad, n);
+#pragma omp simd
+      for (int tx = 0; tx < tw; tx++) {
+        const float d0 = e[tx], d1 = o[tx], d2 = e[tx + 1], d3 = o[tx + 1];
+        r0[tx] = d0 - d2; r1[tx] = d1 + d2; r2[tx] = d2 - d1; r3[tx] = d1 - d3;
+      }
+    }
+    float *v = V + (size_t)(c - c0) * ldv + col;
+    for (int b = 0; b < 4; b++) {
+      const float *re = R + (size_t)(2 * b) * rs, *ro = re + rs;
+      float *v0 = v + (size_t)b * xs, *v1 = v0 + 4 * xs, *v2 = v1 + 4 * xs, *v3 = v2 + 4 * xs;
+#pragma omp simd
+      for (int t = 0; t < nT; t++) {
+        const float d0 = re[t], d1 = ro[t], d2 = re[t + tw], d3 = ro[t + tw];
+        v0[t] = d0 - d2; v1[t] = d1 + d2; v2[t] = d2 - d1; v3[t] = d1 - d3;
+      }
+    }
+  }
+}
+
+/* out[co][2ty + a][2tx + b] = act((AT M A)[a][b] + bias[co]) (cropped) for the tile rows
+ * [ty0, ty1) of nimg consecutive images (out: the first one's); M[xi][co][t] with t running over
+ * those tiles (image-major), row length ldm, xi stride xs. Flat stage into Y[a][b][t], then the
+ * rows are interleaved into out. */
+static void wino_output(const wino_t *s, float *out, const float *restrict M, size_t ldm, size_t xs, int nimg,
+                        const float *bias, int ty0, int ty1, float *tmp) {
+  const int tw = s->tw, Wo = s->Wo, tpr = (ty1 - ty0) * tw, T = nimg * tpr, act = s->act;
+  const size_t out_n = (size_t)s->Co * s->P;
+  const float slope = s->slope;
+  float *y00 = tmp, *y01 = y00 + T, *y10 = y01 + T, *y11 = y10 + T;
+  for (int co = 0; co < s->Co; co++) {
+    const float bv = bias[co];
+    const float *m = M + (size_t)co * ldm;
+#pragma omp simd
+    for (int t = 0; t < T; t++) {
+      /* AT down the columns: r0_j = m0j + m1j + m2j, r1_j = m1j - m2j - m3j; then along rows */
+#define ATCOL(j) const float m0##j = m[(size_t)(j) * xs + t], m1##j = m[(size_t)(4 + j) * xs + t], \
+                             m2##j = m[(size_t)(8 + j) * xs + t], m3##j = m[(size_t)(12 + j) * xs + t]; \
+                 const float r0##j = m0##j + m1##j + m2##j, r1##j = m1##j - m2##j - m3##j;
+      ATCOL(0) ATCOL(1) ATCOL(2) ATCOL(3)
+#undef ATCOL
+      float a00 = (r00 + r01 + r02) + bv, a01 = (r01 - r02 - r03) + bv;
+      float a10 = (r10 + r11 + r12) + bv, a11 = (r11 - r12 - r13) + bv;
+      if (act) {
+        a00 = a00 > 0.0f ? a00 : slope * a00; a01 = a01 > 0.0f ? a01 : slope * a01;
+        a10 = a10 > 0.0f ? a10 : slope * a10; a11 = a11 > 0.0f ? a11 : slope * a11;
+      }
+      y00[t] = a00; y01[t] = a01; y10[t] = a10; y11[t] = a11;
+    }
+    for (int i = 0; i < nimg; i++)
+      for (int ty = ty0; ty < ty1; ty++) {
+        const size_t t = (size_t)i * tpr + (size_t)(ty - ty0) * tw;
+        float *o0 = out + i * out_n + (size_t)co * s->P + (size_t)(2 * ty) * Wo;
+        row_merge(o0, y00 + t, y01 + t, Wo, 0);
+        if (2 * ty + 1 < s->Ho) row_merge(o0 + Wo, y10 + t, y11 + t, Wo, 0);
+      }
+  }
+}
+
+/* dM[xi][co][col + t] = (A dY AT)[a][b] for all channels and tiles t of one image, dY the 2x2
+ * tiles of g [Co][Ho][Wo] (zero past the edge); row length ldm, xi stride xs. Row stage: the two
+ * output rows of each tile row split into even and odd columns, Y[a][b][t]; flat stage: A both
+ * ways. */
+static void wino_outgrad(const wino_t *s, float *restrict dM, size_t ldm, size_t xs, size_t col, const float *g,
+                         float *tmp) {
+  const int tw = s->tw, Wo = s->Wo, tpi = s->tpi;
+  float *y00 = tmp, *y01 = y00 + tpi, *y10 = y01 + tpi, *y11 = y10 + tpi;
+  for (int co = 0; co < s->Co; co++) {
+    const float *gc = g + (size_t)co * s->P;
+    for (int ty = 0; ty < s->th; ty++) {
+      const size_t t = (size_t)ty * tw;
+      const float *g0 = gc + (size_t)(2 * ty) * Wo;
+      for (int tx = 0; tx < Wo / 2; tx++) { y00[t + tx] = g0[2 * tx]; y01[t + tx] = g0[2 * tx + 1]; }
+      if (Wo & 1) { y00[t + tw - 1] = g0[Wo - 1]; y01[t + tw - 1] = 0.0f; }
+      if (2 * ty + 1 < s->Ho) {
+        const float *g1 = g0 + Wo;
+        for (int tx = 0; tx < Wo / 2; tx++) { y10[t + tx] = g1[2 * tx]; y11[t + tx] = g1[2 * tx + 1]; }
+        if (Wo & 1) { y10[t + tw - 1] = g1[Wo - 1]; y11[t + tw - 1] = 0.0f; }
+      } else {
+        for (int tx = 0; tx < tw; tx++) { y10[t + tx] = 0.0f; y11[t + tx] = 0.0f; }
+      }
+    }
+    float *m = dM + (size_t)co * ldm + col;
+#pragma omp simd
+    for (int t = 0; t < tpi; t++) {
+      /* A along rows: h_a = (y_a0, y_a0 + y_a1, y_a0 - y_a1, -y_a1); then down the columns */
+      const float h00 = y00[t], h01 = y00[t] + y01[t], h02 = y00[t] - y01[t], h03 = -y01[t];
+      const float h10 = y10[t], h11 = y10[t] + y11[t], h12 = y10[t] - y11[t], h13 = -y11[t];
+#define ACOL(j) m[(size_t)(j) * xs + t] = h0##j; m[(size_t)(4 + j) * xs + t] = h0##j + h1##j; \
+                m[(size_t)(8 + j) * xs + t] = h0##j - h1##j; m[(size_t)(12 + j) * xs + t] = -h1##j;
+      ACOL(0) ACOL(1) ACOL(2) ACOL(3)
+#undef ACOL
+    }
+  }
+}
+
+/* din[c][ih][iw] = sum over tiles of (B dV BT) at padded (ih + pad, iw + pad), channels [c0, c1)
+ * of one image (overwritten); dV[xi][c - c0][col + t], row length ldv, xi stride xs.
+ * Flat stage: B down the columns; the rows 2ty, 2ty+1 of a tile go to S[b][parity][ty] and rows
+ * 2ty+2, 2ty+3 (tmp Q) are added one tile row further down, so S[b][parity][k] holds padded row
+ * 2k + parity. Row stage: B along each padded row, overlapping windows added, padding dropped. */
+static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, size_t ldv, size_t xs, size_t col,
+                        int c0, int c1, float *tmp) {
+  const int tw = s->tw, n = tw + 1, tpi = s->tpi, H = s->H, W = s->W, pad = s->pad;
+  const size_t rs = (size_t)(s->th + 1) * tw;
+  float *S = tmp, *Q = S + 8 * rs, *e = Q + 8 * (size_t)tpi, *o = e + n;
+  for (int c = c0; c < c1; c++) {
+    const float *v = dV + (size_t)(c - c0) * ldv + col;
+    for (int b = 0; b < 4; b++) {
+      const float *v0 = v + (size_t)b * xs, *v1 = v0 + 4 * xs, *v2 = v1 + 4 * xs, *v3 = v2 + 4 * xs;
+      float *se = S + (size_t)(2 * b) * rs, *so = se + rs, *qe = Q + (size_t)(2 * b) * tpi, *qo = qe + tpi;
+#pragma omp simd
+      for (int t = 0; t < tpi; t++) {
+        se[t] = v0[t];
+        so[t] = v1[t] - v2[t] + v3[t];
+        qe[t] = -v0[t] + v1[t] + v2[t];
+        qo[t] = -v3[t];
+      }
+      for (int t = tpi; t < tpi + tw; t++) { se[t] = 0.0f; so[t] = 0.0f; }
+#pragma omp simd
+      for (int t = 0; t < tpi; t++) { se[t + tw] += qe[t]; so[t + tw] += qo[t]; }
+    }
+    float *dc = din + (size_t)c * H * W;
+    for (int ih = 0; ih < H; ih++) {
+      const int pr = ih + pad;
+      const float *r0 = S + (size_t)(pr & 1) * rs + (size_t)(pr >> 1) * tw, *r1 = r0 + 2 * rs, *r2 = r1 + 2 * rs,
+                  *r3 = r2 + 2 * rs;
+      /* padded column 2j gets (B r)_0 of tile j and (B r)_2 of tile j-1; 2j+1 likewise _1 and _3 */
+      e[0] = r0[0];
+      o[0] = r1[0] - r2[0] + r3[0];
+#pragma omp simd
+      for (int j = 1; j < tw; j++) {
+        e[j] = r0[j] + (-r0[j - 1] + r1[j - 1] + r2[j - 1]);
+        o[j] = (r1[j] - r2[j] + r3[j]) - r3[j - 1];
+      }
+      e[tw] = -r0[tw - 1] + r1[tw - 1] + r2[tw - 1];
+      o[tw] = -r3[tw - 1];
+      row_merge(dc + (size_t)ih * W, e, o, W, pad);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------- forward */
+
+/* 16 GEMMs C_xi (beta)= op(A_xi) x op(B_xi); strides between xi planes as, bs, cs. */
+static void gemm16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float *A, int lda, size_t as,
+                   const float *Bm, int ldb, size_t bs, float beta, float *C, int ldc, size_t cs) {
+  if (m <= 0 || n <= 0) return;
+  for (int xi = 0; xi < 16; xi++)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, A + xi * as, lda, Bm + xi * bs, ldb, beta, C + xi * cs, ldc);
+}
+
+static void fwd_body(const wino_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
+                     int t, int nt, int split) {
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n;
+  float *tmp = M + s->m_n + s->du_n + s->db_n + s->g_n;
+  int co0, co1;
+  cpu_split(s->Co, nt, t, &co0, &co1);
+  wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+  if (nt > 1) {
+#pragma omp barrier
+  }
+  int i0 = 0, i1 = s->B, ty0 = 0, ty1 = s->th, nb = s->nb;
+  if (split) { cpu_split(s->th, nt, t, &ty0, &ty1); nb = 1; } /* every image, tile rows [ty0, ty1) */
+  else cpu_split(s->B, nt, t, &i0, &i1);
+  const int tpr = (ty1 - ty0) * s->tw;
+  if (tpr == 0) return;
+  for (int g0 = i0; g0 < i1; g0 += nb) {
+    const int g1 = g0 + nb < i1 ? g0 + nb : i1, T = (g1 - g0) * tpr;
+    const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
+    for (int i = g0; i < g1; i++)
+      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * tpr, in + i * in_n, 0, s->Ci, ty0, ty1, tmp);
+    gemm16(CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
+    wino_output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, ty0, ty1, tmp);
+  }
+}
+
+void cpu_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                      int Co, int pad, int act, float slope, float *scratch) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  s.act = act; s.slope = slope;
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = T > 1 && B < T;
+  if (T == 1) { fwd_body(&s, out, in, w, b, scratch, 0, 1, 0); return; }
+#pragma omp parallel num_threads(T)
+  fwd_body(&s, out, in, w, b, scratch, omp_get_thread_num(), omp_get_num_threads(),
+           split && omp_get_num_threads() > 1);
+}
+
+/* ------------------------------------------------------------------------------- backward */
+
+/* db[co] (+)= sum_p g_i[co][p] for co in [co0, co1); acc = 0 overwrites (as cpu_conv.c). */
+static void bias_grad(float *db, const float *g_i, int P, int co0, int co1, int acc) {
+  for (int co = co0; co < co1; co++) {
+    const float *d = g_i + (size_t)co * P;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int p = 0; p < P; p++) sum += d[p];
+    db[co] = acc ? db[co] + sum : sum;
+  }
+}
+
+/* Pre-activation gradient, the expression of cpu_act_backward. */
+static void act_grad(float *g, const float *dout_i, const float *out_i, size_t n, float slope) {
+#pragma omp simd
+  for (size_t j = 0; j < n; j++) g[j] = out_i[j] > 0.0f ? dout_i[j] : slope * dout_i[j];
+}
+
+/* Batch < threads: this thread's input channels [c0, c1) (U columns, V, dw columns, dV, din) and
+ * output channels [co0, co1) of db, for every image. */
+static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
+                      const float *in, const float *w, float *scratch, int t, int nt) {
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
+  float *g = dU + s->du_n + s->db_n, *tmp = g + s->g_n;
+  int c0, c1, co0, co1;
+  cpu_split(s->Ci, nt, t, &c0, &c1);
+  cpu_split(s->Co, nt, t, &co0, &co1);
+  const int nc = c1 - c0, T = s->tpi;
+  const size_t vs = wp((size_t)nc * T), ms = wp((size_t)s->Co * T), dus = wp((size_t)s->Co * nc);
+  if (din && nc > 0) wino_weights(U, us, w, s->Ci, 0, s->Co, c0, c1);
+  for (int i = 0; i < s->B; i++) {
+    const float *g_i = dout + i * out_n;
+    if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
+    bias_grad(db, g_i, s->P, co0, co1, 1);
+    if (nc == 0) continue;
+    wino_outgrad(s, M, (size_t)T, ms, 0, g_i, tmp);
+    wino_input(s, V, (size_t)T, vs, 0, in + i * in_n, c0, c1, 0, s->th, tmp);
+    gemm16(CblasNoTrans, CblasTrans, s->Co, nc, T, M, T, ms, V, T, vs, i ? 1.0f : 0.0f, dU, nc, dus);
+    if (!din) continue;
+    /* dV (into V) = U[:, c0:c1)^T x dM */
+    gemm16(CblasTrans, CblasNoTrans, nc, T, s->Co, U + c0, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
+    wino_ingrad(s, din + i * in_n, V, (size_t)T, vs, 0, c0, c1, tmp);
+  }
+  if (nc > 0) wino_wgrad(dw, dU, dus, nc, c0, s->Ci, 0, s->Co, c0, c1);
+}
+
+static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
+                     const float *in, const float *w, float *scratch, int t, int nt, int split) {
+  if (split) { bwd_split(s, din, dw, db, dout, out, in, w, scratch, t, nt); return; }
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
+  float *dbp = dU + s->du_n, *g = dbp + s->db_n, *tmp = g + s->g_n;
+  if (din) {
+    int co0, co1;
+    cpu_split(s->Co, nt, t, &co0, &co1);
+    wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+    if (nt > 1) {
+#pragma omp barrier
+    }
+  }
+  if (t == 0) dbp = db; /* thread 0 adds onto db directly */
+  int i0, i1;
+  cpu_split(s->B, nt, t, &i0, &i1);
+  for (int g0 = i0; g0 < i1; g0 += s->nb) {
+    const int g1 = g0 + s->nb < i1 ? g0 + s->nb : i1, T = (g1 - g0) * s->tpi;
+    const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
+    for (int i = g0; i < g1; i++) {
+      const float *g_i = dout + i * out_n;
+      if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
+      bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
+      wino_outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, tmp);
+      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, 0, s->th, tmp);
+    }
+    gemm16(CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci, us);
+    if (!din) continue;
+    gemm16(CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
+    for (int i = g0; i < g1; i++)
+      wino_ingrad(s, din + i * in_n, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, 0, s->Ci, tmp);
+  }
+  if (nt == 1) { wino_wgrad(dw, dU, us, s->Ci, 0, s->Ci, 0, s->Co, 0, s->Ci); return; }
+#pragma omp barrier
+  /* dU of thread 0 += dU of threads 1..nt-1 in thread order, over this thread's share of output
+   * channels, which it then transforms into dw; db += the db partials the same way */
+  int co0, co1;
+  cpu_split(s->Co, nt, t, &co0, &co1);
+  float *dU0 = scratch + s->u_n + s->v_n + s->m_n;
+  for (int u = 1; u < nt; u++) {
+    int u0, u1;
+    cpu_split(s->B, nt, u, &u0, &u1);
+    if (u1 <= u0) continue;
+    const float *dUu = scratch + s->u_n + (size_t)u * s->per_thread + s->v_n + s->m_n;
+    for (int xi = 0; xi < 16; xi++) {
+      float *dst = dU0 + xi * us + (size_t)co0 * s->Ci;
+      const float *src = dUu + xi * us + (size_t)co0 * s->Ci;
+      const size_t n = (size_t)(co1 - co0) * s->Ci;
+#pragma omp simd
+      for (size_t j = 0; j < n; j++) dst[j] += src[j];
+    }
+    const float *dbu = dUu + s->du_n;
+    for (int co = co0; co < co1; co++) db[co] += dbu[co];
+  }
+  wino_wgrad(dw, dU0, us, s->Ci, 0, s->Ci, co0, co1, 0, s->Ci);
+}
+
+void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
+                       const float *w, int B, int Ci, int H, int W, int Co, int pad, int act, float slope,
+                       float *scratch) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  s.act = act; s.slope = slope;
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = T > 1 && B < T;
+  if (T == 1) { bwd_body(&s, din, dw, db, dout, out, in, w, scratch, 0, 1, 0); return; }
+#pragma omp parallel num_threads(T)
+  bwd_body(&s, din, dw, db, dout, out, in, w, scratch, omp_get_thread_num(), omp_get_num_threads(),
+           split && omp_get_num_threads() > 1);
+}
