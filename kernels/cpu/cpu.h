@@ -52,6 +52,8 @@ int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad);
  * ReLU with this slope; out is the activation output, needed by the backward only then). Scratch:
  * cpu_wino_scratch_floats floats (for up to nthreads threads and batches up to B). */
 size_t cpu_wino_scratch_floats(int B, int Ci, int H, int W, int Co, int pad, int nthreads);
+/* Tiles per GEMM of a batch-B call that takes whole images: images per group x tiles per image. */
+int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad);
 void cpu_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                       int Co, int pad, int act, float slope, float *scratch);
 void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,

@@ -76,25 +76,27 @@ void cpu_conv_set_mode(int mode) {
   conv_mode = mode;
 }
 
-/* Shapes where Winograd is worth it: 3x3 kernels on enough input channels that the 16 small
- * GEMMs (K = Ci or Co) beat one im2col GEMM of K = 9*Ci. The batch size is not consulted, so a
- * workspace sized once at its largest batch fits every smaller one. */
-static int wino_pays(int Ci, int H, int W, int Co, int pad) {
-  (void)H; (void)W; (void)Co; (void)pad;
-  return Ci >= 8;
+/* Shapes where Winograd pays (measured on the reference net's layers and neighbours, 1 thread):
+ * Ci >= 8, and at least WINO_MIN_TILES tiles per GEMM (images per group x tiles per image).
+ * Below that the per-call costs (weight transform, 16 GEMM set-ups) dominate: a 7x7 map has 16
+ * tiles, and at batch 1 Winograd took 1.2-1.3x the time of im2col there, while 14x14 and
+ * 28x28 maps won at every batch (1.2-1.6x). */
+#define WINO_MIN_TILES 32
+static int wino_pays(int B, int Ci, int H, int W, int Co, int pad) {
+  return Ci >= 8 && cpu_wino_tiles(B, Ci, H, W, Co, pad) >= WINO_MIN_TILES;
 }
 
 int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad) {
-  (void)B;
   const int mode = cpu_conv_get_mode();
   if (k != 3 || mode == CPU_CONV_IM2COL) return 0;
-  return mode == CPU_CONV_WINOGRAD || wino_pays(Ci, H, W, Co, pad);
+  return mode == CPU_CONV_WINOGRAD || wino_pays(B, Ci, H, W, Co, pad);
 }
 
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   size_t T = nthreads < 1 ? 1 : (size_t)nthreads, n = T * s.per_thread;
-  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+  /* the larger of both: a smaller batch than B may take the other path */
+  if (k == 3 && cpu_conv_get_mode() != CPU_CONV_IM2COL) {
     const size_t nw = cpu_wino_scratch_floats(B, Ci, H, W, Co, pad, nthreads);
     if (nw > n) n = nw;
   }

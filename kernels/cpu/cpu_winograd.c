@@ -49,6 +49,9 @@
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
 
+/* Short zero/copy loops stay inline: a memset/memcpy call per 8-28-float row costs more. */
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+
 /* V + M of one group of images stay below this (L2 is 2 MiB per core on the machines we tune on) */
 #ifndef WINO_GROUP_BYTES
 #define WINO_GROUP_BYTES ((size_t)1 << 20)
@@ -84,16 +87,16 @@ static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad) {
   if (nb > (size_t)B) nb = (size_t)B;
   s.nb = (int)nb;
   s.act = 0; s.slope = 0.0f;
-  const size_t T = (size_t)s.nb * s.tpi, rs = (size_t)(s.th + 1) * s.tw, n = (size_t)s.tw + 1;
+  const size_t T = (size_t)s.nb * s.tpi, rs = (size_t)(s.th + 1) * 2 * s.tw;
   s.u_n = 16 * wp((size_t)Co * Ci);
   s.v_n = 16 * wp((size_t)Ci * T);
   s.m_n = 16 * wp((size_t)Co * T);
   s.du_n = 16 * wp((size_t)Co * Ci);
   s.db_n = cpu_round16((size_t)Co);
   s.g_n = cpu_round16((size_t)Co * s.P);
-  /* the largest of the transforms' temporaries: wino_input 8 rs + 2n, wino_output 4T,
-   * wino_outgrad 4 tpi, wino_ingrad 8 rs + 8 tpi + 2n */
-  size_t t = 8 * rs + 8 * (size_t)s.tpi + 2 * n;
+  /* the largest of the transforms' temporaries: wino_input 4 rs, wino_output 4T, wino_outgrad
+   * 4 tpi, wino_ingrad 4 rs + 8 tpi (rs = (th + 1) * 2tw) */
+  size_t t = 4 * rs + 8 * (size_t)s.tpi;
   if (4 * T > t) t = 4 * T;
   s.tmp_n = cpu_round16(t);
   s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n;
@@ -104,6 +107,11 @@ size_t cpu_wino_scratch_floats(int B, int Ci, int H, int W, int Co, int pad, int
   wino_t s = wino_shape(B, Ci, H, W, Co, pad);
   size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
   return s.u_n + T * s.per_thread;
+}
+
+int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  return s.nb * s.tpi;
 }
 
 /* ------------------------------------------------------------------------------- weights */
@@ -161,90 +169,72 @@ static void wino_wgrad(float *restrict dw, const float *restrict dU, size_t xs, 
   }
 }
 
-/* ------------------------------------------------------------------------------- row helpers */
-
-/* Image row xr [W] as its padded row (padded column pc = image column pc - pad, zero outside)
- * split into even and odd padded columns: e[j] = row(2j), o[j] = row(2j + 1), j in [0, n). */
-static void row_split(float *restrict e, float *restrict o, const float *restrict xr, int W, int pad, int n) {
-  for (int j = 0; j < n; j++) { e[j] = 0.0f; o[j] = 0.0f; }
-  const int h = pad / 2, m1 = W / 2;
-  if (pad % 2 == 0) { /* image column 2m -> e[m + h], 2m + 1 -> o[m + h] */
-#pragma omp simd
-    for (int m = 0; m < m1; m++) { e[m + h] = xr[2 * m]; o[m + h] = xr[2 * m + 1]; }
-    if (W & 1) e[m1 + h] = xr[W - 1];
-  } else { /* 2m -> o[m + h], 2m + 1 -> e[m + h + 1] */
-#pragma omp simd
-    for (int m = 0; m < m1; m++) { o[m + h] = xr[2 * m]; e[m + h + 1] = xr[2 * m + 1]; }
-    if (W & 1) o[m1 + h] = xr[W - 1];
-  }
-}
-
-/* The inverse of row_split on the image columns: xr[iw] = padded row(iw + pad). */
-static void row_merge(float *restrict xr, const float *restrict e, const float *restrict o, int W, int pad) {
-  const int h = pad / 2, m1 = W / 2;
-  if (pad % 2 == 0) {
-#pragma omp simd
-    for (int m = 0; m < m1; m++) { xr[2 * m] = e[m + h]; xr[2 * m + 1] = o[m + h]; }
-    if (W & 1) xr[W - 1] = e[m1 + h];
-  } else {
-#pragma omp simd
-    for (int m = 0; m < m1; m++) { xr[2 * m] = o[m + h]; xr[2 * m + 1] = e[m + h + 1]; }
-    if (W & 1) xr[W - 1] = o[m1 + h];
-  }
-}
-
 /* ------------------------------------------------------------------------------- transforms */
+
+/* dst[j] = xr[j + off] where 0 <= j + off < W, else 0; j in [0, n). */
+static inline void row_shift(float *restrict dst, const float *restrict xr, int W, int off, int n) {
+  int a = -off, e = W - off;
+  a = a < 0 ? 0 : a > n ? n : a;
+  e = e > n ? n : e < a ? a : e;
+  for (int j = 0; j < a; j++) dst[j] = 0.0f;
+  for (int j = a; j < e; j++) dst[j] = xr[j + off];
+  for (int j = e; j < n; j++) dst[j] = 0.0f;
+}
+
+static inline void row_zero(float *dst, int n) {
+  for (int j = 0; j < n; j++) dst[j] = 0.0f;
+}
 
 /* V[xi][c - c0][col + (ty - ty0)*tw + tx] = (BT d B)[a][b] for channels [c0, c1) and tile rows
  * [ty0, ty1) of one image x [Ci][H][W]; ldv = V's row length, xs = its xi stride.
- * Row stage: BT along each padded row pr, R_b[pr][tx] = (BT (row(2tx..2tx+3)))_b, kept as
- * R[b][parity of pr][pr/2 - ty0][tx]; flat stage: BT down the columns, tile t reading rows
- * 2ty, 2ty+1 (index t) and 2ty+2, 2ty+3 (index t + tw). */
+ * Per channel, every padded row pr = 2(ty0 + k) + par needed is copied twice, as its padded
+ * columns [0, 2tw) (L) and [2, 2tw+2) (R), rows ordered by parity then k; tile t = (ty - ty0)*tw
+ * + tx then finds its 4 rows at L/R[par][k or k+1] offsets 2t, 2t+1, all linear in t. */
 static void wino_input(const wino_t *s, float *restrict V, size_t ldv, size_t xs, size_t col, const float *x, int c0,
                        int c1, int ty0, int ty1, float *tmp) {
-  const int tw = s->tw, n = tw + 1, H = s->H, W = s->W, pad = s->pad, nT = (ty1 - ty0) * tw;
-  const size_t rs = (size_t)(ty1 - ty0 + 1) * tw;
-  float *R = tmp, *e = R + 8 * rs, *o = e + n;
+  const int tw = s->tw, w2 = 2 * tw, H = s->H, W = s->W, pad = s->pad, nk = ty1 - ty0 + 1, nT = (ty1 - ty0) * tw;
+  const size_t ps = (size_t)nk * w2;
+  float *L = tmp, *R = tmp + 2 * ps;
   for (int c = c0; c < c1; c++) {
     const float *xc = x + (size_t)c * H * W;
-    for (int pr = 2 * ty0; pr < 2 * ty1 + 2; pr++) {
-      const int ih = pr - pad, par = pr & 1;
-      const size_t k = (size_t)((pr >> 1) - ty0) * tw;
-      float *r0 = R + par * rs + k, *r1 = r0 + 2 * rs, *r2 = r1 + 2 * rs, *r3 = r2 + 2 * rs;
-      if (ih < 0 || ih >= H) {
-        for (int tx = 0; tx < tw; tx++) { r0[tx] = 0.0f; r1[tx] = 0.0f; r2[tx] = 0.0f; r3[tx] = 0.0f; }
-        continue;
+    for (int k = 0; k < nk; k++) /* image rows in order: the first touch of x streams from memory */
+      for (int par = 0; par < 2; par++) {
+        const int ih = 2 * (ty0 + k) + par - pad;
+        float *lr = L + par * ps + (size_t)k * w2, *rr = R + par * ps + (size_t)k * w2;
+        if (ih < 0 || ih >= H) { row_zero(lr, w2); row_zero(rr, w2); continue; }
+        row_shift(lr, xc + (size_t)ih * W, W, -pad, w2);
+        row_shift(rr, xc + (size_t)ih * W, W, 2 - pad, w2);
       }
-      row_split(e, o, xc + (size_t)ih * W, W, pad, n);
-#pragma omp simd
-      for (int tx = 0; tx < tw; tx++) {
-        const float d0 = e[tx], d1 = o[tx], d2 = e[tx + 1], d3 = o[tx + 1];
-        r0[tx] = d0 - d2; r1[tx] = d1 + d2; r2[tx] = d2 - d1; r3[tx] = d1 - d3;
-      }
-    }
+    const float *L0 = L, *L1 = L + ps, *R0 = R, *R1 = R + ps;
     float *v = V + (size_t)(c - c0) * ldv + col;
-    for (int b = 0; b < 4; b++) {
-      const float *re = R + (size_t)(2 * b) * rs, *ro = re + rs;
-      float *v0 = v + (size_t)b * xs, *v1 = v0 + 4 * xs, *v2 = v1 + 4 * xs, *v3 = v2 + 4 * xs;
 #pragma omp simd
-      for (int t = 0; t < nT; t++) {
-        const float d0 = re[t], d1 = ro[t], d2 = re[t + tw], d3 = ro[t + tw];
-        v0[t] = d0 - d2; v1[t] = d1 + d2; v2[t] = d2 - d1; v3[t] = d1 - d3;
-      }
+    for (int t = 0; t < nT; t++) {
+      const size_t i = 2 * (size_t)t, j = i + w2; /* rows 2ty, 2ty+1 at i; 2ty+2, 2ty+3 at j */
+      /* BT along each row r: h_r = (d0 - d2, d1 + d2, d2 - d1, d1 - d3) of its 4 columns */
+#define BTROW(r, Lp, Rp, o) const float d##r##0 = Lp[o], d##r##1 = Lp[o + 1], d##r##2 = Rp[o], d##r##3 = Rp[o + 1]; \
+      const float h##r##0 = d##r##0 - d##r##2, h##r##1 = d##r##1 + d##r##2, h##r##2 = d##r##2 - d##r##1, \
+                  h##r##3 = d##r##1 - d##r##3;
+      BTROW(0, L0, R0, i) BTROW(1, L1, R1, i) BTROW(2, L0, R0, j) BTROW(3, L1, R1, j)
+#undef BTROW
+      /* then down each column b */
+#define BTCOL(b) v[(size_t)(b) * xs + t] = h0##b - h2##b; v[(size_t)(4 + b) * xs + t] = h1##b + h2##b; \
+      v[(size_t)(8 + b) * xs + t] = h2##b - h1##b; v[(size_t)(12 + b) * xs + t] = h1##b - h3##b;
+      BTCOL(0) BTCOL(1) BTCOL(2) BTCOL(3)
+#undef BTCOL
     }
   }
 }
 
 /* out[co][2ty + a][2tx + b] = act((AT M A)[a][b] + bias[co]) (cropped) for the tile rows
  * [ty0, ty1) of nimg consecutive images (out: the first one's); M[xi][co][t] with t running over
- * those tiles (image-major), row length ldm, xi stride xs. Flat stage into Y[a][b][t], then the
- * rows are interleaved into out. */
+ * those tiles (image-major), row length ldm, xi stride xs. The flat stage writes each tile row's
+ * two output rows interleaved (Ye, Yo: [t][2]), which are then copied into out, cropped. */
 static void wino_output(const wino_t *s, float *out, const float *restrict M, size_t ldm, size_t xs, int nimg,
                         const float *bias, int ty0, int ty1, float *tmp) {
   const int tw = s->tw, Wo = s->Wo, tpr = (ty1 - ty0) * tw, T = nimg * tpr, act = s->act;
   const size_t out_n = (size_t)s->Co * s->P;
   const float slope = s->slope;
-  float *y00 = tmp, *y01 = y00 + T, *y10 = y01 + T, *y11 = y10 + T;
+  float *Ye = tmp, *Yo = tmp + 2 * (size_t)T;
   for (int co = 0; co < s->Co; co++) {
     const float bv = bias[co];
     const float *m = M + (size_t)co * ldm;
@@ -262,47 +252,43 @@ static void wino_output(const wino_t *s, float *out, const float *restrict M, si
         a00 = a00 > 0.0f ? a00 : slope * a00; a01 = a01 > 0.0f ? a01 : slope * a01;
         a10 = a10 > 0.0f ? a10 : slope * a10; a11 = a11 > 0.0f ? a11 : slope * a11;
       }
-      y00[t] = a00; y01[t] = a01; y10[t] = a10; y11[t] = a11;
+      Ye[2 * (size_t)t] = a00; Ye[2 * (size_t)t + 1] = a01; Yo[2 * (size_t)t] = a10; Yo[2 * (size_t)t + 1] = a11;
     }
     for (int i = 0; i < nimg; i++)
       for (int ty = ty0; ty < ty1; ty++) {
-        const size_t t = (size_t)i * tpr + (size_t)(ty - ty0) * tw;
+        const size_t t2 = 2 * ((size_t)i * tpr + (size_t)(ty - ty0) * tw);
         float *o0 = out + i * out_n + (size_t)co * s->P + (size_t)(2 * ty) * Wo;
-        row_merge(o0, y00 + t, y01 + t, Wo, 0);
-        if (2 * ty + 1 < s->Ho) row_merge(o0 + Wo, y10 + t, y11 + t, Wo, 0);
+        const float *ye = Ye + t2, *yo = Yo + t2;
+        for (int ow = 0; ow < Wo; ow++) o0[ow] = ye[ow];
+        if (2 * ty + 1 < s->Ho)
+          for (int ow = 0; ow < Wo; ow++) o0[Wo + ow] = yo[ow];
       }
   }
 }
 
 /* dM[xi][co][col + t] = (A dY AT)[a][b] for all channels and tiles t of one image, dY the 2x2
- * tiles of g [Co][Ho][Wo] (zero past the edge); row length ldm, xi stride xs. Row stage: the two
- * output rows of each tile row split into even and odd columns, Y[a][b][t]; flat stage: A both
- * ways. */
+ * tiles of g [Co][Ho][Wo] (zero past the edge); row length ldm, xi stride xs. The even and odd
+ * output rows are copied (zero-extended to 2tw columns) to Ge, Go so tile t finds its dY at
+ * offsets 2t, 2t+1. */
 static void wino_outgrad(const wino_t *s, float *restrict dM, size_t ldm, size_t xs, size_t col, const float *g,
                          float *tmp) {
-  const int tw = s->tw, Wo = s->Wo, tpi = s->tpi;
-  float *y00 = tmp, *y01 = y00 + tpi, *y10 = y01 + tpi, *y11 = y10 + tpi;
+  const int tw = s->tw, w2 = 2 * tw, Wo = s->Wo, tpi = s->tpi;
+  float *Ge = tmp, *Go = tmp + 2 * (size_t)tpi;
   for (int co = 0; co < s->Co; co++) {
     const float *gc = g + (size_t)co * s->P;
     for (int ty = 0; ty < s->th; ty++) {
-      const size_t t = (size_t)ty * tw;
-      const float *g0 = gc + (size_t)(2 * ty) * Wo;
-      for (int tx = 0; tx < Wo / 2; tx++) { y00[t + tx] = g0[2 * tx]; y01[t + tx] = g0[2 * tx + 1]; }
-      if (Wo & 1) { y00[t + tw - 1] = g0[Wo - 1]; y01[t + tw - 1] = 0.0f; }
-      if (2 * ty + 1 < s->Ho) {
-        const float *g1 = g0 + Wo;
-        for (int tx = 0; tx < Wo / 2; tx++) { y10[t + tx] = g1[2 * tx]; y11[t + tx] = g1[2 * tx + 1]; }
-        if (Wo & 1) { y10[t + tw - 1] = g1[Wo - 1]; y11[t + tw - 1] = 0.0f; }
-      } else {
-        for (int tx = 0; tx < tw; tx++) { y10[t + tx] = 0.0f; y11[t + tx] = 0.0f; }
-      }
+      row_shift(Ge + (size_t)ty * w2, gc + (size_t)(2 * ty) * Wo, Wo, 0, w2);
+      if (2 * ty + 1 < s->Ho) row_shift(Go + (size_t)ty * w2, gc + (size_t)(2 * ty + 1) * Wo, Wo, 0, w2);
+      else row_zero(Go + (size_t)ty * w2, w2);
     }
     float *m = dM + (size_t)co * ldm + col;
 #pragma omp simd
     for (int t = 0; t < tpi; t++) {
+      const size_t i = 2 * (size_t)t;
+      const float y00 = Ge[i], y01 = Ge[i + 1], y10 = Go[i], y11 = Go[i + 1];
       /* A along rows: h_a = (y_a0, y_a0 + y_a1, y_a0 - y_a1, -y_a1); then down the columns */
-      const float h00 = y00[t], h01 = y00[t] + y01[t], h02 = y00[t] - y01[t], h03 = -y01[t];
-      const float h10 = y10[t], h11 = y10[t] + y11[t], h12 = y10[t] - y11[t], h13 = -y11[t];
+      const float h00 = y00, h01 = y00 + y01, h02 = y00 - y01, h03 = -y01;
+      const float h10 = y10, h11 = y10 + y11, h12 = y10 - y11, h13 = -y11;
 #define ACOL(j) m[(size_t)(j) * xs + t] = h0##j; m[(size_t)(4 + j) * xs + t] = h0##j + h1##j; \
                 m[(size_t)(8 + j) * xs + t] = h0##j - h1##j; m[(size_t)(12 + j) * xs + t] = -h1##j;
       ACOL(0) ACOL(1) ACOL(2) ACOL(3)
@@ -313,46 +299,52 @@ static void wino_outgrad(const wino_t *s, float *restrict dM, size_t ldm, size_t
 
 /* din[c][ih][iw] = sum over tiles of (B dV BT) at padded (ih + pad, iw + pad), channels [c0, c1)
  * of one image (overwritten); dV[xi][c - c0][col + t], row length ldv, xi stride xs.
- * Flat stage: B down the columns; the rows 2ty, 2ty+1 of a tile go to S[b][parity][ty] and rows
- * 2ty+2, 2ty+3 (tmp Q) are added one tile row further down, so S[b][parity][k] holds padded row
- * 2k + parity. Row stage: B along each padded row, overlapping windows added, padding dropped. */
+ * The adjoint of wino_input's layout: the flat stage writes each tile's rows 0, 1 into L/R[par]
+ * at tile row ty (padded columns [0, 2tw) and [2, 2tw+2), offsets 2t, 2t+1) and rows 2, 3 into
+ * DL/DR, which a second flat pass adds one tile row further down; a padded row is then its L
+ * row plus its R row shifted by two columns, with the padding dropped. */
 static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, size_t ldv, size_t xs, size_t col,
                         int c0, int c1, float *tmp) {
-  const int tw = s->tw, n = tw + 1, tpi = s->tpi, H = s->H, W = s->W, pad = s->pad;
-  const size_t rs = (size_t)(s->th + 1) * tw;
-  float *S = tmp, *Q = S + 8 * rs, *e = Q + 8 * (size_t)tpi, *o = e + n;
+  const int tw = s->tw, w2 = 2 * tw, th = s->th, tpi = s->tpi, H = s->H, W = s->W, pad = s->pad;
+  const size_t ps = (size_t)(th + 1) * w2, ds = 2 * (size_t)tpi;
+  float *L = tmp, *R = L + 2 * ps, *DL = R + 2 * ps, *DR = DL + 2 * ds;
+  float *L0 = L, *L1 = L + ps, *R0 = R, *R1 = R + ps, *DL0 = DL, *DL1 = DL + ds, *DR0 = DR, *DR1 = DR + ds;
+  /* image columns [0, a) see only L (padded column < 2), [a, e) both, [e, W) only R (>= 2tw) */
+  int a = 2 - pad, e = w2 - pad;
+  a = a < 0 ? 0 : a > W ? W : a;
+  e = e > W ? W : e < a ? a : e;
   for (int c = c0; c < c1; c++) {
     const float *v = dV + (size_t)(c - c0) * ldv + col;
-    for (int b = 0; b < 4; b++) {
-      const float *v0 = v + (size_t)b * xs, *v1 = v0 + 4 * xs, *v2 = v1 + 4 * xs, *v3 = v2 + 4 * xs;
-      float *se = S + (size_t)(2 * b) * rs, *so = se + rs, *qe = Q + (size_t)(2 * b) * tpi, *qo = qe + tpi;
 #pragma omp simd
-      for (int t = 0; t < tpi; t++) {
-        se[t] = v0[t];
-        so[t] = v1[t] - v2[t] + v3[t];
-        qe[t] = -v0[t] + v1[t] + v2[t];
-        qo[t] = -v3[t];
-      }
-      for (int t = tpi; t < tpi + tw; t++) { se[t] = 0.0f; so[t] = 0.0f; }
+    for (int t = 0; t < tpi; t++) {
+      const size_t i = 2 * (size_t)t;
+      /* B down each column b: q_r = (v0, v1 - v2 + v3, -v0 + v1 + v2, -v3) */
+#define BCOL(b) const float v0##b = v[(size_t)(b) * xs + t], v1##b = v[(size_t)(4 + b) * xs + t], \
+                            v2##b = v[(size_t)(8 + b) * xs + t], v3##b = v[(size_t)(12 + b) * xs + t]; \
+      const float q0##b = v0##b, q1##b = v1##b - v2##b + v3##b, q2##b = -v0##b + v1##b + v2##b, q3##b = -v3##b;
+      BCOL(0) BCOL(1) BCOL(2) BCOL(3)
+#undef BCOL
+      /* then along each row r into its columns 0..3 */
+#define BROW(r, Lp, Rp) Lp[i] = q##r##0; Lp[i + 1] = q##r##1 - q##r##2 + q##r##3; \
+      Rp[i] = -q##r##0 + q##r##1 + q##r##2; Rp[i + 1] = -q##r##3;
+      BROW(0, L0, R0) BROW(1, L1, R1) BROW(2, DL0, DR0) BROW(3, DL1, DR1)
+#undef BROW
+    }
+    row_zero(L0 + ds, w2); row_zero(L1 + ds, w2); row_zero(R0 + ds, w2); row_zero(R1 + ds, w2);
 #pragma omp simd
-      for (int t = 0; t < tpi; t++) { se[t + tw] += qe[t]; so[t + tw] += qo[t]; }
+    for (size_t j = 0; j < ds; j++) {
+      L0[w2 + j] += DL0[j]; L1[w2 + j] += DL1[j]; R0[w2 + j] += DR0[j]; R1[w2 + j] += DR1[j];
     }
     float *dc = din + (size_t)c * H * W;
     for (int ih = 0; ih < H; ih++) {
       const int pr = ih + pad;
-      const float *r0 = S + (size_t)(pr & 1) * rs + (size_t)(pr >> 1) * tw, *r1 = r0 + 2 * rs, *r2 = r1 + 2 * rs,
-                  *r3 = r2 + 2 * rs;
-      /* padded column 2j gets (B r)_0 of tile j and (B r)_2 of tile j-1; 2j+1 likewise _1 and _3 */
-      e[0] = r0[0];
-      o[0] = r1[0] - r2[0] + r3[0];
+      const size_t o = (size_t)(pr & 1) * ps + (size_t)(pr >> 1) * w2;
+      const float *lr = L + o + pad, *rr = R + o; /* padded column iw + pad: lr[iw], rr[iw + pad - 2] */
+      float *d = dc + (size_t)ih * W;
+      for (int iw = 0; iw < a; iw++) d[iw] = lr[iw];
 #pragma omp simd
-      for (int j = 1; j < tw; j++) {
-        e[j] = r0[j] + (-r0[j - 1] + r1[j - 1] + r2[j - 1]);
-        o[j] = (r1[j] - r2[j] + r3[j]) - r3[j - 1];
-      }
-      e[tw] = -r0[tw - 1] + r1[tw - 1] + r2[tw - 1];
-      o[tw] = -r3[tw - 1];
-      row_merge(dc + (size_t)ih * W, e, o, W, pad);
+      for (int iw = a; iw < e; iw++) d[iw] = lr[iw] + rr[iw + pad - 2];
+      for (int iw = e; iw < W; iw++) d[iw] = rr[iw + pad - 2];
     }
   }
 }
