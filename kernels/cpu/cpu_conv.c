@@ -1,5 +1,12 @@
-/* cpu_conv.c — convolution forward/backward: im2col + OpenBLAS sgemm, OpenMP over images.
- * Per image (K = Ci*k*k, P = Ho*Wo):  out_i[Co][P] = w[Co][K] x col_i[K][P] + b
+/* cpu_conv.c — convolution forward/backward: im2col + OpenBLAS sgemm, OpenMP over images; 3x3
+ * kernels on enough channels and tiles go to Winograd F(2x2,3x3) instead (cpu_winograd.c: about
+ * half the GEMM FLOPs, the same semantics, threading and determinism rules as below).
+ * Algorithm choice: environment variable PDL_CONV, read once per process —
+ *   auto (default)  Winograd where it pays: k == 3, Ci >= 8, >= WINO_MIN_TILES tiles per GEMM
+ *   im2col          never Winograd (the path before it; for comparisons: PDL_CONV=im2col pdl speed)
+ *   winograd        Winograd for every k == 3 (tests)
+ * cpu_conv_scratch_floats sizes scratch for both paths, so a workspace fits whichever a call takes.
+ * im2col path, per image (K = Ci*k*k, P = Ho*Wo):  out_i[Co][P] = w[Co][K] x col_i[K][P] + b
  *                                     dw[Co][K] += dout_i[Co][P] x col_i^T,   db += row sums of dout_i
  *                                     dcol[K][P] = w^T x dout_i,   din_i = col2im(dcol)
  * Per-image GEMMs keep col_i in L2 and ran faster here than one whole-batch GEMM (DESIGN.md), so
