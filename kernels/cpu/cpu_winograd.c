@@ -28,16 +28,18 @@
  * does the 16-stream part and vectorises over long unit-stride loops: image rows hold only 7-14
  * tiles in the nets here, too short for vectors on their own.
  *
- * Threading (as cpu_conv.c; static partitions, so results are bit-identical for a given thread
- * count). B >= threads: each thread takes a contiguous block of images (in groups) with private
- * V/M/dU; U is computed once per call, output channels split over the team, then one barrier.
- * Backward: dU partials of all threads are summed in thread order (output channels split over the
- * team, after one barrier) and transformed into dw; db as cpu_conv.c (thread 0 in place, partials
- * added in thread order). B < threads (batch 1): forward splits the tile rows of each image (U
- * split + one barrier, then no thread reads another's data); backward splits input channels: each
- * thread computes U for its channels, dM for the whole image (duplicated: the dw and din GEMMs
- * need all output channels), V, the dw columns, dV and din of its channels, and db for its share
- * of output channels: no barrier at all.
+ * Threading (static partitions, so results are bit-identical for a given thread count).
+ * B >= threads (as cpu_conv.c): each thread takes a contiguous block of images (in groups) with
+ * private V/M/dU; U is computed once per call, output channels split over the team, then one
+ * barrier. Backward: dU partials of all threads are summed in thread order (output channels
+ * split over the team, after one barrier) and transformed into dw; db as cpu_conv.c (thread 0
+ * in place, partials added in thread order).
+ * B < threads (batch 1): the team shares each image. Transforms are split by channels (input
+ * transform and din by input channel; pre-activation gradient, db, dM and the output transform
+ * by output channel) and the 16 GEMMs by xi, so every GEMM is a whole-image one as on one
+ * thread and nothing is computed twice; V, M/dM and dU are shared (thread 0's), and two barriers
+ * per image separate the phases. (Splitting input channels in the backward instead, with dM
+ * computed by every thread, and tile rows in the forward, scaled 1.1x and 1.4x on two threads.)
  * Fused activation: forward applies bias then act to each output as it is formed; backward first
  * forms g = act'(out) * dout for the image (the expression of cpu_act_backward) and then runs
  * exactly the unfused code on g, so fused == unfused bit for bit.
@@ -225,17 +227,18 @@ static void wino_input(const wino_t *s, float *restrict V, size_t ldv, size_t xs
   }
 }
 
-/* out[co][2ty + a][2tx + b] = act((AT M A)[a][b] + bias[co]) (cropped) for the tile rows
- * [ty0, ty1) of nimg consecutive images (out: the first one's); M[xi][co][t] with t running over
- * those tiles (image-major), row length ldm, xi stride xs. The flat stage writes each tile row's
- * two output rows interleaved (Ye, Yo: [t][2]), which are then copied into out, cropped. */
+/* out[co][2ty + a][2tx + b] = act((AT M A)[a][b] + bias[co]) (cropped) for output channels
+ * [co0, co1) and all tiles of nimg consecutive images (out: the first one's); M[xi][co][t] with t
+ * running over those tiles (image-major), row length ldm, xi stride xs. The flat stage writes
+ * each tile row's two output rows interleaved (Ye, Yo: [t][2]), then copied into out, cropped. */
 static void wino_output(const wino_t *s, float *out, const float *restrict M, size_t ldm, size_t xs, int nimg,
-                        const float *bias, int ty0, int ty1, float *tmp) {
+                        const float *bias, int co0, int co1, float *tmp) {
+  const int ty0 = 0, ty1 = s->th;
   const int tw = s->tw, Wo = s->Wo, tpr = (ty1 - ty0) * tw, T = nimg * tpr, act = s->act;
   const size_t out_n = (size_t)s->Co * s->P;
   const float slope = s->slope;
   float *Ye = tmp, *Yo = tmp + 2 * (size_t)T;
-  for (int co = 0; co < s->Co; co++) {
+  for (int co = co0; co < co1; co++) {
     const float bv = bias[co];
     const float *m = M + (size_t)co * ldm;
 #pragma omp simd
@@ -266,15 +269,15 @@ static void wino_output(const wino_t *s, float *out, const float *restrict M, si
   }
 }
 
-/* dM[xi][co][col + t] = (A dY AT)[a][b] for all channels and tiles t of one image, dY the 2x2
- * tiles of g [Co][Ho][Wo] (zero past the edge); row length ldm, xi stride xs. The even and odd
- * output rows are copied (zero-extended to 2tw columns) to Ge, Go so tile t finds its dY at
- * offsets 2t, 2t+1. */
+/* dM[xi][co][col + t] = (A dY AT)[a][b] for output channels [co0, co1) and all tiles t of one
+ * image, dY the 2x2 tiles of g [Co][Ho][Wo] (zero past the edge); row length ldm, xi stride xs.
+ * The even and odd output rows are copied (zero-extended to 2tw columns) to Ge, Go so tile t
+ * finds its dY at offsets 2t, 2t+1. */
 static void wino_outgrad(const wino_t *s, float *restrict dM, size_t ldm, size_t xs, size_t col, const float *g,
-                         float *tmp) {
+                         int co0, int co1, float *tmp) {
   const int tw = s->tw, w2 = 2 * tw, Wo = s->Wo, tpi = s->tpi;
   float *Ge = tmp, *Go = tmp + 2 * (size_t)tpi;
-  for (int co = 0; co < s->Co; co++) {
+  for (int co = co0; co < co1; co++) {
     const float *gc = g + (size_t)co * s->P;
     for (int ty = 0; ty < s->th; ty++) {
       row_shift(Ge + (size_t)ty * w2, gc + (size_t)(2 * ty) * Wo, Wo, 0, w2);
@@ -351,37 +354,57 @@ static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, s
 
 /* ------------------------------------------------------------------------------- forward */
 
-/* 16 GEMMs C_xi (beta)= op(A_xi) x op(B_xi); strides between xi planes as, bs, cs. */
-static void gemm16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float *A, int lda, size_t as,
-                   const float *Bm, int ldb, size_t bs, float beta, float *C, int ldc, size_t cs) {
+/* GEMMs C_xi (beta)= op(A_xi) x op(B_xi) for xi in [x0, x1); strides between xi planes as, bs, cs. */
+static void gemm_xi(int x0, int x1, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float *A,
+                    int lda, size_t as, const float *Bm, int ldb, size_t bs, float beta, float *C, int ldc, size_t cs) {
   if (m <= 0 || n <= 0) return;
-  for (int xi = 0; xi < 16; xi++)
+  for (int xi = x0; xi < x1; xi++)
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, A + xi * as, lda, Bm + xi * bs, ldb, beta, C + xi * cs, ldc);
 }
 
+/* B < threads: the team shares each image. The input transform is split by input channels, the
+ * 16 GEMMs by xi (whole-image GEMMs, as on one thread), the output transform by output channels;
+ * V and M are shared (thread 0's), two barriers per image separate the phases. */
+static void fwd_split(const wino_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
+                      int t, int nt) {
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  const int T = s->tpi;
+  const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
+  float *U = scratch, *V = scratch + s->u_n, *M = V + s->v_n;
+  float *tmp = scratch + s->u_n + (size_t)t * s->per_thread + s->v_n + s->m_n + s->du_n + s->db_n + s->g_n;
+  int c0, c1, co0, co1, x0, x1;
+  cpu_split(s->Ci, nt, t, &c0, &c1);
+  cpu_split(s->Co, nt, t, &co0, &co1);
+  cpu_split(16, nt, t, &x0, &x1);
+  wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+  for (int i = 0; i < s->B; i++) {
+    wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, 0, s->th, tmp);
+#pragma omp barrier
+    gemm_xi(x0, x1, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
+#pragma omp barrier
+    wino_output(s, out + i * out_n, M, (size_t)T, ms, 1, b, co0, co1, tmp);
+  }
+}
+
 static void fwd_body(const wino_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
-                     int t, int nt, int split) {
+                     int t, int nt) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n;
   float *tmp = M + s->m_n + s->du_n + s->db_n + s->g_n;
-  int co0, co1;
+  int co0, co1, i0, i1;
   cpu_split(s->Co, nt, t, &co0, &co1);
   wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
   if (nt > 1) {
 #pragma omp barrier
   }
-  int i0 = 0, i1 = s->B, ty0 = 0, ty1 = s->th, nb = s->nb;
-  if (split) { cpu_split(s->th, nt, t, &ty0, &ty1); nb = 1; } /* every image, tile rows [ty0, ty1) */
-  else cpu_split(s->B, nt, t, &i0, &i1);
-  const int tpr = (ty1 - ty0) * s->tw;
-  if (tpr == 0) return;
-  for (int g0 = i0; g0 < i1; g0 += nb) {
-    const int g1 = g0 + nb < i1 ? g0 + nb : i1, T = (g1 - g0) * tpr;
+  cpu_split(s->B, nt, t, &i0, &i1);
+  for (int g0 = i0; g0 < i1; g0 += s->nb) {
+    const int g1 = g0 + s->nb < i1 ? g0 + s->nb : i1, T = (g1 - g0) * s->tpi;
     const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
     for (int i = g0; i < g1; i++)
-      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * tpr, in + i * in_n, 0, s->Ci, ty0, ty1, tmp);
-    gemm16(CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
-    wino_output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, ty0, ty1, tmp);
+      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, 0, s->th, tmp);
+    gemm_xi(0, 16, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
+    wino_output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
   }
 }
 
@@ -391,10 +414,13 @@ void cpu_wino_forward(float *out, const float *in, const float *w, const float *
   s.act = act; s.slope = slope;
   cpu_blas_init();
   const int T = cpu_get_threads(), split = T > 1 && B < T;
-  if (T == 1) { fwd_body(&s, out, in, w, b, scratch, 0, 1, 0); return; }
+  if (T == 1) { fwd_body(&s, out, in, w, b, scratch, 0, 1); return; }
 #pragma omp parallel num_threads(T)
-  fwd_body(&s, out, in, w, b, scratch, omp_get_thread_num(), omp_get_num_threads(),
-           split && omp_get_num_threads() > 1);
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (split && nt > 1) fwd_split(&s, out, in, w, b, scratch, t, nt);
+    else fwd_body(&s, out, in, w, b, scratch, t, nt);
+  }
 }
 
 /* ------------------------------------------------------------------------------- backward */
@@ -416,38 +442,44 @@ static void act_grad(float *g, const float *dout_i, const float *out_i, size_t n
   for (size_t j = 0; j < n; j++) g[j] = out_i[j] > 0.0f ? dout_i[j] : slope * dout_i[j];
 }
 
-/* Batch < threads: this thread's input channels [c0, c1) (U columns, V, dw columns, dV, din) and
- * output channels [co0, co1) of db, for every image. */
+/* B < threads: the team shares each image, as fwd_split: the pre-activation gradient, db and the
+ * dM transform are split by output channels, the input transform and din by input channels, the
+ * GEMMs by xi (dU of xi accumulates over the images in its thread's GEMMs); dM, V (then dV) and dU
+ * are shared (thread 0's); two barriers per image; dw last, split by output channels. */
 static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
                       const float *in, const float *w, float *scratch, int t, int nt) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
-  float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
-  float *g = dU + s->du_n + s->db_n, *tmp = g + s->g_n;
-  int c0, c1, co0, co1;
+  const int T = s->tpi, P = s->P;
+  const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
+  float *U = scratch, *V = scratch + s->u_n, *M = V + s->v_n, *dU = M + s->m_n;
+  float *g = scratch + s->u_n + (size_t)t * s->per_thread + s->v_n + s->m_n + s->du_n + s->db_n, *tmp = g + s->g_n;
+  int c0, c1, co0, co1, x0, x1;
   cpu_split(s->Ci, nt, t, &c0, &c1);
   cpu_split(s->Co, nt, t, &co0, &co1);
-  const int nc = c1 - c0, T = s->tpi;
-  const size_t vs = wp((size_t)nc * T), ms = wp((size_t)s->Co * T), dus = wp((size_t)s->Co * nc);
-  if (din && nc > 0) wino_weights(U, us, w, s->Ci, 0, s->Co, c0, c1);
+  cpu_split(16, nt, t, &x0, &x1);
+  if (din) wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
   for (int i = 0; i < s->B; i++) {
     const float *g_i = dout + i * out_n;
-    if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
-    bias_grad(db, g_i, s->P, co0, co1, 1);
-    if (nc == 0) continue;
-    wino_outgrad(s, M, (size_t)T, ms, 0, g_i, tmp);
-    wino_input(s, V, (size_t)T, vs, 0, in + i * in_n, c0, c1, 0, s->th, tmp);
-    gemm16(CblasNoTrans, CblasTrans, s->Co, nc, T, M, T, ms, V, T, vs, i ? 1.0f : 0.0f, dU, nc, dus);
-    if (!din) continue;
-    /* dV (into V) = U[:, c0:c1)^T x dM */
-    gemm16(CblasTrans, CblasNoTrans, nc, T, s->Co, U + c0, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
-    wino_ingrad(s, din + i * in_n, V, (size_t)T, vs, 0, c0, c1, tmp);
+    if (s->act) {
+      const size_t o = (size_t)co0 * P; /* rows [co0, co1) of g are this thread's */
+      act_grad(g + o, g_i + o, out + i * out_n + o, (size_t)(co1 - co0) * P, s->slope);
+      g_i = g;
+    }
+    bias_grad(db, g_i, P, co0, co1, 1);
+    wino_outgrad(s, M, (size_t)T, ms, 0, g_i, co0, co1, tmp);
+    wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, 0, s->th, tmp);
+#pragma omp barrier
+    gemm_xi(x0, x1, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, i ? 1.0f : 0.0f, dU, s->Ci, us);
+    if (din) /* dV (into V: this xi's V is no longer needed) = U^T x dM */
+      gemm_xi(x0, x1, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
+#pragma omp barrier
+    if (din) wino_ingrad(s, din + i * in_n, V + (size_t)c0 * T, (size_t)T, vs, 0, c0, c1, tmp);
   }
-  if (nc > 0) wino_wgrad(dw, dU, dus, nc, c0, s->Ci, 0, s->Co, c0, c1);
+  wino_wgrad(dw, dU, us, s->Ci, 0, s->Ci, co0, co1, 0, s->Ci);
 }
 
 static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
-                     const float *in, const float *w, float *scratch, int t, int nt, int split) {
-  if (split) { bwd_split(s, din, dw, db, dout, out, in, w, scratch, t, nt); return; }
+                     const float *in, const float *w, float *scratch, int t, int nt) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
   float *dbp = dU + s->du_n, *g = dbp + s->db_n, *tmp = g + s->g_n;
@@ -469,12 +501,12 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
       const float *g_i = dout + i * out_n;
       if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
       bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
-      wino_outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, tmp);
+      wino_outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, 0, s->Co, tmp);
       wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, 0, s->th, tmp);
     }
-    gemm16(CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci, us);
+    gemm_xi(0, 16, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci, us);
     if (!din) continue;
-    gemm16(CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
+    gemm_xi(0, 16, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
     for (int i = g0; i < g1; i++)
       wino_ingrad(s, din + i * in_n, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, 0, s->Ci, tmp);
   }
@@ -510,8 +542,11 @@ void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, cons
   s.act = act; s.slope = slope;
   cpu_blas_init();
   const int T = cpu_get_threads(), split = T > 1 && B < T;
-  if (T == 1) { bwd_body(&s, din, dw, db, dout, out, in, w, scratch, 0, 1, 0); return; }
+  if (T == 1) { bwd_body(&s, din, dw, db, dout, out, in, w, scratch, 0, 1); return; }
 #pragma omp parallel num_threads(T)
-  bwd_body(&s, din, dw, db, dout, out, in, w, scratch, omp_get_thread_num(), omp_get_num_threads(),
-           split && omp_get_num_threads() > 1);
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (split && nt > 1) bwd_split(&s, din, dw, db, dout, out, in, w, scratch, t, nt);
+    else bwd_body(&s, din, dw, db, dout, out, in, w, scratch, t, nt);
+  }
 }
