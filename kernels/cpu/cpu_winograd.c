@@ -23,10 +23,11 @@
  * then tile row, then tile column), so each GEMM is one contiguous call; a group holds as many
  * images as keep V + M within WINO_GROUP_BYTES (L2). U is [16][Co][Ci] (GEMM A operand, lda Ci).
  * The 16 planes of each are an odd number of cache lines apart (wp()).
- * Transforms are split into a cheap per-row stage (the 1-D transform along image rows, on rows
- * split into even and odd columns) and a flat stage over all tiles of an image or group, which
- * does the 16-stream part and vectorises over long unit-stride loops: image rows hold only 7-14
- * tiles in the nets here, too short for vectors on their own.
+ * Each transform is one flat loop over all tiles of an image (or group), vectorised over the
+ * tile index: image rows hold only 4-14 tiles in the nets here, too short for vectors (a loop per
+ * tile row ran 2-3x slower). To make a tile's 16 inputs linear in its index, the padded rows are
+ * first copied as two windows, padded columns [0, 2tw) and [2, 2tw+2), rows ordered by parity
+ * (wino_input; wino_outgrad and wino_ingrad use the same layout and its adjoint).
  *
  * Threading (static partitions, so results are bit-identical for a given thread count).
  * B >= threads (as cpu_conv.c): each thread takes a contiguous block of images (in groups) with
@@ -54,7 +55,8 @@
 /* Short zero/copy loops stay inline: a memset/memcpy call per 8-28-float row costs more. */
 #pragma GCC optimize("no-tree-loop-distribute-patterns")
 
-/* V + M of one group of images stay below this (L2 is 2 MiB per core on the machines we tune on) */
+/* V + M of one group of images stay below this (L2 is 2 MiB per core on the machines we tune on;
+ * 1 and 2 MiB ran alike on the reference net at batch 128, 256 KiB slower) */
 #ifndef WINO_GROUP_BYTES
 #define WINO_GROUP_BYTES ((size_t)1 << 20)
 #endif
@@ -68,8 +70,8 @@ typedef struct {
 } wino_t;
 
 /* Stride between the 16 xi planes of an n-float matrix: whole 64-byte lines, an odd number of
- * them, so the 16 streams of a transform fall into 16 different cache sets (a power-of-two
- * stride put them all into one L1 set and made the weight transform 30x slower). */
+ * them, so the 16 streams of a transform fall into 16 different cache sets (the power-of-two
+ * stride of a 128x64 U put them all into one L1 set: its transform then took ~5x its 16 GEMMs). */
 static inline size_t wp(size_t n) {
   n = cpu_round16(n);
   return (n / 16) % 2 ? n : n + 16;
@@ -118,15 +120,13 @@ int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad) {
 
 /* ------------------------------------------------------------------------------- weights */
 
-/* U[xi][co][ci] = (G g GT)[a][b] for co in [co0, co1), ci in [c0, c1); g = w[co][ci] (3x3);
- * xi stride xs. */
-static void wino_weights(float *restrict U, size_t xs, const float *restrict w, int Ci, int co0, int co1, int c0,
-                         int c1) {
+/* U[xi][co][ci] = (G g GT)[a][b] for output channels [co0, co1); g = w[co][ci] (3x3); xi stride xs. */
+static void wino_weights(float *restrict U, size_t xs, const float *restrict w, int Ci, int co0, int co1) {
   for (int co = co0; co < co1; co++) {
     const float *wr = w + (size_t)co * Ci * 9;
     float *u = U + (size_t)co * Ci;
 #pragma omp simd
-    for (int ci = c0; ci < c1; ci++) {
+    for (int ci = 0; ci < Ci; ci++) {
       const float *g = wr + (size_t)ci * 9;
       /* G over rows, per column c: t0 = g0, t1 = (g0+g1+g2)/2, t2 = (g0-g1+g2)/2, t3 = g2 */
 #define GCOL(c) const float t0##c = g[c], t1##c = 0.5f * (g[c] + g[3 + c] + g[6 + c]), \
@@ -144,16 +144,14 @@ static void wino_weights(float *restrict U, size_t xs, const float *restrict w, 
   }
 }
 
-/* dw[co][ci] += GT dU G for co in [co0, co1), ci in [c0, c1); dU[xi][co][ci - cb] with row
- * stride ldu and xi stride xs. */
-static void wino_wgrad(float *restrict dw, const float *restrict dU, size_t xs, int ldu, int cb, int Ci, int co0,
-                       int co1, int c0, int c1) {
+/* dw[co][ci] += GT dU G for output channels [co0, co1); dU[xi][co][ci], xi stride xs. */
+static void wino_wgrad(float *restrict dw, const float *restrict dU, size_t xs, int Ci, int co0, int co1) {
   for (int co = co0; co < co1; co++) {
-    const float *u = dU + (size_t)co * ldu;
+    const float *u = dU + (size_t)co * Ci;
     float *dwr = dw + (size_t)co * Ci * 9;
 #pragma omp simd
-    for (int ci = c0; ci < c1; ci++) {
-      const size_t k = (size_t)(ci - cb);
+    for (int ci = 0; ci < Ci; ci++) {
+      const size_t k = (size_t)ci;
       /* GT over rows, per column b: r0 = u0 + (u1+u2)/2, r1 = (u1-u2)/2, r2 = (u1+u2)/2 + u3 */
 #define GTCOL(b) const float u0##b = u[(size_t)(b) * xs + k], u1##b = u[(size_t)(4 + b) * xs + k], \
                              u2##b = u[(size_t)(8 + b) * xs + k], u3##b = u[(size_t)(12 + b) * xs + k]; \
@@ -187,21 +185,21 @@ static inline void row_zero(float *dst, int n) {
   for (int j = 0; j < n; j++) dst[j] = 0.0f;
 }
 
-/* V[xi][c - c0][col + (ty - ty0)*tw + tx] = (BT d B)[a][b] for channels [c0, c1) and tile rows
- * [ty0, ty1) of one image x [Ci][H][W]; ldv = V's row length, xs = its xi stride.
- * Per channel, every padded row pr = 2(ty0 + k) + par needed is copied twice, as its padded
- * columns [0, 2tw) (L) and [2, 2tw+2) (R), rows ordered by parity then k; tile t = (ty - ty0)*tw
- * + tx then finds its 4 rows at L/R[par][k or k+1] offsets 2t, 2t+1, all linear in t. */
+/* V[xi][c - c0][col + ty*tw + tx] = (BT d B)[a][b] for channels [c0, c1) of one image
+ * x [Ci][H][W]; ldv = V's row length, xs = its xi stride.
+ * Per channel, every padded row pr = 2k + par is copied twice, as its padded columns [0, 2tw) (L)
+ * and [2, 2tw+2) (R), rows ordered by parity then k; tile t = ty*tw + tx then finds its 4 rows
+ * at L/R[par][ty or ty+1] offsets 2t, 2t+1, all linear in t. */
 static void wino_input(const wino_t *s, float *restrict V, size_t ldv, size_t xs, size_t col, const float *x, int c0,
-                       int c1, int ty0, int ty1, float *tmp) {
-  const int tw = s->tw, w2 = 2 * tw, H = s->H, W = s->W, pad = s->pad, nk = ty1 - ty0 + 1, nT = (ty1 - ty0) * tw;
+                       int c1, float *tmp) {
+  const int tw = s->tw, w2 = 2 * tw, H = s->H, W = s->W, pad = s->pad, nk = s->th + 1, nT = s->tpi;
   const size_t ps = (size_t)nk * w2;
   float *L = tmp, *R = tmp + 2 * ps;
   for (int c = c0; c < c1; c++) {
     const float *xc = x + (size_t)c * H * W;
     for (int k = 0; k < nk; k++) /* image rows in order: the first touch of x streams from memory */
       for (int par = 0; par < 2; par++) {
-        const int ih = 2 * (ty0 + k) + par - pad;
+        const int ih = 2 * k + par - pad;
         float *lr = L + par * ps + (size_t)k * w2, *rr = R + par * ps + (size_t)k * w2;
         if (ih < 0 || ih >= H) { row_zero(lr, w2); row_zero(rr, w2); continue; }
         row_shift(lr, xc + (size_t)ih * W, W, -pad, w2);
@@ -229,12 +227,11 @@ static void wino_input(const wino_t *s, float *restrict V, size_t ldv, size_t xs
 
 /* out[co][2ty + a][2tx + b] = act((AT M A)[a][b] + bias[co]) (cropped) for output channels
  * [co0, co1) and all tiles of nimg consecutive images (out: the first one's); M[xi][co][t] with t
- * running over those tiles (image-major), row length ldm, xi stride xs. The flat stage writes
+ * running over those tiles (image-major), row length ldm, xi stride xs. The flat loop writes
  * each tile row's two output rows interleaved (Ye, Yo: [t][2]), then copied into out, cropped. */
 static void wino_output(const wino_t *s, float *out, const float *restrict M, size_t ldm, size_t xs, int nimg,
                         const float *bias, int co0, int co1, float *tmp) {
-  const int ty0 = 0, ty1 = s->th;
-  const int tw = s->tw, Wo = s->Wo, tpr = (ty1 - ty0) * tw, T = nimg * tpr, act = s->act;
+  const int tw = s->tw, Wo = s->Wo, tpi = s->tpi, T = nimg * tpi, act = s->act;
   const size_t out_n = (size_t)s->Co * s->P;
   const float slope = s->slope;
   float *Ye = tmp, *Yo = tmp + 2 * (size_t)T;
@@ -258,8 +255,8 @@ static void wino_output(const wino_t *s, float *out, const float *restrict M, si
       Ye[2 * (size_t)t] = a00; Ye[2 * (size_t)t + 1] = a01; Yo[2 * (size_t)t] = a10; Yo[2 * (size_t)t + 1] = a11;
     }
     for (int i = 0; i < nimg; i++)
-      for (int ty = ty0; ty < ty1; ty++) {
-        const size_t t2 = 2 * ((size_t)i * tpr + (size_t)(ty - ty0) * tw);
+      for (int ty = 0; ty < s->th; ty++) {
+        const size_t t2 = 2 * ((size_t)i * tpi + (size_t)ty * tw);
         float *o0 = out + i * out_n + (size_t)co * s->P + (size_t)(2 * ty) * Wo;
         const float *ye = Ye + t2, *yo = Yo + t2;
         for (int ow = 0; ow < Wo; ow++) o0[ow] = ye[ow];
@@ -376,9 +373,9 @@ static void fwd_split(const wino_t *s, float *out, const float *in, const float 
   cpu_split(s->Ci, nt, t, &c0, &c1);
   cpu_split(s->Co, nt, t, &co0, &co1);
   cpu_split(16, nt, t, &x0, &x1);
-  wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+  wino_weights(U, us, w, s->Ci, co0, co1);
   for (int i = 0; i < s->B; i++) {
-    wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, 0, s->th, tmp);
+    wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
     gemm_xi(x0, x1, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
 #pragma omp barrier
@@ -393,7 +390,7 @@ static void fwd_body(const wino_t *s, float *out, const float *in, const float *
   float *tmp = M + s->m_n + s->du_n + s->db_n + s->g_n;
   int co0, co1, i0, i1;
   cpu_split(s->Co, nt, t, &co0, &co1);
-  wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+  wino_weights(U, us, w, s->Ci, co0, co1);
   if (nt > 1) {
 #pragma omp barrier
   }
@@ -402,7 +399,7 @@ static void fwd_body(const wino_t *s, float *out, const float *in, const float *
     const int g1 = g0 + s->nb < i1 ? g0 + s->nb : i1, T = (g1 - g0) * s->tpi;
     const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
     for (int i = g0; i < g1; i++)
-      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, 0, s->th, tmp);
+      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     gemm_xi(0, 16, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
     wino_output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
   }
@@ -457,7 +454,7 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
   cpu_split(s->Ci, nt, t, &c0, &c1);
   cpu_split(s->Co, nt, t, &co0, &co1);
   cpu_split(16, nt, t, &x0, &x1);
-  if (din) wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+  if (din) wino_weights(U, us, w, s->Ci, co0, co1);
   for (int i = 0; i < s->B; i++) {
     const float *g_i = dout + i * out_n;
     if (s->act) {
@@ -467,7 +464,7 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
     }
     bias_grad(db, g_i, P, co0, co1, 1);
     wino_outgrad(s, M, (size_t)T, ms, 0, g_i, co0, co1, tmp);
-    wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, 0, s->th, tmp);
+    wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
     gemm_xi(x0, x1, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, i ? 1.0f : 0.0f, dU, s->Ci, us);
     if (din) /* dV (into V: this xi's V is no longer needed) = U^T x dM */
@@ -475,7 +472,7 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
 #pragma omp barrier
     if (din) wino_ingrad(s, din + i * in_n, V + (size_t)c0 * T, (size_t)T, vs, 0, c0, c1, tmp);
   }
-  wino_wgrad(dw, dU, us, s->Ci, 0, s->Ci, co0, co1, 0, s->Ci);
+  wino_wgrad(dw, dU, us, s->Ci, co0, co1);
 }
 
 static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
@@ -486,7 +483,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
   if (din) {
     int co0, co1;
     cpu_split(s->Co, nt, t, &co0, &co1);
-    wino_weights(U, us, w, s->Ci, co0, co1, 0, s->Ci);
+    wino_weights(U, us, w, s->Ci, co0, co1);
     if (nt > 1) {
 #pragma omp barrier
     }
@@ -502,7 +499,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
       if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
       bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
       wino_outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, 0, s->Co, tmp);
-      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, 0, s->th, tmp);
+      wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     }
     gemm_xi(0, 16, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci, us);
     if (!din) continue;
@@ -510,7 +507,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
     for (int i = g0; i < g1; i++)
       wino_ingrad(s, din + i * in_n, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, 0, s->Ci, tmp);
   }
-  if (nt == 1) { wino_wgrad(dw, dU, us, s->Ci, 0, s->Ci, 0, s->Co, 0, s->Ci); return; }
+  if (nt == 1) { wino_wgrad(dw, dU, us, s->Ci, 0, s->Co); return; }
 #pragma omp barrier
   /* dU of thread 0 += dU of threads 1..nt-1 in thread order, over this thread's share of output
    * channels, which it then transforms into dw; db += the db partials the same way */
@@ -532,7 +529,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
     const float *dbu = dUu + s->du_n;
     for (int co = co0; co < co1; co++) db[co] += dbu[co];
   }
-  wino_wgrad(dw, dU0, us, s->Ci, 0, s->Ci, co0, co1, 0, s->Ci);
+  wino_wgrad(dw, dU0, us, s->Ci, co0, co1);
 }
 
 void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
