@@ -256,7 +256,7 @@ static double scaled_err(const float *got, const float *ref, size_t n) {
  * transforms make intermediate terms up to ~16x the direct ones, so float rounding stays a few
  * 1e-6 at worst; an indexing, cropping or adjoint bug gives O(1). */
 #define TOL_WINO 1e-5
-#define TOL_WINO_WHY "float32 F(2x2,3x3) (intermediates <= ~16x the direct terms) vs the double reference, relative to the output scale"
+#define TOL_WINO_WHY "float32 F(2x2,3x3) (intermediates <= ~16x the direct terms) vs double, of the output scale"
 
 /* One shape on the forced Winograd path, every entry point against the reference:
  * forward, fused forward (== forward + act bit for bit), backward and fused backward (din NULL
