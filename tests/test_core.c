@@ -1,8 +1,10 @@
 /* test_core.c — the training core above the kernels: spec parsing, whole-net gradients
- * (finite differences on the reference path; fast path against the reference), optimizer
+ * (finite differences on the reference path and on the fast path with Winograd convs; fast
+ * path against the reference), optimizer
  * steps against hand-computed values, and bit-identical repeat training steps. */
 #include "harness.h"
 #include "core/model.h"
+#include "kernels/cpu/cpu.h"
 #include "optim/optim.h"
 #include "util/util.h"
 
@@ -33,36 +35,52 @@ static void test_spec_parsing(void) {
   EXPECT_NEAR(n.flops_fwd, conv + fc, 1e-9, "integer flop counts");
 }
 
-/* Whole-net gradient check: central differences of the summed loss on the reference path. */
-static void test_net_gradient_fd(void) {
-  const char *specs[] = {"leaky C3 P F6 S4", "relu C2k3p0 Pc C3k1p0 F5 S3"};
-  for (int si = 0; si < 2; si++) {
-    net_t n; net_build(&n, specs[si], 2, 7, 6);
-    int B = 3;
-    size_t np = n.nparams, img = 2 * 7 * 6;
-    float *w = xmalloc(np * 4), *g = xcalloc(np, 4), *x = xmalloc(B * img * 4);
-    int y[3] = {0, 2, 1};
-    net_init_params(&n, w, 5);
-    fill(w, np, 11, 0.3f);  /* nonzero biases too */
-    fill(x, B * img, 12, 1.0f);
-    workspace_t ws; ws_init(&ws, &n, B, 1, &kernels_ref, 1);
-    net_forward(&ws, w, x, y, B, 1, NULL);
-    net_backward(&ws, w, g, y, B, 1.0f);
-    int checked = 0, bad = 0;
-    for (size_t i = 0; i < np; i += 1 + np / 60) {
-      float keep = w[i], h = 1e-3f;
-      w[i] = keep + h; double lp = net_forward(&ws, w, x, y, B, 0, NULL);
-      w[i] = keep - h; double lm = net_forward(&ws, w, x, y, B, 0, NULL);
-      w[i] = keep;
-      double fd = (lp - lm) / (2 * h);
-      /* float32 loss (~1e-7 relative) over 2h = 2e-3 leaves ~1e-3 absolute noise; kinks of
-       * leaky ReLU / max-pool inside [w-h, w+h] bend a few points by a few %, hence the count. */
-      if (fabs(fd - g[i]) > 5e-3 + 3e-2 * fabs(fd)) bad++;
-      checked++;
-    }
-    EXPECT_MSG(bad <= checked / 10, "%s: %d of %d parameters disagree with finite differences", specs[si], bad, checked);
-    ws_free(&ws); xfree(w); xfree(g); xfree(x);
+/* Whole-net gradient check: central differences of the summed loss over every parameter
+ * (sampled), with the given kernels and threads. */
+static void net_gradient_fd(const char *spec, const kernels_t *k, int threads) {
+  net_t n; net_build(&n, spec, 2, 7, 6);
+  int B = 3;
+  size_t np = n.nparams, img = 2 * 7 * 6;
+  float *w = xmalloc(np * 4), *g = xcalloc(np, 4), *x = xmalloc(B * img * 4);
+  int y[3] = {0, 2, 1};
+  net_init_params(&n, w, 5);
+  fill(w, np, 11, 0.3f);  /* nonzero biases too */
+  fill(x, B * img, 12, 1.0f);
+  workspace_t ws; ws_init(&ws, &n, B, threads, k, 1);
+  net_forward(&ws, w, x, y, B, 1, NULL);
+  net_backward(&ws, w, g, y, B, 1.0f);
+  int checked = 0, bad = 0;
+  for (size_t i = 0; i < np; i += 1 + np / 60) {
+    float keep = w[i], h = 1e-3f;
+    w[i] = keep + h; double lp = net_forward(&ws, w, x, y, B, 0, NULL);
+    w[i] = keep - h; double lm = net_forward(&ws, w, x, y, B, 0, NULL);
+    w[i] = keep;
+    double fd = (lp - lm) / (2 * h);
+    /* float32 loss (~1e-7 relative) over 2h = 2e-3 leaves ~1e-3 absolute noise; kinks of
+     * leaky ReLU / max-pool inside [w-h, w+h] bend a few points by a few %, hence the count. */
+    if (fabs(fd - g[i]) > 5e-3 + 3e-2 * fabs(fd)) bad++;
+    checked++;
   }
+  EXPECT_MSG(bad <= checked / 10, "%s (%s, %d threads): %d of %d parameters disagree with finite differences", spec,
+             k->name, threads, bad, checked);
+  ws_free(&ws); xfree(w); xfree(g); xfree(x);
+}
+
+static void test_net_gradient_fd(void) {
+  net_gradient_fd("leaky C3 P F6 S4", &kernels_ref, 1);
+  net_gradient_fd("relu C2k3p0 Pc C3k1p0 F5 S3", &kernels_ref, 1);
+}
+
+/* The same check on the fast path with every 3x3 conv on Winograd F(2x2,3x3) (pad 1 and pad
+ * 0, fused activations, odd map sizes), 1 and 2 threads: its gradients are those of its own
+ * forward. */
+static void test_net_gradient_fd_winograd(void) {
+  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
+  for (int t = 1; t <= 2; t++) {
+    net_gradient_fd("leaky C5 C9 P F6 S4", &kernels_cpu, t);
+    net_gradient_fd("relu C4k3p0 C6 Pc F5 S3", &kernels_cpu, t);
+  }
+  cpu_conv_set_mode(CPU_CONV_AUTO);
 }
 
 /* The fast path's whole-net loss and gradients agree with the reference. */
@@ -156,6 +174,7 @@ static void test_bit_identical(void) {
 int main(void) {
   RUN(test_spec_parsing);
   RUN(test_net_gradient_fd);
+  RUN(test_net_gradient_fd_winograd);
   RUN(test_net_cpu_vs_ref);
   RUN(test_optimizers);
   RUN(test_bit_identical);

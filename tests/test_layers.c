@@ -2,13 +2,16 @@
  * (reference/layers_ref.c) over odd shapes, batch 1 and batch > threads, 1-3 threads, din NULL
  * and not, += semantics of parameter gradients onto nonzero buffers, overwrite semantics of din
  * (buffers pre-filled with NaN), scratch bounds (canary past cpu_conv_scratch_floats), bit-identical
- * repeats, concurrent callers, fused conv + activation == unfused bit for bit; and finite
- * differences (double, central) on the reference itself, so the oracle is checked against calculus
- * rather than against another implementation. */
+ * repeats, concurrent callers, fused conv + activation == unfused bit for bit; the conv tests run
+ * on each algorithm (im2col, Winograd forced for every 3x3, and the automatic choice), and the
+ * Winograd path has its own sweep of odd shapes; and finite differences (double, central) on the
+ * reference itself, so the oracle is checked against calculus rather than against another
+ * implementation. */
 #include <pthread.h>
 #include <stdint.h>
 #include "core/layers.h"
 #include "core/rng.h"
+#include "kernels/cpu/cpu.h"
 #include "tests/harness.h"
 #include "util/util.h"
 
@@ -235,6 +238,160 @@ static void test_conv_concurrent_replicas(void) {
   }
   free(in); free(w); free(dout);
 }
+
+/* ---------------------------------------------------------------- Winograd F(2x2,3x3) */
+
+/* max |got - ref| relative to max(max |ref|, 1): a float sum's error is set by the size of its
+ * terms, i.e. by the output's scale, not by the value of one output element. */
+static double scaled_err(const float *got, const float *ref, size_t n) {
+  double m = 0, scale = 1;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - (double)ref[i]);
+    if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
+    if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
+  }
+  return m / scale;
+}
+/* Measured: <= 6e-7 of the output scale on the cases below (im2col: <= 6e-7 too); the F(2,3)
+ * transforms make intermediate terms up to ~16x the direct ones, so float rounding stays a few
+ * 1e-6 at worst; an indexing, cropping or adjoint bug gives O(1). */
+#define TOL_WINO 1e-5
+#define TOL_WINO_WHY "float32 F(2x2,3x3) (intermediates <= ~16x the direct terms) vs double, of the output scale"
+
+/* One shape on the forced Winograd path, every entry point against the reference:
+ * forward, fused forward (== forward + act bit for bit), backward and fused backward (din NULL
+ * and not; dw/db accumulate onto nonzero values; fused == act_backward + backward bit for bit,
+ * and against the reference fed the same activation output), a repeat giving the same bits, and
+ * the scratch canary. */
+static void wino_case(int B, int Ci, int H, int W, int Co, int pad, int T) {
+  const int k = 3, Ho = H + 2 * pad - 2, Wo = W + 2 * pad - 2;
+  const float slope = 0.01f;
+  size_t nin = (size_t)B * Ci * H * W, nout = (size_t)B * Co * Ho * Wo, nw = (size_t)Co * Ci * 9;
+  cpu_set_threads(T);
+  EXPECT_MSG(cpu_conv_winograd(B, Ci, H, W, Co, k, pad), "forced mode did not take Winograd");
+  float *in = fa(nin), *w = fa(nw), *b = fa(Co), *dout = fa(nout);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, Co, -1, 1); fill(dout, nout, -1, 1);
+  size_t ns = cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T);
+  float *scratch = scratch_with_canary(ns);
+  char tag[160];
+  snprintf(tag, sizeof tag, "B=%d Ci=%d H=%d W=%d Co=%d pad=%d T=%d", B, Ci, H, W, Co, pad, T);
+
+  /* forward, plain and fused */
+  /* outputs carry a canary too: a tile's rows/columns past an odd Ho/Wo must not be written */
+  float *o_ref = fa(nout), *oa_ref = fa(nout), *o = scratch_with_canary(nout), *oa = scratch_with_canary(nout);
+  float *o_act = fa(nout);
+  ref_conv_forward(o_ref, in, w, b, B, Ci, H, W, Co, k, pad, NULL);
+  ref_act_forward(oa_ref, o_ref, nout, slope);
+  fill_nan(o, nout); fill_nan(oa, nout);
+  cpu_conv_forward(o, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
+  cpu_conv_act_forward(oa, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch);
+  cpu_act_forward(o_act, o, nout, slope);
+  double e = scaled_err(o, o_ref, nout), ea = scaled_err(oa, oa_ref, nout);
+  EXPECT_MSG(e <= TOL_WINO && ea <= TOL_WINO, "wino fwd %s: err %.3g, fused %.3g (%s)", tag, e, ea, TOL_WINO_WHY);
+  EXPECT_MSG(same_bits(oa, o_act, nout), "wino fused fwd != fwd + act %s", tag);
+
+  /* backward, plain and fused; the fused reference uses the cpu activation output so both
+   * apply the same activation mask */
+  float *g = fa(nout), *dw0 = fa(nw), *db0 = fa(Co);
+  fill(dw0, nw, -2, 2); fill(db0, Co, -2, 2);
+  cpu_act_backward(g, dout, oa, nout, slope);
+  float *dw_ref = dup(dw0, nw), *db_ref = dup(db0, Co), *din_ref = fa(nin);
+  float *dwa_ref = dup(dw0, nw), *dba_ref = dup(db0, Co), *dina_ref = fa(nin);
+  ref_conv_backward(din_ref, dw_ref, db_ref, dout, in, w, B, Ci, H, W, Co, k, pad, NULL);
+  ref_conv_backward(dina_ref, dwa_ref, dba_ref, g, in, w, B, Ci, H, W, Co, k, pad, NULL);
+  float *first[3] = {NULL, NULL, NULL}; /* dw, db, din of the first plain call with din */
+  for (int with_din = 0; with_din < 2; with_din++) {
+    float *dw = dup(dw0, nw), *db = dup(db0, Co), *din = scratch_with_canary(nin);
+    float *dwa = dup(dw0, nw), *dba = dup(db0, Co), *dina = fa(nin);
+    float *dwu = dup(dw0, nw), *dbu = dup(db0, Co), *dinu = fa(nin);
+    fill_nan(din, nin); fill_nan(dina, nin); fill_nan(dinu, nin);
+    cpu_conv_backward(with_din ? din : NULL, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+    cpu_conv_act_backward(with_din ? dina : NULL, dwa, dba, dout, oa, in, w, B, Ci, H, W, Co, k, pad, slope, scratch);
+    cpu_conv_backward(with_din ? dinu : NULL, dwu, dbu, g, in, w, B, Ci, H, W, Co, k, pad, scratch);
+    double ew = scaled_err(dw, dw_ref, nw), eb = scaled_err(db, db_ref, Co);
+    double ed = with_din ? scaled_err(din, din_ref, nin) : 0.0;
+    double ewa = scaled_err(dwa, dwa_ref, nw), eba = scaled_err(dba, dba_ref, Co);
+    double eda = with_din ? scaled_err(dina, dina_ref, nin) : 0.0;
+    EXPECT_MSG(ew <= TOL_WINO && eb <= TOL_WINO && ed <= TOL_WINO && ewa <= TOL_WINO && eba <= TOL_WINO &&
+                   eda <= TOL_WINO,
+               "wino bwd %s din=%d: dw %.3g db %.3g din %.3g, fused dw %.3g db %.3g din %.3g (%s)", tag, with_din, ew,
+               eb, ed, ewa, eba, eda, TOL_WINO_WHY);
+    EXPECT_MSG(same_bits(dwa, dwu, nw) && same_bits(dba, dbu, Co) && (!with_din || same_bits(dina, dinu, nin)),
+               "wino fused bwd != act_backward + bwd %s din=%d", tag, with_din);
+    if (!with_din) EXPECT_MSG(isnan(din[0]) && isnan(din[nin - 1]), "wino bwd wrote din=NULL's buffer? %s", tag);
+    EXPECT_MSG(canary_ok(din, nin), "wino bwd wrote past din %s", tag);
+    if (with_din) { first[0] = dw; first[1] = db; first[2] = din; }
+    else { free(dw); free(db); free(din); }
+    free(dwa); free(dba); free(dina); free(dwu); free(dbu); free(dinu);
+  }
+
+  /* the same call again: the same bits */
+  float *o2 = fa(nout), *dw2 = dup(dw0, nw), *db2 = dup(db0, Co), *din2 = fa(nin);
+  cpu_conv_forward(o2, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
+  cpu_conv_backward(din2, dw2, db2, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+  EXPECT_MSG(same_bits(o, o2, nout) && same_bits(first[0], dw2, nw) && same_bits(first[1], db2, Co) &&
+                 same_bits(first[2], din2, nin),
+             "wino repeat not bit-identical %s", tag);
+  EXPECT_MSG(canary_ok(scratch, ns), "wino scratch overrun %s", tag);
+  EXPECT_MSG(canary_ok(o, nout) && canary_ok(oa, nout), "wino fwd wrote past out %s", tag);
+  free(in); free(w); free(b); free(dout); free(scratch); free(o_ref); free(oa_ref); free(o); free(oa); free(o_act);
+  free(g); free(dw0); free(db0); free(dw_ref); free(db_ref); free(din_ref); free(dwa_ref); free(dba_ref);
+  free(dina_ref); for (int i = 0; i < 3; i++) free(first[i]);
+  free(o2); free(dw2); free(db2); free(din2);
+}
+
+/* Odd shapes: H, W in {1,2,3,5,7,8,13,28} (partial tile rows/columns, single-tile images),
+ * channels 3/5/17/32, batch 1-9 with 1-3 threads (batch < threads: tile-row / channel splits,
+ * with threads left idle; batch >= threads: image blocks, groups of several images), pad 0-2. */
+static void test_winograd_vs_ref(void) {
+  static const int cases[][7] = { /* B, Ci, H, W, Co, pad, T */
+    {1, 3, 1, 1, 5, 1, 1},    {2, 17, 1, 1, 3, 1, 2},  {3, 5, 1, 1, 17, 1, 3},   {1, 5, 2, 3, 3, 1, 2},
+    {9, 3, 2, 2, 5, 1, 3},    {3, 17, 3, 3, 5, 0, 1},  {2, 3, 3, 5, 17, 1, 3},   {1, 32, 5, 7, 17, 1, 1},
+    {3, 5, 5, 5, 3, 0, 2},    {9, 17, 5, 3, 5, 1, 2},  {1, 17, 7, 7, 32, 1, 2},  {2, 32, 7, 7, 5, 0, 3},
+    {9, 5, 7, 7, 3, 1, 1},    {3, 3, 7, 7, 17, 1, 3},  {2, 5, 8, 8, 17, 1, 1},   {9, 3, 8, 8, 5, 0, 2},
+    {1, 32, 8, 8, 32, 1, 3},  {3, 17, 13, 13, 5, 1, 2}, {1, 5, 13, 8, 3, 0, 2},  {9, 32, 13, 13, 17, 1, 3},
+    {1, 32, 28, 28, 32, 1, 1}, {2, 17, 28, 28, 5, 1, 2}, {9, 5, 28, 28, 3, 1, 3}, {3, 3, 28, 28, 17, 0, 2},
+    {1, 5, 28, 13, 17, 1, 3}, {2, 5, 5, 6, 3, 2, 2},   {4, 17, 8, 2, 5, 2, 3},   {9, 32, 28, 28, 32, 1, 2},
+  };
+  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    wino_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][5], cases[c][6]);
+  cpu_conv_set_mode(CPU_CONV_AUTO);
+}
+
+/* Which path the automatic mode takes, and that its scratch fits both paths. */
+static void test_conv_algorithm_choice(void) {
+  cpu_conv_set_mode(CPU_CONV_AUTO);
+  EXPECT(!cpu_conv_winograd(128, 1, 28, 28, 32, 3, 1));   /* first layer: one input channel */
+  EXPECT(cpu_conv_winograd(1, 32, 28, 28, 32, 3, 1));
+  EXPECT(cpu_conv_winograd(128, 32, 14, 14, 64, 3, 1));
+  EXPECT(!cpu_conv_winograd(1, 64, 7, 7, 128, 3, 1));     /* 16 tiles: im2col is faster */
+  EXPECT(cpu_conv_winograd(2, 64, 7, 7, 128, 3, 1));
+  EXPECT(!cpu_conv_winograd(128, 64, 14, 14, 64, 5, 2));  /* not 3x3 */
+  EXPECT(!cpu_conv_winograd(128, 64, 14, 14, 64, 1, 0));
+  size_t both = cpu_conv_scratch_floats(128, 64, 7, 7, 128, 3, 1, 2);
+  EXPECT(both >= cpu_wino_scratch_floats(128, 64, 7, 7, 128, 1, 2));
+  cpu_conv_set_mode(CPU_CONV_IM2COL);
+  EXPECT(!cpu_conv_winograd(128, 32, 28, 28, 32, 3, 1));
+  EXPECT(both >= cpu_conv_scratch_floats(128, 64, 7, 7, 128, 3, 1, 2)); /* >= the im2col need */
+  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
+  EXPECT(cpu_conv_winograd(1, 1, 5, 5, 1, 3, 0));
+  EXPECT(!cpu_conv_winograd(1, 8, 5, 5, 8, 5, 2));
+  cpu_conv_set_mode(CPU_CONV_AUTO);
+}
+
+/* The generic conv tests above on each algorithm: im2col everywhere, Winograd for every 3x3. */
+static void conv_tests_in_mode(int mode) {
+  cpu_conv_set_mode(mode);
+  test_conv_vs_ref();
+  test_conv_accumulates();
+  test_conv_bit_identical_repeat();
+  test_conv_act_fused_matches_unfused();
+  test_conv_concurrent_replicas();
+  cpu_conv_set_mode(CPU_CONV_AUTO);
+}
+static void test_conv_generic_im2col(void) { conv_tests_in_mode(CPU_CONV_IM2COL); }
+static void test_conv_generic_winograd(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD); }
 
 static void *get_threads_in_new_thread(void *arg) { *(int *)arg = cpu_get_threads(); cpu_set_threads(1); return NULL; }
 static void test_thread_count_is_per_thread(void) {
@@ -552,6 +709,10 @@ int main(void) {
   RUN(test_conv_bit_identical_repeat);
   RUN(test_conv_act_fused_matches_unfused);
   RUN(test_conv_concurrent_replicas);
+  RUN(test_conv_generic_im2col);
+  RUN(test_conv_generic_winograd);
+  RUN(test_conv_algorithm_choice);
+  RUN(test_winograd_vs_ref);
   RUN(test_thread_count_is_per_thread);
   RUN(test_fc_vs_ref);
   RUN(test_maxpool_vs_ref);

@@ -1,5 +1,12 @@
-/* cpu_conv.c — convolution forward/backward: im2col + OpenBLAS sgemm, OpenMP over images.
- * Per image (K = Ci*k*k, P = Ho*Wo):  out_i[Co][P] = w[Co][K] x col_i[K][P] + b
+/* cpu_conv.c — convolution forward/backward: im2col + OpenBLAS sgemm, OpenMP over images; 3x3
+ * kernels on enough channels and tiles go to Winograd F(2x2,3x3) instead (cpu_winograd.c: about
+ * half the GEMM FLOPs, the same semantics, threading and determinism rules as below).
+ * Algorithm choice: environment variable PDL_CONV, read once per process —
+ *   auto (default)  Winograd where it pays: k == 3, Ci >= 8, >= WINO_MIN_TILES tiles per GEMM
+ *   im2col          never Winograd (the path before it; for comparisons: PDL_CONV=im2col pdl speed)
+ *   winograd        Winograd for every k == 3 (tests)
+ * cpu_conv_scratch_floats sizes scratch for both paths, so a workspace fits whichever a call takes.
+ * im2col path, per image (K = Ci*k*k, P = Ho*Wo):  out_i[Co][P] = w[Co][K] x col_i[K][P] + b
  *                                     dw[Co][K] += dout_i[Co][P] x col_i^T,   db += row sums of dout_i
  *                                     dcol[K][P] = w^T x dout_i,   din_i = col2im(dcol)
  * Per-image GEMMs keep col_i in L2 and ran faster here than one whole-batch GEMM (DESIGN.md), so
@@ -19,6 +26,9 @@
  * rounded to 64 bytes). */
 #include <cblas.h>
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include "core/layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
@@ -50,10 +60,54 @@ static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
 /* Batch 1 with several threads splits each image; otherwise threads take whole images. */
 static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nthreads; }
 
+/* ---- algorithm choice: im2col + sgemm, or Winograd F(2x2,3x3) (cpu_winograd.c) */
+static int conv_mode = CPU_CONV_AUTO;
+static pthread_once_t conv_mode_once = PTHREAD_ONCE_INIT;
+
+static void conv_mode_from_env(void) {
+  const char *e = getenv("PDL_CONV");
+  if (!e || !*e || !strcmp(e, "auto")) conv_mode = CPU_CONV_AUTO;
+  else if (!strcmp(e, "im2col")) conv_mode = CPU_CONV_IM2COL;
+  else if (!strcmp(e, "winograd")) conv_mode = CPU_CONV_WINOGRAD;
+  else die("PDL_CONV='%s': expected auto, im2col or winograd", e);
+}
+
+int cpu_conv_get_mode(void) {
+  pthread_once(&conv_mode_once, conv_mode_from_env);
+  return conv_mode;
+}
+
+void cpu_conv_set_mode(int mode) {
+  SHAPE_ASSERT(mode == CPU_CONV_IM2COL || mode == CPU_CONV_AUTO || mode == CPU_CONV_WINOGRAD);
+  pthread_once(&conv_mode_once, conv_mode_from_env);
+  conv_mode = mode;
+}
+
+/* Shapes where Winograd pays (measured on the reference net's layers and neighbours, 1 thread):
+ * Ci >= 8, and at least WINO_MIN_TILES tiles per GEMM (images per group x tiles per image).
+ * Below that the per-call costs (weight transform, 16 GEMM set-ups) dominate: a 7x7 map has 16
+ * tiles, and at batch 1 Winograd took 1.2-1.5x the time of im2col there (from batch 2 on it was
+ * level or ahead), while 14x14 and 28x28 maps won at every batch (1.2-1.6x). */
+#define WINO_MIN_TILES 32
+static int wino_pays(int B, int Ci, int H, int W, int Co, int pad) {
+  return Ci >= 8 && cpu_wino_tiles(B, Ci, H, W, Co, pad) >= WINO_MIN_TILES;
+}
+
+int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad) {
+  const int mode = cpu_conv_get_mode();
+  if (k != 3 || mode == CPU_CONV_IM2COL) return 0;
+  return mode == CPU_CONV_WINOGRAD || wino_pays(B, Ci, H, W, Co, pad);
+}
+
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
-  size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
-  return T * s.per_thread;
+  size_t T = nthreads < 1 ? 1 : (size_t)nthreads, n = T * s.per_thread;
+  /* the larger of both: a smaller batch than B may take the other path */
+  if (k == 3 && cpu_conv_get_mode() != CPU_CONV_IM2COL) {
+    const size_t nw = cpu_wino_scratch_floats(B, Ci, H, W, Co, pad, nthreads);
+    if (nw > n) n = nw;
+  }
+  return n;
 }
 
 /* x[0..n) = leaky ReLU of itself */
@@ -103,12 +157,20 @@ static void conv_fwd(conv_t *s, float *out, const float *in, const float *w, con
 void cpu_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                       int Co, int k, int pad, float *scratch) {
   /* in [B][Ci][H][W], w [Co][Ci][k][k], b [Co], out [B][Co][Ho][Wo] */
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 0, 0.0f, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   conv_fwd(&s, out, in, w, b, scratch);
 }
 
 void cpu_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                           int Co, int k, int pad, float slope, float *scratch) {
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 1, slope, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   s.act = 1; s.slope = slope;
   conv_fwd(&s, out, in, w, b, scratch);
@@ -222,6 +284,10 @@ static void conv_bwd(conv_t *s, float *din, float *dw, float *db, const float *d
 void cpu_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int B,
                        int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
   /* dout [B][Co][Ho][Wo], in/din [B][Ci][H][W], w/dw [Co][Ci][k][k], db [Co] */
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_backward(din, dw, db, dout, NULL, in, w, B, Ci, H, W, Co, pad, 0, 0.0f, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   conv_bwd(&s, din, dw, db, dout, NULL, in, w, scratch);
 }
@@ -230,6 +296,10 @@ void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, 
                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
                            float *scratch) {
   /* dout, out [B][Co][Ho][Wo]: gradient w.r.t. and value of the activation output */
+  if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
+    cpu_wino_backward(din, dw, db, dout, out, in, w, B, Ci, H, W, Co, pad, 1, slope, scratch);
+    return;
+  }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   s.act = 1; s.slope = slope;
   conv_bwd(&s, din, dw, db, dout, out, in, w, scratch);

@@ -1,6 +1,9 @@
 /* speed.c — `pdl speed` and `pdl calibrate`: training-step throughput of a net (forward +
  * backward + momentum update on random inputs) after warm-up, median over repeats, beside
  * OpenBLAS sgemm GFLOP/s measured in the same run with the same thread count.
+ * GFLOP/s are nominal: images/s x the net's direct-convolution/FC FLOPs per image (pdl nets),
+ * whatever algorithm ran; Winograd convs do about half of those conv FLOPs, so the nominal rate
+ * can exceed sgemm's. The conv algorithm (PDL_CONV, kernels/cpu/cpu_conv.c) is recorded.
  * calibrate stores the figure as this machine's device rate for the sim runtime. */
 #include <cblas.h>
 #include <stdio.h>
@@ -8,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/model.h"
+#include "kernels/cpu/cpu.h"
 #include "optim/optim.h"
 #include "util/util.h"
 
@@ -67,7 +71,11 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
-             "  Last stdout line: JSON with img_per_s, gflops, sgemm_gflops, ratio_to_sgemm.\n",
+             "  GFLOP/s are nominal: img/s x the net's direct-convolution FLOPs (pdl nets), so with\n"
+             "  Winograd convs (about half the conv FLOPs) they can exceed sgemm's.\n"
+             "  PDL_CONV=auto|im2col|winograd picks the conv algorithm (default auto; im2col = without\n"
+             "  Winograd, for comparisons).\n"
+             "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
     fprintf(f, "  calibrate also writes the figure (default results/calibration/<host>-<net>.json), which\n"
@@ -93,8 +101,12 @@ static int speed_main(int argc, char **argv, int calibrate) {
   speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
-  fprintf(stderr, "%s batch %d threads %d: %.1f img/s (%.1f-%.1f), %.1f GFLOP/s = %.0f%% of sgemm %.1f GFLOP/s\n",
-          net.name, B, T, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
+  static const char *const conv_names[] = {"im2col", "auto", "winograd"};
+  const char *conv = conv_names[cpu_conv_get_mode()];
+  fprintf(stderr,
+          "%s batch %d threads %d conv %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of sgemm %.1f "
+          "GFLOP/s\n",
+          net.name, B, T, conv, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
   json_t j; json_begin(&j);
   json_str(&j, "event", calibrate ? "calibration" : "speed");
   json_str(&j, "net", net.name); json_str(&j, "net_spec", net.spec);
@@ -103,6 +115,8 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_num(&j, "gflops", s.gflops); json_num(&j, "sgemm_gflops", sgm);
   json_num(&j, "ratio_to_sgemm", s.gflops / sgm);
   json_num(&j, "flops_train_per_img", net.flops_train);
+  json_str(&j, "flops_counted", "nominal direct convolution + fc (gflops = img_per_s x flops_train_per_img)");
+  json_str(&j, "conv", conv);
   json_meta(&j);
   const char *line = json_end(&j);
   if (calibrate) {
