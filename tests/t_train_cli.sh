@@ -50,13 +50,17 @@ cmp -s "$T/a.bin" "$T/r.bin" && ok "checkpoint/resume == uninterrupted" || notok
 
 # SIGINT mid-run: checkpoint saved, summary flushed, resume == uninterrupted
 SLOW=(--data "synthetic:n=4096,seed=3" --net "C16 C16 P F64 S10" --algo nag --batch 32 --lr 0.02 --threads 1 --quiet)
-PDL_DUMP_PARAMS=$T/full.bin "$PDL" train "${SLOW[@]}" --epochs 2 >/dev/null
+PDL_DUMP_PARAMS=$T/full.bin "$PDL" train "${SLOW[@]}" --epochs 3 >/dev/null
 rm -f "$T/ck2"
-"$PDL" train "${SLOW[@]}" --epochs 2 --checkpoint "$T/ck2" --results "$T/int.jsonl" > "$T/int.out" 2>&1 &
-pid=$!; sleep 1.5; kill -INT $pid; wait $pid; rc=$?
+"$PDL" train "${SLOW[@]}" --epochs 3 --checkpoint "$T/ck2" --results "$T/int.jsonl" > "$T/int.out" 2>&1 &
+# interrupt during epoch 2: wait for epoch 1's checkpoint (not a fixed sleep, which a fast or a
+# loaded machine turns into a finished or a not-yet-started run), then SIGINT at once
+pid=$!
+for _ in $(seq 1000); do [ -s "$T/ck2" ] || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
+kill -INT $pid; wait $pid; rc=$?
 if [ $rc -ne 0 ] && [ -f "$T/ck2" ] && grep -q interrupted_by_signal "$T/int.jsonl"; then ok "SIGINT: checkpoint + summary (exit $rc)"
 else notok "SIGINT" "rc=$rc ck=$(ls "$T") $(tail -2 "$T/int.out")"; fi
-PDL_DUMP_PARAMS=$T/res.bin "$PDL" train "${SLOW[@]}" --epochs 2 --checkpoint "$T/ck2" --resume >/dev/null
+PDL_DUMP_PARAMS=$T/res.bin "$PDL" train "${SLOW[@]}" --epochs 3 --checkpoint "$T/ck2" --resume >/dev/null
 cmp -s "$T/full.bin" "$T/res.bin" && ok "SIGINT + resume == uninterrupted" || notok "SIGINT resume" "params differ"
 
 out=$("$PDL" nets); echo "$out" | grep -q ppasgd-cifar && ok "nets lists presets" || notok "nets" "$out"
