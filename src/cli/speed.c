@@ -35,8 +35,12 @@ double measure_sgemm_gflops(int n, int threads, int repeats) {
 
 typedef struct { double img_s, img_s_min, img_s_max, gflops; } speed_t;
 
-/* Median images/s of full training steps of net at batch B on `threads` threads. */
-speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s) {
+/* Median images/s of full training steps of net at batch B on `threads` threads. With prof != NULL
+ * ([2 * NET_MAX_LAYERS + 2], zeroed by the caller) the timed windows also add each layer's forward
+ * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
+ * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. */
+static speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s, double *prof,
+                                   long *steps_out) {
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
   float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);  /* optim_step re-zeroes g */
   int *y = xmalloc((size_t)B * sizeof(int));
@@ -47,16 +51,21 @@ speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, d
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
   workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);
   double v[64]; if (repeats > 64) repeats = 64;
+  long timed = 0;
   for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
     int steps = 0; double t0 = now_s(), el;
+    ws.prof = rep >= 0 ? prof : NULL;
     do {
       net_forward(&ws, w, x, y, B, 1, NULL);
       net_backward(&ws, w, g, y, B, 1.0f / B);
+      const double tu = prof && rep >= 0 ? now_s() : 0.0;
       optim_step(&o, w, g, 1e-4f);
+      if (prof && rep >= 0) prof[2 * NET_MAX_LAYERS] += now_s() - tu;
       steps++;
     } while ((el = now_s() - t0) < window_s);
-    if (rep >= 0) v[rep] = steps * (double)B / el;
+    if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; if (prof) prof[2 * NET_MAX_LAYERS + 1] += el; }
   }
+  if (steps_out) *steps_out = timed;
   speed_t s;
   double lo = v[0], hi = v[0];
   for (int i = 0; i < repeats; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
@@ -66,8 +75,40 @@ speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, d
   return s;
 }
 
+/* One stderr table: per layer, forward and backward milliseconds per step, share of the step and
+ * nominal GFLOP/s (direct-convolution FLOPs, as pdl nets; "-" for layers without FLOPs). */
+static void print_profile(const net_t *net, int B, const double *prof, long steps) {
+  const double step_ms = 1e3 * prof[2 * NET_MAX_LAYERS + 1] / steps; /* mean over the timed windows */
+  double sum = 0;
+  fprintf(stderr, "%-3s %-10s %-16s %9s %9s %7s %11s\n", "#", "layer", "shape (out)", "fwd ms", "bwd ms", "step%",
+          "GFLOP/s");
+  for (int l = 0; l < net->nlayers; l++) {
+    const layer_t *L = &net->L[l];
+    const double f = 1e3 * prof[l] / steps, b = 1e3 * prof[NET_MAX_LAYERS + l] / steps;
+    if (L->type == L_ACT && l > 0 && net->L[l - 1].type == L_CONV && f == 0 && b == 0) continue; /* fused */
+    static const char *const names[] = {"conv", "pool", "fc", "act", "dropout", "fc+softmax"};
+    char nm[16], shp[32], gf[16] = "-";
+    if (L->type == L_CONV) snprintf(nm, sizeof nm, "conv%dx%d", L->k, L->k);
+    else snprintf(nm, sizeof nm, "%s", names[L->type]);
+    if (L->type == L_CONV && l + 1 < net->nlayers && net->L[l + 1].type == L_ACT) snprintf(nm + strlen(nm), sizeof nm - strlen(nm), "+act");
+    snprintf(shp, sizeof shp, "%dx%dx%d", L->oc, L->oh, L->ow);
+    double mac = 0;
+    if (L->type == L_CONV) mac = (double)L->oc * L->oh * L->ow * L->c * L->k * L->k;
+    if (L->type == L_FC || L->type == L_SOFTMAX) mac = (double)L->oc * L->c * L->h * L->w;
+    if (mac > 0 && f + b > 0) /* forward 2 mac, backward 4 mac (2 without an input gradient) */
+      snprintf(gf, sizeof gf, "%.1f", (2 * mac + (l == 0 ? 2 : 4) * mac) * B / ((f + b) * 1e-3) / 1e9);
+    fprintf(stderr, "%-3d %-10s %-16s %9.3f %9.3f %6.1f%% %11s\n", l, nm, shp, f, b, 100 * (f + b) / step_ms, gf);
+    sum += f + b;
+  }
+  const double u = 1e3 * prof[2 * NET_MAX_LAYERS] / steps;
+  fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%\n", "update", "(momentum)", "", u, 100 * u / step_ms);
+  fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%   (input copy, loop, timers)\n", "rest", "", "",
+          step_ms - sum - u, 100 * (step_ms - sum - u) / step_ms);
+  fprintf(stderr, "    step %.3f ms at batch %d (mean of %ld timed steps)\n", step_ms, B, steps);
+}
+
 static void speed_usage(FILE *f, const char *cmd) {
-  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW]%s\n"
+  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
@@ -75,6 +116,8 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  Winograd convs (about half the conv FLOPs) they can exceed sgemm's.\n"
              "  PDL_CONV=auto|im2col|winograd picks the conv algorithm (default auto; im2col = without\n"
              "  Winograd, for comparisons).\n"
+             "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
+             "  of the step and its nominal GFLOP/s (timers around every layer: a little slower).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -84,7 +127,7 @@ static void speed_usage(FILE *f, const char *cmd) {
 
 static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
-  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28;
+  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -92,13 +135,16 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--batch")) { B = (int)parse_long(a, v, 1, 1 << 16); i++; }
     else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
     else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
+    else if (!strcmp(a, "--profile")) profile = 1;
     else if (!strcmp(a, "--input")) { if (!v || sscanf(v, "%dx%dx%d", &c, &h, &w) != 3) die_usage("--input wants CxHxW"); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
   }
   net_t net; net_build(&net, netname, c, h, w);
   double sg = measure_sgemm_gflops(1024, T, 5);
-  speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25);
+  static double prof[2 * NET_MAX_LAYERS + 2];
+  long steps = 0;
+  speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
   static const char *const conv_names[] = {"im2col", "auto", "winograd"};
@@ -107,6 +153,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
           "%s batch %d threads %d conv %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of sgemm %.1f "
           "GFLOP/s\n",
           net.name, B, T, conv, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
+  if (profile) print_profile(&net, B, prof, steps);
   json_t j; json_begin(&j);
   json_str(&j, "event", calibrate ? "calibration" : "speed");
   json_str(&j, "net", net.name); json_str(&j, "net_spec", net.spec);

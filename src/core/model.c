@@ -188,6 +188,8 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
   for (int i = 0; i < net->nlayers; i++) {
     const layer_t *L = &net->L[i];
     float *in = ws->a[i], *out = ws->a[i + 1];
+    const int li = i;
+    const double t0 = ws->prof ? now_s() : 0.0;
     switch (L->type) {
     case L_CONV:
       if (k == &kernels_cpu && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
@@ -217,6 +219,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
       break;
     }
     }
+    if (ws->prof) ws->prof[li] += now_s() - t0;
   }
   if (correct) {
     int hits = 0, C = net->classes;
@@ -238,6 +241,7 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
     const layer_t *L = &net->L[i];
     float *din = i == 0 ? NULL : ws->da[i];
     const float *dout = ws->da[i + 1], *in = ws->a[i], *out = ws->a[i + 1];
+    const double t0 = ws->prof ? now_s() : 0.0;
     switch (L->type) {
     case L_SOFTMAX:
       k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
@@ -264,6 +268,7 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
       break;
     case L_DROPOUT: if (din) k->dropout_backward(din, dout, ws->mask[i], (size_t)B * in_size(L)); break;
     }
+    if (ws->prof) ws->prof[NET_MAX_LAYERS + i] += now_s() - t0; /* i: the conv of a fused pair */
   }
 }
 

@@ -83,6 +83,10 @@ typedef struct {
   float *probs;                   /* [max_batch][classes] */
   float *scratch; size_t scratch_n;
   rng_t rng;                      /* dropout masks */
+  double *prof;                   /* NULL, or [2][NET_MAX_LAYERS] seconds: forward/backward time of
+                                   * each layer is ADDED to prof[l] / prof[NET_MAX_LAYERS + l] (a
+                                   * fused conv + activation is charged to the conv); `pdl speed
+                                   * --profile` sets it */
   void *owned[2 * NET_MAX_LAYERS + 4]; int nowned;
 } workspace_t;
 
