@@ -18,7 +18,8 @@ if [ -n "$QUICK" ]; then NET=${NET:-"leaky C8 C8 P C16 P C32 P F64 F64 S10"}; el
 if [ -n "$QUICK" ]; then NTR=${NTR:-2000}; NTE=${NTE:-500}; EP2=${EP2:-1}; SIZES=${SIZES:-"1 4 16"}; EP4=${EP4:-0.5}; HSTEPS=${HSTEPS:-100}
 else NTR=${NTR:-10000}; NTE=${NTE:-2000}; EP2=${EP2:-3}; SIZES=${SIZES:-"1 4 16 64 256"}; EP4=${EP4:-2}; fi
 LR2=${LR2:-0.00005}; B2=${B2:-16}            # P1a/P2: emulated staleness (the paper's CIFAR runs)
-B1=${B1:-8}; LR1=${LR1:-0.00005}             # P1b: real threads, b chosen so S_bar lands near the paper's 7
+B1=${B1:-auto}; LR1=${LR1:-0.00005}          # P1b: real threads; auto = b from a pilot run so S_bar lands near the paper's 7-8.5
+BH=${BH:-8}                                  # hybrid runs' sub-batch
 RATE=${RATE:-10}; B3=${B3:-1}; LR3=${LR3:-0.0001}  # P3/P4 sim: device GFLOP/s giving S_bar ~ 8 at 32 devices
 TARGET4=${TARGET4:-0.35}
 COMMON=(--data "$DATA" --net "$NET" --train-subset "$NTR" --test-subset "$NTE" --warmup epoch --quiet)
@@ -30,12 +31,28 @@ fresh() { rm -f "$RES/$1".jsonl; }
 # mean of 100 updates; (a) emulated S0 = 7, (b) a real threaded run (1 update + 1 grad thread)
 # whose S0 = floor(S_bar) is measured.
 p1() {
-  fresh p1a; fresh p1b
+  fresh p1a; fresh p1b; fresh p1b-pilot
   local spe=$((NTR / B2))
   "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness emulate:7 --batch "$B2" --lr "$LR2" \
     --steps $((spe + 120)) --probe 100 --tag p1a --results "$RES/p1a.jsonl" >/dev/null || return
-  "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch "$B1" --lr "$LR1" \
+  local b1=$B1
+  [ "$b1" = auto ] && { b1=$(p1b_batch) || return; }
+  "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch "$b1" --lr "$LR1" \
     --epochs 1.5 --probe 100 --tag p1b --results "$RES/p1b.jsonl" >/dev/null || return
+}
+
+# S_bar = 1 + F_U/F_G is a property of the machine: the update's cost (vector passes over w) over
+# a sub-batch gradient's (~b x FLOPs/image). A 300-update pilot at b = 8 measures it and b is scaled
+# so that F_U/F_G ~ 6.5 (S_bar ~ 7.5, the paper's S0 = 7 .. S_bar 8.5); the pilot goes to
+# p1b-pilot.jsonl and the choice to stderr.
+p1b_batch() {
+  local sb b
+  sb=$("$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch 8 --lr "$LR1" \
+    --steps 300 --tag p1b-pilot --results "$RES/p1b-pilot.jsonl" | tail -1 |
+    python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["S_bar"])') || return
+  b=$(python3 -c "import sys; s=float(sys.argv[1]); print(max(1, min(64, round(8 * 6.5 / max(s - 1, 0.1)))))" "$sb") || return
+  echo "[ppasgd] p1b: pilot at b=8 measured S_bar $sb -> b=$b" >&2
+  echo "$b"
 }
 
 # P2 (Fig. 2): SSGD, ASGD and PP-ASGD under emulated staleness S = 3, 9, 27 (one process).
@@ -84,7 +101,7 @@ hybrid() {
   local R
   for R in 1 2 4; do
     fresh "hybrid-R$R"
-    OMP_NUM_THREADS=1 mpirun_cmd -np $R "$PDL" train "${COMMON[@]}" --algo ppasgd --grad-threads 1 --batch "$B1" \
+    OMP_NUM_THREADS=1 mpirun_cmd -np $R "$PDL" train "${COMMON[@]}" --algo ppasgd --grad-threads 1 --batch "$BH" \
       --lr "$LR1" --steps "${HSTEPS:-400}" --threads 1 --tag hybrid --results "$RES/hybrid-R$R.jsonl" >/dev/null || return
   done
 }

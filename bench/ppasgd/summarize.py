@@ -66,8 +66,8 @@ for tag, what, mode in (("p1a", "emulated S0 = 7", "real (emulated staleness)"),
     ratio = s["pred_ratio"]
     ok = s["pred_argmin"] == S0 and ratio < 0.6
     row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%",
-        "S0 = %d (S_bar %.2f), argmin_S = %d, ratio = %.0f%% (n = %d)" % (S0, s.get("S_bar", S0), s["pred_argmin"],
-                                                                      100 * ratio, s["pred_n"]),
+        "S0 = %d (S_bar %.2f, b = %d), argmin_S = %d, ratio = %.0f%% (n = %d)" % (
+            S0, s.get("S_bar", S0), s.get("batch", 0), s["pred_argmin"], 100 * ratio, s["pred_n"]),
         dset(r), mode, "reproduced" if ok else "not reproduced")
 
 # ---- P2 ----
