@@ -461,7 +461,7 @@ static void test_conv_act_pool_vs_ref(void) {
     {1, 17, 5, 5, 17, 1, 1, 2}, {9, 5, 7, 7, 3, 1, 0, 3},    {9, 5, 7, 7, 3, 1, 1, 3},   {2, 8, 9, 9, 6, 0, 0, 2},
     {2, 8, 9, 9, 6, 0, 1, 3},   {4, 3, 6, 11, 5, 2, 0, 2},   {4, 3, 6, 11, 5, 2, 1, 1},  {1, 32, 13, 13, 17, 1, 1, 3},
     {3, 17, 13, 8, 5, 1, 0, 2}, {1, 32, 28, 28, 32, 1, 0, 1}, {2, 32, 28, 28, 32, 1, 0, 2}, {5, 32, 14, 14, 64, 1, 0, 2},
-    {3, 64, 7, 7, 128, 1, 0, 2}, {1, 64, 7, 7, 128, 1, 0, 3}, {9, 16, 28, 28, 8, 1, 0, 3}, {2, 5, 3, 8, 3, 2, 1, 2},
+    {3, 64, 7, 7, 128, 1, 0, 2}, {1, 64, 7, 7, 128, 1, 0, 3}, {16, 64, 7, 7, 128, 1, 0, 1}, {16, 64, 7, 7, 128, 1, 0, 2}, {9, 16, 28, 28, 8, 1, 0, 3}, {2, 5, 3, 8, 3, 2, 1, 2},
   };
   cpu_conv_set_mode(CPU_CONV_WINOGRAD);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -503,7 +503,6 @@ static void conv_tests_in_mode(int mode) {
 }
 static void test_conv_generic_im2col(void) { conv_tests_in_mode(CPU_CONV_IM2COL); }
 static void test_conv_generic_winograd(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD); }
-
 static void *get_threads_in_new_thread(void *arg) { *(int *)arg = cpu_get_threads(); cpu_set_threads(1); return NULL; }
 static void test_thread_count_is_per_thread(void) {
   cpu_set_threads(3);
