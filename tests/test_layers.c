@@ -359,6 +359,117 @@ static void test_winograd_vs_ref(void) {
   cpu_conv_set_mode(CPU_CONV_AUTO);
 }
 
+/* Fused conv + act + 2x2 max-pool (cpu_conv_act_pool_*) on the Winograd path, one shape:
+ * forward: every pooled output is within TOL_WINO of the reference pool of the reference conv +
+ * act, and idx marks a window maximum (its value, in the reference activation, is the window's
+ * maximum up to the same tolerance: Winograd and direct sums may order near-ties differently, so
+ * the exact reference argmax is not required); positions past a clipped (ceil) window are never
+ * chosen; nothing is written past out/idx. Backward: against the reference conv backward of the
+ * gradient routed through the kernel's own argmax (so a near-tie cannot move it), dw/db
+ * accumulating, din NULL and not, conv outputs no window covers (floor mode) getting none; a repeat
+ * gives the same bits; scratch canary. */
+static void wino_pool_case(int B, int Ci, int H, int W, int Co, int pad, int ceil_mode, int T) {
+  const int k = 3, Ho = H + 2 * pad - 2, Wo = W + 2 * pad - 2;
+  const int Hp = ceil_mode ? (Ho + 1) / 2 : Ho / 2, Wp = ceil_mode ? (Wo + 1) / 2 : Wo / 2;
+  if (Ho < 1 || Wo < 1 || Hp < 1 || Wp < 1) return;
+  const float slope = 0.01f;
+  size_t nin = (size_t)B * Ci * H * W, nact = (size_t)B * Co * Ho * Wo, np = (size_t)B * Co * Hp * Wp;
+  size_t nw = (size_t)Co * Ci * 9;
+  cpu_set_threads(T);
+  char tag[160];
+  snprintf(tag, sizeof tag, "B=%d Ci=%d H=%d W=%d Co=%d pad=%d ceil=%d T=%d", B, Ci, H, W, Co, pad, ceil_mode, T);
+  EXPECT_MSG(cpu_conv_act_pool_fusable(B, Ci, H, W, Co, k, pad, 2), "forced Winograd not fusable %s", tag);
+  float *in = fa(nin), *w = fa(nw), *b = fa(Co), *dp = fa(np);
+  fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, Co, -1, 1); fill(dp, np, -1, 1);
+  size_t ns = cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, T);
+  float *scratch = scratch_with_canary(ns);
+
+  /* reference: conv, act, pool */
+  float *a_ref = fa(nact), *p_ref = fa(np);
+  ref_conv_forward(a_ref, in, w, b, B, Ci, H, W, Co, k, pad, NULL);
+  ref_act_forward(a_ref, a_ref, nact, slope);
+  ref_maxpool_forward(p_ref, a_ref, B, Co, Ho, Wo, 2, ceil_mode);
+  float *out = scratch_with_canary(np);
+  uint8_t *idx = xmalloc(np + CANARY);
+  memset(idx, 0xee, np + CANARY);
+  fill_nan(out, np);
+  cpu_conv_act_pool_forward(out, idx, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  double e = scaled_err(out, p_ref, np);
+  EXPECT_MSG(e <= TOL_WINO, "pool fwd %s: err %.3g (%s)", tag, e, TOL_WINO_WHY);
+  EXPECT_MSG(canary_ok(out, np), "pool fwd wrote past out %s", tag);
+  int idx_bad = 0, past = 0;
+  for (size_t j = 0; j < CANARY; j++) past |= idx[np + j] != 0xee;
+  double amax = 1;
+  for (size_t j = 0; j < nact; j++) amax = fabs(a_ref[j]) > amax ? fabs(a_ref[j]) : amax;
+  /* the full-size gradient the kernel's argmax routes: zero but at each window's idx */
+  float *dact = fa(nact);
+  memset(dact, 0, nact * sizeof(float));
+  for (size_t pl = 0; pl < (size_t)B * Co; pl++)
+    for (int py = 0; py < Hp; py++)
+      for (int px = 0; px < Wp; px++) {
+        const size_t q = (pl * Hp + py) * Wp + px;
+        const int ix = idx[q], oy = 2 * py + ix / 2, ox = 2 * px + ix % 2;
+        if (ix > 3 || oy >= Ho || ox >= Wo) { idx_bad++; continue; }
+        const float *a = a_ref + pl * Ho * Wo;
+        float wmax = -INFINITY;
+        for (int y = 2 * py; y < 2 * py + 2 && y < Ho; y++)
+          for (int x = 2 * px; x < 2 * px + 2 && x < Wo; x++) wmax = a[y * Wo + x] > wmax ? a[y * Wo + x] : wmax;
+        if (fabs((double)a[oy * Wo + ox] - wmax) > TOL_WINO * amax) idx_bad++;
+        dact[pl * Ho * Wo + oy * Wo + ox] = out[q] > 0.0f ? dp[q] : slope * dp[q]; /* act' at the max */
+      }
+  EXPECT_MSG(idx_bad == 0, "pool fwd %s: %d windows' idx is not a maximum inside the window", tag, idx_bad);
+  EXPECT_MSG(!past, "pool fwd wrote past idx %s", tag);
+
+  float *dw0 = fa(nw), *db0 = fa(Co);
+  fill(dw0, nw, -2, 2); fill(db0, Co, -2, 2);
+  float *dw_ref = dup(dw0, nw), *db_ref = dup(db0, Co), *din_ref = fa(nin);
+  ref_conv_backward(din_ref, dw_ref, db_ref, dact, in, w, B, Ci, H, W, Co, k, pad, NULL);
+  float *first[3] = {NULL, NULL, NULL};
+  for (int with_din = 0; with_din < 2; with_din++) {
+    float *dw = dup(dw0, nw), *db = dup(db0, Co), *din = scratch_with_canary(nin);
+    fill_nan(din, nin);
+    cpu_conv_act_pool_backward(with_din ? din : NULL, dw, db, dp, out, idx, in, w, B, Ci, H, W, Co, pad, slope,
+                               ceil_mode, scratch);
+    double ew = scaled_err(dw, dw_ref, nw), eb = scaled_err(db, db_ref, Co);
+    double ed = with_din ? scaled_err(din, din_ref, nin) : 0.0;
+    EXPECT_MSG(ew <= TOL_WINO && eb <= TOL_WINO && ed <= TOL_WINO, "pool bwd %s din=%d: dw %.3g db %.3g din %.3g (%s)",
+               tag, with_din, ew, eb, ed, TOL_WINO_WHY);
+    if (!with_din) EXPECT_MSG(isnan(din[0]) && isnan(din[nin - 1]), "pool bwd wrote din=NULL's buffer? %s", tag);
+    EXPECT_MSG(canary_ok(din, nin), "pool bwd wrote past din %s", tag);
+    if (with_din) { first[0] = dw; first[1] = db; first[2] = din; }
+    else { free(dw); free(db); free(din); }
+  }
+  float *o2 = fa(np), *dw2 = dup(dw0, nw), *db2 = dup(db0, Co), *din2 = fa(nin);
+  uint8_t *idx2 = xmalloc(np);
+  cpu_conv_act_pool_forward(o2, idx2, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  cpu_conv_act_pool_backward(din2, dw2, db2, dp, o2, idx2, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  EXPECT_MSG(same_bits(out, o2, np) && !memcmp(idx, idx2, np) && same_bits(first[0], dw2, nw) &&
+                 same_bits(first[1], db2, Co) && same_bits(first[2], din2, nin),
+             "pool repeat not bit-identical %s", tag);
+  EXPECT_MSG(canary_ok(scratch, ns), "pool scratch overrun %s", tag);
+  free(in); free(w); free(b); free(dp); free(scratch); free(a_ref); free(p_ref); free(out); free(idx); free(dact);
+  free(dw0); free(db0); free(dw_ref); free(db_ref); free(din_ref); for (int i = 0; i < 3; i++) free(first[i]);
+  free(o2); free(dw2); free(db2); free(din2); free(idx2);
+}
+
+/* Odd and even conv outputs (whole, clipped and dropped last windows), pad 0-2, 1-3 threads with
+ * batch below and above the thread count, floor and ceil pools; the reference net's three
+ * conv + pool shapes. */
+static void test_conv_act_pool_vs_ref(void) {
+  static const int cases[][8] = { /* B, Ci, H, W, Co, pad, ceil, T */
+    {1, 3, 2, 2, 5, 1, 0, 1},   {2, 3, 3, 3, 4, 0, 1, 2},    {3, 5, 4, 5, 3, 0, 0, 1},   {1, 17, 5, 5, 17, 1, 0, 2},
+    {1, 17, 5, 5, 17, 1, 1, 2}, {9, 5, 7, 7, 3, 1, 0, 3},    {9, 5, 7, 7, 3, 1, 1, 3},   {2, 8, 9, 9, 6, 0, 0, 2},
+    {2, 8, 9, 9, 6, 0, 1, 3},   {4, 3, 6, 11, 5, 2, 0, 2},   {4, 3, 6, 11, 5, 2, 1, 1},  {1, 32, 13, 13, 17, 1, 1, 3},
+    {3, 17, 13, 8, 5, 1, 0, 2}, {1, 32, 28, 28, 32, 1, 0, 1}, {2, 32, 28, 28, 32, 1, 0, 2}, {5, 32, 14, 14, 64, 1, 0, 2},
+    {3, 64, 7, 7, 128, 1, 0, 2}, {1, 64, 7, 7, 128, 1, 0, 3}, {16, 64, 7, 7, 128, 1, 0, 1}, {16, 64, 7, 7, 128, 1, 0, 2}, {9, 16, 28, 28, 8, 1, 0, 3}, {2, 5, 3, 8, 3, 2, 1, 2},
+  };
+  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    wino_pool_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][5], cases[c][6],
+                   cases[c][7]);
+  cpu_conv_set_mode(CPU_CONV_AUTO);
+}
+
 /* Which path the automatic mode takes, and that its scratch fits both paths. */
 static void test_conv_algorithm_choice(void) {
   cpu_conv_set_mode(CPU_CONV_AUTO);
@@ -392,7 +503,6 @@ static void conv_tests_in_mode(int mode) {
 }
 static void test_conv_generic_im2col(void) { conv_tests_in_mode(CPU_CONV_IM2COL); }
 static void test_conv_generic_winograd(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD); }
-
 static void *get_threads_in_new_thread(void *arg) { *(int *)arg = cpu_get_threads(); cpu_set_threads(1); return NULL; }
 static void test_thread_count_is_per_thread(void) {
   cpu_set_threads(3);
@@ -713,6 +823,7 @@ int main(void) {
   RUN(test_conv_generic_winograd);
   RUN(test_conv_algorithm_choice);
   RUN(test_winograd_vs_ref);
+  RUN(test_conv_act_pool_vs_ref);
   RUN(test_thread_count_is_per_thread);
   RUN(test_fc_vs_ref);
   RUN(test_maxpool_vs_ref);

@@ -7,6 +7,7 @@
 #ifndef PDL_KERNELS_CPU_H
 #define PDL_KERNELS_CPU_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* Make OpenBLAS single-threaded (idempotent, thread-safe; called by every BLAS-using kernel). */
 void cpu_blas_init(void);
@@ -59,5 +60,12 @@ void cpu_wino_forward(float *out, const float *in, const float *w, const float *
 void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
                        const float *w, int B, int Ci, int H, int W, int Co, int pad, int act, float slope,
                        float *scratch);
+/* The same with a fused 2x2 max-pool after the activation (cpu_conv_act_pool_* in core/layers.h):
+ * tiles are the pool windows, out/dout are pooled [B][Co][Hp][Wp], idx the windows' argmax. */
+void cpu_wino_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
+                           int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch);
+void cpu_wino_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out, const uint8_t *idx,
+                            const float *in, const float *w, int B, int Ci, int H, int W, int Co, int pad, float slope,
+                            int ceil_mode, float *scratch);
 
 #endif

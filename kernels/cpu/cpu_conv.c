@@ -304,3 +304,21 @@ void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, 
   s.act = 1; s.slope = slope;
   conv_bwd(&s, din, dw, db, dout, out, in, w, scratch);
 }
+
+int cpu_conv_act_pool_fusable(int B, int Ci, int H, int W, int Co, int k, int pad, int pool_s) {
+  return k == 3 && pool_s == 2 && cpu_conv_winograd(B, Ci, H, W, Co, k, pad);
+}
+
+void cpu_conv_act_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
+                               int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch) {
+  /* in [B][Ci][H][W]; out, idx [B][Co][Hp][Wp] (Hp = pool of Ho = H + 2 pad - 2) */
+  SHAPE_ASSERT(cpu_conv_act_pool_fusable(B, Ci, H, W, Co, 3, pad, 2));
+  cpu_wino_pool_forward(out, idx, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+}
+
+void cpu_conv_act_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out,
+                                const uint8_t *idx, const float *in, const float *w, int B, int Ci, int H, int W,
+                                int Co, int pad, float slope, int ceil_mode, float *scratch) {
+  SHAPE_ASSERT(cpu_conv_act_pool_fusable(B, Ci, H, W, Co, 3, pad, 2));
+  cpu_wino_pool_backward(din, dw, db, dout, out, idx, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+}

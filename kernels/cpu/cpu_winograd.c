@@ -47,7 +47,9 @@
  * Scratch: U [16][Co][Ci] shared, then per thread V [16][Ci][T], M [16][Co][T], dU [16][Co][Ci],
  * db [Co], g [Co][Ho*Wo], and transform temporaries. */
 #include <cblas.h>
+#include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include "core/layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
@@ -66,6 +68,9 @@ typedef struct {
   int th, tw, tpi, nb; /* tile rows, tile columns, tiles per image, images per group */
   int act;
   float slope;
+  int pool;            /* 0, or fused 2x2 max-pool: 1 floor mode, 2 ceil mode (tiles = pool windows) */
+  size_t on;           /* output floats per image: Co*P, or Co*tpi pooled */
+  uint8_t *idx;        /* pool: argmax of each window, [B][Co][tpi] (written forward, read backward) */
   size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, per_thread;
 } wino_t;
 
@@ -77,7 +82,10 @@ static inline size_t wp(size_t n) {
   return (n / 16) % 2 ? n : n + 16;
 }
 
-static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad) {
+/* pool = 0: the conv's own tiling. pool = 1/2 (floor/ceil): only the tiles that are 2x2 pool
+ * windows, th x tw = the pooled map; scratch sizes stay those of the unpooled shape (the pooled
+ * groups are capped at its tiles per GEMM), so cpu_conv_scratch_floats covers both. */
+static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad, int pool) {
   wino_t s;
   SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && pad >= 0);
   s.B = B; s.Ci = Ci; s.H = H; s.W = W; s.Co = Co; s.pad = pad;
@@ -104,17 +112,30 @@ static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad) {
   if (4 * T > t) t = 4 * T;
   s.tmp_n = cpu_round16(t);
   s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n;
+  s.pool = pool; s.idx = NULL;
+  s.on = (size_t)Co * s.P;
+  if (pool) {
+    s.th = pool == 2 ? (s.Ho + 1) / 2 : s.Ho / 2;
+    s.tw = pool == 2 ? (s.Wo + 1) / 2 : s.Wo / 2;
+    SHAPE_ASSERT(s.th > 0 && s.tw > 0);
+    s.tpi = s.th * s.tw;
+    size_t nbp = T / (size_t)s.tpi; /* no more tiles per GEMM than the unpooled shape's */
+    if (nbp < 1) nbp = 1;
+    if (nbp > (size_t)B) nbp = (size_t)B;
+    s.nb = (int)nbp;
+    s.on = (size_t)Co * s.tpi;
+  }
   return s;
 }
 
 size_t cpu_wino_scratch_floats(int B, int Ci, int H, int W, int Co, int pad, int nthreads) {
-  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0);
   size_t T = nthreads < 1 ? 1 : (size_t)nthreads;
   return s.u_n + T * s.per_thread;
 }
 
 int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad) {
-  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0);
   return s.nb * s.tpi;
 }
 
@@ -278,6 +299,55 @@ static void wino_output(const wino_t *s, float *out, const float *restrict M, si
   }
 }
 
+/* Fused 2x2 max-pool (s->pool): each tile is one pool window. For output channels [co0, co1) and
+ * all tiles of nimg consecutive images: pooled[co][t] = the first maximum (row-major, as the
+ * reference pool over the activation output) of act((AT M A)[a][b] + bias[co]) over the window's
+ * positions inside Ho x Wo, ix[co][t] = its position 2a + b; out/ix are the first image's
+ * ([Co][tpi] per image, stride s->on). Stage 1, flat over the tiles: the four activations into
+ * Y[4][T]; a ceil-mode window's positions past an odd Ho/Wo become -inf (never the maximum, as the
+ * reference's clipped window skips them). Stage 2, flat per image: maximum and argmax. */
+static void wino_output_pool(const wino_t *s, float *out, uint8_t *ix, const float *restrict M, size_t ldm, size_t xs,
+                             int nimg, const float *bias, int co0, int co1, float *tmp) {
+  const int tw = s->tw, th = s->th, tpi = s->tpi, T = nimg * tpi;
+  const int crop_r = s->pool == 2 && (s->Ho & 1), crop_c = s->pool == 2 && (s->Wo & 1);
+  const float slope = s->slope;
+  float *restrict Y0 = tmp, *restrict Y1 = tmp + T, *restrict Y2 = tmp + 2 * (size_t)T, *restrict Y3 = tmp + 3 * (size_t)T;
+  for (int co = co0; co < co1; co++) {
+    const float bv = bias[co];
+    const float *m = M + (size_t)co * ldm;
+#pragma omp simd
+    for (int t = 0; t < T; t++) {
+#define ATCOL(j) const float m0##j = m[(size_t)(j) * xs + t], m1##j = m[(size_t)(4 + j) * xs + t], \
+                             m2##j = m[(size_t)(8 + j) * xs + t], m3##j = m[(size_t)(12 + j) * xs + t]; \
+                 const float r0##j = m0##j + m1##j + m2##j, r1##j = m1##j - m2##j - m3##j;
+      ATCOL(0) ATCOL(1) ATCOL(2) ATCOL(3)
+#undef ATCOL
+      const float a00 = (r00 + r01 + r02) + bv, a01 = (r01 - r02 - r03) + bv;
+      const float a10 = (r10 + r11 + r12) + bv, a11 = (r11 - r12 - r13) + bv;
+      Y0[t] = a00 > 0.0f ? a00 : slope * a00; Y1[t] = a01 > 0.0f ? a01 : slope * a01;
+      Y2[t] = a10 > 0.0f ? a10 : slope * a10; Y3[t] = a11 > 0.0f ? a11 : slope * a11;
+    }
+    for (int i = 0; i < nimg; i++) {
+      if (crop_c)
+        for (int ty = 0; ty < th; ty++) { const size_t t = (size_t)i * tpi + (size_t)ty * tw + tw - 1; Y1[t] = Y3[t] = -INFINITY; }
+      if (crop_r)
+        for (int tx = 0; tx < tw; tx++) { const size_t t = (size_t)i * tpi + (size_t)(th - 1) * tw + tx; Y2[t] = Y3[t] = -INFINITY; }
+      float *restrict o = out + i * s->on + (size_t)co * tpi;
+      uint8_t *restrict x = ix + i * s->on + (size_t)co * tpi;
+      const float *y0 = Y0 + (size_t)i * tpi, *y1 = Y1 + (size_t)i * tpi, *y2 = Y2 + (size_t)i * tpi,
+                  *y3 = Y3 + (size_t)i * tpi;
+#pragma omp simd
+      for (int t = 0; t < tpi; t++) { /* float selects only: integer ones became branches (5 ns a window) */
+        const float a = y0[t], b = y1[t], c = y2[t], d = y3[t];
+        const float m1 = b > a ? b : a, k1 = b > a ? 1.0f : 0.0f;
+        const float m2 = c > m1 ? c : m1, k2 = c > m1 ? 2.0f : k1;
+        o[t] = d > m2 ? d : m2;
+        x[t] = (uint8_t)(d > m2 ? 3.0f : k2);
+      }
+    }
+  }
+}
+
 /* dM[xi][co][col + t] = (A dY AT)[a][b] for output channels [co0, co1) and all tiles t of one
  * image, dY the 2x2 tiles of g [Co][Ho][Wo] (zero past the edge); row length ldm, xi stride xs.
  * The even and odd output rows are copied (zero-extended to 2tw columns) to Ge, Go so tile t
@@ -309,6 +379,37 @@ static void wino_outgrad(const wino_t *s, float *restrict dM, size_t ldm, size_t
   }
 }
 
+/* Fused pool backward, one image: in tile (= window) t, dY is zero but at the window's argmax
+ * ix[co][t], which gets the pre-activation gradient act'(out) * dout of the pooled output (out is
+ * the activation at the argmax; the expression of cpu_act_backward); dM[xi][co][col + t] =
+ * (A dY AT)[a][b] as wino_outgrad; db[co] (+)= the sum of those gradients (acc = 0 overwrites).
+ * dout, out, ix: this image's [Co][tpi]; output channels [co0, co1). */
+static void wino_outgrad_pool(const wino_t *s, float *restrict dM, size_t ldm, size_t xs, size_t col,
+                              const float *dout, const float *out, const uint8_t *ix, int co0, int co1, float *db,
+                              int acc) {
+  const int tpi = s->tpi;
+  const float slope = s->slope;
+  for (int co = co0; co < co1; co++) {
+    const float *d = dout + (size_t)co * tpi, *o = out + (size_t)co * tpi;
+    const uint8_t *x = ix + (size_t)co * tpi;
+    float *m = dM + (size_t)co * ldm + col, sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int t = 0; t < tpi; t++) {
+      const float gv = o[t] > 0.0f ? d[t] : slope * d[t];
+      const int k = x[t];
+      sum += gv;
+      const float y00 = k == 0 ? gv : 0.0f, y01 = k == 1 ? gv : 0.0f, y10 = k == 2 ? gv : 0.0f, y11 = k == 3 ? gv : 0.0f;
+      const float h00 = y00, h01 = y00 + y01, h02 = y00 - y01, h03 = -y01;
+      const float h10 = y10, h11 = y10 + y11, h12 = y10 - y11, h13 = -y11;
+#define ACOL(j) m[(size_t)(j) * xs + t] = h0##j; m[(size_t)(4 + j) * xs + t] = h0##j + h1##j; \
+                m[(size_t)(8 + j) * xs + t] = h0##j - h1##j; m[(size_t)(12 + j) * xs + t] = -h1##j;
+      ACOL(0) ACOL(1) ACOL(2) ACOL(3)
+#undef ACOL
+    }
+    db[co] = acc ? db[co] + sum : sum;
+  }
+}
+
 /* din[c][ih][iw] = sum over tiles of (B dV BT) at padded (ih + pad, iw + pad), channels [c0, c1)
  * of one image (overwritten); dV[xi][c - c0][col + t], row length ldv, xi stride xs.
  * The adjoint of wino_input's layout: the flat stage writes each tile's rows 0, 1 into L/R[par]
@@ -321,10 +422,13 @@ static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, s
   const size_t ps = (size_t)(th + 1) * w2, ds = 2 * (size_t)tpi;
   float *L = tmp, *R = L + 2 * ps, *DL = R + 2 * ps, *DR = DL + 2 * ds;
   float *L0 = L, *L1 = L + ps, *R0 = R, *R1 = R + ps, *DL0 = DL, *DL1 = DL + ds, *DR0 = DR, *DR1 = DR + ds;
-  /* image columns [0, a) see only L (padded column < 2), [a, e) both, [e, W) only R (>= 2tw) */
-  int a = 2 - pad, e = w2 - pad;
+  /* image columns [0, a) see only L (padded column < 2), [a, e) both, [e, f) only R (>= 2tw), and
+   * [f, W) no tile (padded column >= 2tw + 2: only with a fused floor-mode pool, whose tiles stop at
+   * the last whole window; such inputs feed no pooled output, so their gradient is 0; rows alike) */
+  int a = 2 - pad, e = w2 - pad, f = w2 + 2 - pad;
   a = a < 0 ? 0 : a > W ? W : a;
   e = e > W ? W : e < a ? a : e;
+  f = f > W ? W : f < e ? e : f;
   for (int c = c0; c < c1; c++) {
     const float *v = dV + (size_t)(c - c0) * ldv + col;
 #pragma omp simd
@@ -350,13 +454,15 @@ static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, s
     float *dc = din + (size_t)c * H * W;
     for (int ih = 0; ih < H; ih++) {
       const int pr = ih + pad;
+      float *d = dc + (size_t)ih * W;
+      if (pr >= 2 * th + 2) { row_zero(d, W); continue; }
       const size_t o = (size_t)(pr & 1) * ps + (size_t)(pr >> 1) * w2;
       const float *lr = L + o + pad, *rr = R + o; /* padded column iw + pad: lr[iw], rr[iw + pad - 2] */
-      float *d = dc + (size_t)ih * W;
       for (int iw = 0; iw < a; iw++) d[iw] = lr[iw];
 #pragma omp simd
       for (int iw = a; iw < e; iw++) d[iw] = lr[iw] + rr[iw + pad - 2];
-      for (int iw = e; iw < W; iw++) d[iw] = rr[iw + pad - 2];
+      for (int iw = e; iw < f; iw++) d[iw] = rr[iw + pad - 2];
+      for (int iw = f; iw < W; iw++) d[iw] = 0.0f;
     }
   }
 }
@@ -376,7 +482,7 @@ static void gemm_xi(int x0, int x1, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int 
  * V and M are shared (thread 0's), two barriers per image separate the phases. */
 static void fwd_split(const wino_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
                       int t, int nt) {
-  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   const int T = s->tpi;
   const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
   float *U = scratch, *V = scratch + s->u_n, *M = V + s->v_n;
@@ -391,13 +497,14 @@ static void fwd_split(const wino_t *s, float *out, const float *in, const float 
 #pragma omp barrier
     gemm_xi(x0, x1, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
 #pragma omp barrier
-    wino_output(s, out + i * out_n, M, (size_t)T, ms, 1, b, co0, co1, tmp);
+    if (s->pool) wino_output_pool(s, out + i * out_n, s->idx + i * out_n, M, (size_t)T, ms, 1, b, co0, co1, tmp);
+    else wino_output(s, out + i * out_n, M, (size_t)T, ms, 1, b, co0, co1, tmp);
   }
 }
 
 static void fwd_body(const wino_t *s, float *out, const float *in, const float *w, const float *b, float *scratch,
                      int t, int nt) {
-  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n;
   float *tmp = M + s->m_n + s->du_n + s->db_n + s->g_n;
   int co0, co1, i0, i1;
@@ -413,23 +520,35 @@ static void fwd_body(const wino_t *s, float *out, const float *in, const float *
     for (int i = g0; i < g1; i++)
       wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     gemm_xi(0, 16, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
-    wino_output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
+    if (s->pool) wino_output_pool(s, out + g0 * out_n, s->idx + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
+    else wino_output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
+  }
+}
+
+static void wino_fwd(const wino_t *s, float *out, const float *in, const float *w, const float *b, float *scratch) {
+  cpu_blas_init();
+  const int T = cpu_get_threads(), split = T > 1 && s->B < T;
+  if (T == 1) { fwd_body(s, out, in, w, b, scratch, 0, 1); return; }
+#pragma omp parallel num_threads(T)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (split && nt > 1) fwd_split(s, out, in, w, b, scratch, t, nt);
+    else fwd_body(s, out, in, w, b, scratch, t, nt);
   }
 }
 
 void cpu_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                       int Co, int pad, int act, float slope, float *scratch) {
-  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0);
   s.act = act; s.slope = slope;
-  cpu_blas_init();
-  const int T = cpu_get_threads(), split = T > 1 && B < T;
-  if (T == 1) { fwd_body(&s, out, in, w, b, scratch, 0, 1); return; }
-#pragma omp parallel num_threads(T)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    if (split && nt > 1) fwd_split(&s, out, in, w, b, scratch, t, nt);
-    else fwd_body(&s, out, in, w, b, scratch, t, nt);
-  }
+  wino_fwd(&s, out, in, w, b, scratch);
+}
+
+void cpu_wino_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
+                           int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad, ceil_mode ? 2 : 1);
+  s.act = 1; s.slope = slope; s.idx = idx;
+  wino_fwd(&s, out, in, w, b, scratch);
 }
 
 /* ------------------------------------------------------------------------------- backward */
@@ -457,7 +576,7 @@ static void act_grad(float *g, const float *dout_i, const float *out_i, size_t n
  * are shared (thread 0's); two barriers per image; dw last, split by output channels. */
 static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
                       const float *in, const float *w, float *scratch, int t, int nt) {
-  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   const int T = s->tpi, P = s->P;
   const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
   float *U = scratch, *V = scratch + s->u_n, *M = V + s->v_n, *dU = M + s->m_n;
@@ -469,13 +588,17 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
   if (din) wino_weights(U, us, w, s->Ci, co0, co1);
   for (int i = 0; i < s->B; i++) {
     const float *g_i = dout + i * out_n;
-    if (s->act) {
-      const size_t o = (size_t)co0 * P; /* rows [co0, co1) of g are this thread's */
-      act_grad(g + o, g_i + o, out + i * out_n + o, (size_t)(co1 - co0) * P, s->slope);
-      g_i = g;
+    if (s->pool) {
+      wino_outgrad_pool(s, M, (size_t)T, ms, 0, g_i, out + i * out_n, s->idx + i * out_n, co0, co1, db, 1);
+    } else {
+      if (s->act) {
+        const size_t o = (size_t)co0 * P; /* rows [co0, co1) of g are this thread's */
+        act_grad(g + o, g_i + o, out + i * out_n + o, (size_t)(co1 - co0) * P, s->slope);
+        g_i = g;
+      }
+      bias_grad(db, g_i, P, co0, co1, 1);
+      wino_outgrad(s, M, (size_t)T, ms, 0, g_i, co0, co1, tmp);
     }
-    bias_grad(db, g_i, P, co0, co1, 1);
-    wino_outgrad(s, M, (size_t)T, ms, 0, g_i, co0, co1, tmp);
     wino_input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
     gemm_xi(x0, x1, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, i ? 1.0f : 0.0f, dU, s->Ci, us);
@@ -489,7 +612,7 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
 
 static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
                      const float *in, const float *w, float *scratch, int t, int nt) {
-  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P, us = wp((size_t)s->Co * s->Ci);
+  const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
   float *dbp = dU + s->du_n, *g = dbp + s->db_n, *tmp = g + s->g_n;
   if (din) {
@@ -508,9 +631,14 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
     const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
     for (int i = g0; i < g1; i++) {
       const float *g_i = dout + i * out_n;
-      if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
-      bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
-      wino_outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, 0, s->Co, tmp);
+      if (s->pool) {
+        wino_outgrad_pool(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, out + i * out_n, s->idx + i * out_n, 0,
+                          s->Co, dbp, t == 0 || i > i0);
+      } else {
+        if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
+        bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
+        wino_outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, 0, s->Co, tmp);
+      }
       wino_input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     }
     gemm_xi(0, 16, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci, us);
@@ -544,18 +672,31 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
   wino_wgrad(dw, dU0, us, s->Ci, co0, co1);
 }
 
-void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
-                       const float *w, int B, int Ci, int H, int W, int Co, int pad, int act, float slope,
-                       float *scratch) {
-  wino_t s = wino_shape(B, Ci, H, W, Co, pad);
-  s.act = act; s.slope = slope;
+static void wino_bwd(const wino_t *s, float *din, float *dw, float *db, const float *dout, const float *out,
+                     const float *in, const float *w, float *scratch) {
   cpu_blas_init();
-  const int T = cpu_get_threads(), split = T > 1 && B < T;
-  if (T == 1) { bwd_body(&s, din, dw, db, dout, out, in, w, scratch, 0, 1); return; }
+  const int T = cpu_get_threads(), split = T > 1 && s->B < T;
+  if (T == 1) { bwd_body(s, din, dw, db, dout, out, in, w, scratch, 0, 1); return; }
 #pragma omp parallel num_threads(T)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    if (split && nt > 1) bwd_split(&s, din, dw, db, dout, out, in, w, scratch, t, nt);
-    else bwd_body(&s, din, dw, db, dout, out, in, w, scratch, t, nt);
+    if (split && nt > 1) bwd_split(s, din, dw, db, dout, out, in, w, scratch, t, nt);
+    else bwd_body(s, din, dw, db, dout, out, in, w, scratch, t, nt);
   }
+}
+
+void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
+                       const float *w, int B, int Ci, int H, int W, int Co, int pad, int act, float slope,
+                       float *scratch) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0);
+  s.act = act; s.slope = slope;
+  wino_bwd(&s, din, dw, db, dout, out, in, w, scratch);
+}
+
+void cpu_wino_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out, const uint8_t *idx,
+                            const float *in, const float *w, int B, int Ci, int H, int W, int Co, int pad, float slope,
+                            int ceil_mode, float *scratch) {
+  wino_t s = wino_shape(B, Ci, H, W, Co, pad, ceil_mode ? 2 : 1);
+  s.act = 1; s.slope = slope; s.idx = (uint8_t *)idx; /* read only in the backward */
+  wino_bwd(&s, din, dw, db, dout, out, in, w, scratch);
 }

@@ -85,12 +85,15 @@ static void print_profile(const net_t *net, int B, const double *prof, long step
   for (int l = 0; l < net->nlayers; l++) {
     const layer_t *L = &net->L[l];
     const double f = 1e3 * prof[l] / steps, b = 1e3 * prof[NET_MAX_LAYERS + l] / steps;
-    if (L->type == L_ACT && l > 0 && net->L[l - 1].type == L_CONV && f == 0 && b == 0) continue; /* fused */
+    if (L->type != L_CONV && f == 0 && b == 0) continue; /* ran inside a fused conv */
     static const char *const names[] = {"conv", "pool", "fc", "act", "dropout", "fc+softmax"};
     char nm[16], shp[32], gf[16] = "-";
     if (L->type == L_CONV) snprintf(nm, sizeof nm, "conv%dx%d", L->k, L->k);
     else snprintf(nm, sizeof nm, "%s", names[L->type]);
-    if (L->type == L_CONV && l + 1 < net->nlayers && net->L[l + 1].type == L_ACT) snprintf(nm + strlen(nm), sizeof nm - strlen(nm), "+act");
+    if (L->type == L_CONV && l + 1 < net->nlayers && net->L[l + 1].type == L_ACT && prof[l + 1] == 0) {
+      const int pooled = l + 2 < net->nlayers && net->L[l + 2].type == L_POOL && prof[l + 2] == 0;
+      snprintf(nm + strlen(nm), sizeof nm - strlen(nm), pooled ? "+a+p" : "+act");
+    }
     snprintf(shp, sizeof shp, "%dx%dx%d", L->oc, L->oh, L->ow);
     double mac = 0;
     if (L->type == L_CONV) mac = (double)L->oc * L->oh * L->ow * L->c * L->k * L->k;

@@ -67,6 +67,25 @@ void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, 
                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
                            float *scratch);
 
+/* CPU-only fused conv (3x3) + activation + 2x2 max-pool, for the shapes where
+ * cpu_conv_act_pool_fusable() is 1 (the conv takes Winograd F(2x2,3x3), whose 2x2 output tiles
+ * are the pool windows):
+ *   cpu_conv_act_pool_forward  = cpu_conv_act_forward, then cpu_maxpool_forward(out, ..., 2, ceil_mode),
+ *                                without storing the full-size activation: out is the pooled
+ *                                [B][Co][Hp][Wp]; idx [B][Co][Hp][Wp] receives each window's argmax
+ *                                (row-major position 0..3, the first maximum as in the reference);
+ *   cpu_conv_act_pool_backward = cpu_maxpool_backward, cpu_act_backward and cpu_conv_backward, from the
+ *                                pooled gradient dout, the pooled out and idx of the forward; conv
+ *                                outputs no pool window covers (floor mode) get gradient 0, as there.
+ * Results equal the unfused sequence up to float rounding (db sums only the windows' maxima;
+ * everything else is the same arithmetic); scratch as cpu_conv_scratch_floats(k = 3). */
+int cpu_conv_act_pool_fusable(int B, int Ci, int H, int W, int Co, int k, int pad, int pool_s);
+void cpu_conv_act_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
+                               int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch);
+void cpu_conv_act_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out,
+                                const uint8_t *idx, const float *in, const float *w, int B, int Ci, int H, int W,
+                                int Co, int pad, float slope, int ceil_mode, float *scratch);
+
 /* Pick OpenMP thread count used by cpu_* kernels in the calling thread (per-thread ICV). */
 void cpu_set_threads(int nthreads);
 int cpu_get_threads(void);

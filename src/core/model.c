@@ -165,6 +165,9 @@ void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, con
     if (L->inplace) { ws->a[i + 1] = ws->a[i]; ws->da[i + 1] = ws->da[i]; }
     else { ws->a[i + 1] = ws_alloc(ws, B * out_size(L)); ws->da[i + 1] = ws_alloc(ws, B * out_size(L)); }
     if (L->type == L_DROPOUT) ws->mask[i] = ws_alloc(ws, B * out_size(L));
+    if (L->type == L_CONV && L->k == 3 && i + 2 < net->nlayers && net->L[i + 1].type == L_ACT &&
+        net->L[i + 2].type == L_POOL && net->L[i + 2].s == 2) /* bytes, in whole floats */
+      ws->pidx[i] = (uint8_t *)ws_alloc(ws, (B * out_size(&net->L[i + 2]) + 3) / 4);
     if (L->type == L_CONV) {
       size_t s = cpu_conv_scratch_floats(max_batch, L->c, L->h, L->w, L->oc, L->k, L->pad, nthreads);
       if (s > scratch) scratch = s;
@@ -192,10 +195,21 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     const double t0 = ws->prof ? now_s() : 0.0;
     switch (L->type) {
     case L_CONV:
+      ws->fused[i] = 0;
+      if (ws->pidx[i] && k == &kernels_cpu &&
+          cpu_conv_act_pool_fusable(B, L->c, L->h, L->w, L->oc, L->k, L->pad, net->L[i + 2].s)) {
+        /* conv + act + pool in one kernel: the full-size activation is never stored */
+        cpu_conv_act_pool_forward(ws->a[i + 3], ws->pidx[i], in, params + L->w_off, params + L->b_off, B, L->c, L->h,
+                                  L->w, L->oc, L->pad, net->L[i + 1].slope, net->L[i + 2].ceil_mode, ws->scratch);
+        ws->fused[i] = 2;
+        i += 2;
+        break;
+      }
       if (k == &kernels_cpu && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
         /* fused conv + activation: one pass less over the activations (bit-identical) */
         cpu_conv_act_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad,
                              net->L[i + 1].slope, ws->scratch);
+        ws->fused[i] = 1;
         i++;
         break;
       }
@@ -254,9 +268,19 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
       k->conv_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, L->c, L->h, L->w,
                        L->oc, L->k, L->pad, ws->scratch);
       break;
-    case L_POOL: if (din) k->maxpool_backward(din, dout, in, out, B, L->c, L->h, L->w, L->s, L->ceil_mode); break;
+    case L_POOL:
+      if (i >= 2 && ws->fused[i - 2] == 2) { /* the fused conv + act + pool of net_forward */
+        const layer_t *C = &net->L[i - 2];
+        cpu_conv_act_pool_backward(i - 2 == 0 ? NULL : ws->da[i - 2], grads + C->w_off, grads + C->b_off, dout, out,
+                                   ws->pidx[i - 2], ws->a[i - 2], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->pad,
+                                   net->L[i - 1].slope, L->ceil_mode, ws->scratch);
+        i -= 2;
+        break;
+      }
+      if (din) k->maxpool_backward(din, dout, in, out, B, L->c, L->h, L->w, L->s, L->ceil_mode);
+      break;
     case L_ACT:
-      if (k == &kernels_cpu && i > 0 && net->L[i - 1].type == L_CONV) {  /* the fused pair, see net_forward */
+      if (i > 0 && ws->fused[i - 1] == 1) {  /* the fused pair, see net_forward */
         const layer_t *C = &net->L[i - 1];
         cpu_conv_act_backward(i - 1 == 0 ? NULL : ws->da[i - 1], grads + C->w_off, grads + C->b_off, dout, out,
                               ws->a[i - 1], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->k, C->pad, L->slope,

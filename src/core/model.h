@@ -14,7 +14,10 @@
  * Gradients: a second array of the same layout, accumulated (+=) by net_backward.
  * Workspace: activations a[0..L] (a[0] = input batch) and their gradients, dropout masks,
  * softmax probabilities and conv scratch, all sized once for max_batch; nothing is allocated
- * by net_forward/net_backward. Activation layers run in place (a[i+1] aliases a[i]). */
+ * by net_forward/net_backward. Activation layers run in place (a[i+1] aliases a[i]).
+ * With the CPU kernels, a conv followed by its activation runs fused (cpu_conv_act_*), and a 3x3
+ * conv + act + 2x2 max-pool on the Winograd path runs as one kernel (cpu_conv_act_pool_*) that
+ * writes only the pooled output: a[] of the conv/act output is then not written. */
 #ifndef PDL_MODEL_H
 #define PDL_MODEL_H
 #include <stddef.h>
@@ -80,6 +83,10 @@ typedef struct {
   float *a[NET_MAX_LAYERS + 1];   /* a[i]: [max_batch][layer i input shape]; a[L] = logits */
   float *da[NET_MAX_LAYERS + 1];  /* gradients w.r.t. a[i] */
   float *mask[NET_MAX_LAYERS];    /* dropout masks */
+  uint8_t *pidx[NET_MAX_LAYERS];  /* conv l followed by act + 2x2 pool: [max_batch][pooled shape] window
+                                   * argmax of the fused kernel (cpu_conv_act_pool_*), else NULL */
+  unsigned char fused[NET_MAX_LAYERS]; /* per conv, what the last net_forward ran: 0 conv alone,
+                                   * 1 conv + act, 2 conv + act + pool; net_backward follows it */
   float *probs;                   /* [max_batch][classes] */
   float *scratch; size_t scratch_n;
   rng_t rng;                      /* dropout masks */
