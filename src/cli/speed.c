@@ -117,8 +117,8 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
              "  GFLOP/s are nominal: img/s x the net's direct-convolution FLOPs (pdl nets), so with\n"
              "  Winograd convs (about half the conv FLOPs) they can exceed sgemm's.\n"
-             "  PDL_CONV=auto|im2col|winograd picks the conv algorithm (default auto; im2col = without\n"
-             "  Winograd, for comparisons).\n"
+             "  PDL_CONV=auto|im2col|winograd|winograd4 picks the conv algorithm (default auto; im2col =\n"
+             "  without Winograd, winograd = F(2x2,3x3) only, winograd4 = F(4x4,3x3) only, for comparisons).\n"
              "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
              "  of the step and its nominal GFLOP/s (timers around every layer: a little slower).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
@@ -150,7 +150,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
-  static const char *const conv_names[] = {"im2col", "auto", "winograd"};
+  static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */
   const char *conv = conv_names[cpu_conv_get_mode()];
   fprintf(stderr,
           "%s batch %d threads %d conv %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of sgemm %.1f "
