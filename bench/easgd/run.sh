@@ -187,7 +187,7 @@ ea_seq() { # ea_seq OPT LR [MOMENTUM]
     --runtime sim --platform "$(ea_platform 0)" --device-rate "$RATE"
   NAMES+=("$name")
 }
-ea_analyze() {
+ea_analyze() { # ea_analyze FIGURE...: .dat files, table rows, and plots/easgd-FIGURE.gp rendered
   python3 - "$RUNS/meta.json" <<EOF || return 1
 import json, sys
 m = {"k": $K, "k3": $K3, "kseq": $KSEQ,
@@ -197,7 +197,7 @@ m = {"k": $K, "k3": $K3, "kseq": $KSEQ,
 json.dump(m, open(sys.argv[1], "w"))
 EOF
   python3 bench/easgd/e23.py analyze "$RUNS" "$RES" "$RUNS/meta.json" || return 1
-  local gp; for gp in plots/easgd-e2.gp plots/easgd-e3.gp; do render_plot "$gp" || return 1; done
+  local gp; for gp in "$@"; do render_plot "plots/easgd-$gp.gp" || return 1; done  # the figures that have data
 }
 
 e2() {
@@ -214,7 +214,7 @@ e2() {
     done
   done
   ea_wait "${NAMES[@]}" || return 1
-  ea_analyze
+  ea_analyze e2
 }
 
 e3() {
@@ -233,7 +233,7 @@ e3() {
     done <<< "$picks"
   done
   ea_wait "${NAMES[@]}" || return 1
-  ea_analyze
+  ea_analyze e2 e3
 }
 
 e23_rows() {
