@@ -353,9 +353,11 @@ static void test_winograd_vs_ref(void) {
     {1, 32, 28, 28, 32, 1, 1}, {2, 17, 28, 28, 5, 1, 2}, {9, 5, 28, 28, 3, 1, 3}, {3, 3, 28, 28, 17, 0, 2},
     {1, 5, 28, 13, 17, 1, 3}, {2, 5, 5, 6, 3, 2, 2},   {4, 17, 8, 2, 5, 2, 3},   {9, 32, 28, 28, 32, 1, 2},
   };
-  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-    wino_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][5], cases[c][6]);
+  for (int mode = CPU_CONV_WINOGRAD; mode <= CPU_CONV_WINOGRAD4; mode++) { /* F(2x2,3x3), F(4x4,3x3) */
+    cpu_conv_set_mode(mode);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+      wino_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][5], cases[c][6]);
+  }
   cpu_conv_set_mode(CPU_CONV_AUTO);
 }
 
@@ -463,10 +465,12 @@ static void test_conv_act_pool_vs_ref(void) {
     {3, 17, 13, 8, 5, 1, 0, 2}, {1, 32, 28, 28, 32, 1, 0, 1}, {2, 32, 28, 28, 32, 1, 0, 2}, {5, 32, 14, 14, 64, 1, 0, 2},
     {3, 64, 7, 7, 128, 1, 0, 2}, {1, 64, 7, 7, 128, 1, 0, 3}, {16, 64, 7, 7, 128, 1, 0, 1}, {16, 64, 7, 7, 128, 1, 0, 2}, {9, 16, 28, 28, 8, 1, 0, 3}, {2, 5, 3, 8, 3, 2, 1, 2},
   };
-  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-    wino_pool_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][5], cases[c][6],
-                   cases[c][7]);
+  for (int mode = CPU_CONV_WINOGRAD; mode <= CPU_CONV_WINOGRAD4; mode++) { /* F(2x2,3x3), F(4x4,3x3) */
+    cpu_conv_set_mode(mode);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+      wino_pool_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], cases[c][5], cases[c][6],
+                     cases[c][7]);
+  }
   cpu_conv_set_mode(CPU_CONV_AUTO);
 }
 
@@ -479,12 +483,21 @@ static void test_conv_algorithm_choice(void) {
   EXPECT(!cpu_conv_winograd(1, 64, 7, 7, 128, 3, 1));     /* 16 tiles: im2col is faster */
   EXPECT(cpu_conv_winograd(2, 64, 7, 7, 128, 3, 1));
   EXPECT(!cpu_conv_winograd(128, 64, 14, 14, 64, 5, 2));  /* not 3x3 */
+  /* tile size: F(4x4) once a GEMM gets >= 48 tiles; ceil-mode pools on odd maps stay F(2x2) */
+  EXPECT(cpu_wino_tile(128, 32, 28, 28, 32, 1, 1) == 4 && cpu_wino_tile(128, 32, 14, 14, 64, 1, 1) == 4);
+  EXPECT(cpu_wino_tile(1, 32, 28, 28, 32, 1, 1) == 4 && cpu_wino_tile(1, 32, 14, 14, 64, 1, 1) == 2);
+  EXPECT(cpu_wino_tile(128, 32, 13, 13, 32, 1, 2) == 2 && cpu_wino_tile(128, 32, 13, 13, 32, 1, 1) == 4);
+  EXPECT(cpu_wino_tile(128, 32, 28, 28, 32, 1, 0) == 4 && cpu_wino_tile(128, 64, 7, 7, 128, 1, 0) == 2);
   EXPECT(!cpu_conv_winograd(128, 64, 14, 14, 64, 1, 0));
   size_t both = cpu_conv_scratch_floats(128, 64, 7, 7, 128, 3, 1, 2);
   EXPECT(both >= cpu_wino_scratch_floats(128, 64, 7, 7, 128, 1, 2));
   cpu_conv_set_mode(CPU_CONV_IM2COL);
   EXPECT(!cpu_conv_winograd(128, 32, 28, 28, 32, 3, 1));
   EXPECT(both >= cpu_conv_scratch_floats(128, 64, 7, 7, 128, 3, 1, 2)); /* >= the im2col need */
+  cpu_conv_set_mode(CPU_CONV_WINOGRAD);
+  EXPECT(cpu_wino_tile(128, 32, 28, 28, 32, 1, 1) == 2);
+  cpu_conv_set_mode(CPU_CONV_WINOGRAD4);
+  EXPECT(cpu_wino_tile(1, 32, 14, 14, 64, 1, 1) == 4 && cpu_wino_tile(1, 32, 13, 13, 64, 1, 2) == 2);
   cpu_conv_set_mode(CPU_CONV_WINOGRAD);
   EXPECT(cpu_conv_winograd(1, 1, 5, 5, 1, 3, 0));
   EXPECT(!cpu_conv_winograd(1, 8, 5, 5, 8, 5, 2));
@@ -503,6 +516,7 @@ static void conv_tests_in_mode(int mode) {
 }
 static void test_conv_generic_im2col(void) { conv_tests_in_mode(CPU_CONV_IM2COL); }
 static void test_conv_generic_winograd(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD); }
+static void test_conv_generic_winograd4(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD4); }
 static void *get_threads_in_new_thread(void *arg) { *(int *)arg = cpu_get_threads(); cpu_set_threads(1); return NULL; }
 static void test_thread_count_is_per_thread(void) {
   cpu_set_threads(3);
@@ -821,6 +835,7 @@ int main(void) {
   RUN(test_conv_concurrent_replicas);
   RUN(test_conv_generic_im2col);
   RUN(test_conv_generic_winograd);
+  RUN(test_conv_generic_winograd4);
   RUN(test_conv_algorithm_choice);
   RUN(test_winograd_vs_ref);
   RUN(test_conv_act_pool_vs_ref);

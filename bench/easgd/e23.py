@@ -5,7 +5,8 @@
                                               method at its best (tau, eta) of E2 (p = 4): the
                                               grid point with the smallest test error of the
                                               center, runs that diverged last (the driver adds
-                                              eta * 4/p for the DOWNPOUR family)
+                                              eta * 4/p for the DOWNPOUR family, 2 eta for
+                                              EASGD and EAMSGD)
   e23.py analyze RUNS_DIR RES_DIR META_JSON   merges the runs into RES_DIR/e2.jsonl, e3.jsonl,
                                               writes the gnuplot .dat files, the learning-rate
                                               grid (e2-lr-grid.md) and the paper-vs-ours rows
@@ -305,8 +306,9 @@ def cmd_analyze(d, res, meta_path):
     plan = e3_plan(runs)
     e3 = {}     # (method, p) -> (run, series)
     grid.append("")
-    grid.append("E3 (p = 8, 16): each method at its best (tau, eta) of E2; the DOWNPOUR family also at eta * 4/p "
-                "(its center receives p workers' summed steps), the better of the two picked.")
+    grid.append("E3 (p = 8, 16): each method at its best (tau, eta) of E2 and at one more eta, the better of the two "
+                "picked: the DOWNPOUR family at eta * 4/p (its center receives p workers' summed steps), EASGD and "
+                "EAMSGD at 2 eta (more workers average more noise at the center, which pays with a larger step).")
     grid.append("")
     grid.append("| method | p | tau | eta | best test error | diverged | picked |")
     grid.append("|---|---|---|---|---|---|---|")
@@ -314,7 +316,7 @@ def cmd_analyze(d, res, meta_path):
         if (m, tau) in best:
             e3[(m, 4)] = best[(m, tau)][1:3]
         for p in ps:
-            ok = [lr] + ([lr * 4.0 / p] if m in DPFAM else [])
+            ok = [lr] + ([lr * 4.0 / p] if m in DPFAM else [lr * 2.0] if m in ("easgd", "eamsgd") else [])
             cs = [c for c in candidates(runs, m, "e3", p, tau) if any(abs(c[0]["lr"] - x) <= 1e-5 * x for x in ok)]
             pk = pick(cs)
             if pk:

@@ -36,11 +36,12 @@ void cpu_im2col(float *col, size_t ld, const float *img, int C, int H, int W, in
  * [c0, c1) are overwritten, the rest untouched). col is scratch: padding entries may be zeroed. */
 void cpu_col2im(float *img, float *col, int C, int H, int W, int k, int pad, int c0, int c1);
 
-/* Convolution algorithm (cpu_conv.c): CPU_CONV_AUTO takes Winograd F(2x2,3x3) for the 3x3 shapes
- * where it pays (cpu_conv_winograd) and im2col + sgemm otherwise; CPU_CONV_IM2COL never takes
- * Winograd; CPU_CONV_WINOGRAD takes it for every k == 3 (tests). The mode starts from the
- * environment variable PDL_CONV=auto|im2col|winograd, read once per process (default auto). */
-enum { CPU_CONV_IM2COL = 0, CPU_CONV_AUTO = 1, CPU_CONV_WINOGRAD = 2 };
+/* Convolution algorithm (cpu_conv.c): CPU_CONV_AUTO takes Winograd for the 3x3 shapes where it
+ * pays (cpu_conv_winograd; F(4x4,3x3) or F(2x2,3x3) by map size, cpu_winograd.c) and im2col +
+ * sgemm otherwise; CPU_CONV_IM2COL never takes Winograd; CPU_CONV_WINOGRAD takes F(2x2,3x3) and
+ * CPU_CONV_WINOGRAD4 F(4x4,3x3) for every k == 3 (tests, comparisons). The mode starts from the
+ * environment variable PDL_CONV=auto|im2col|winograd|winograd4, read once per process (default auto). */
+enum { CPU_CONV_IM2COL = 0, CPU_CONV_AUTO = 1, CPU_CONV_WINOGRAD = 2, CPU_CONV_WINOGRAD4 = 3 };
 int cpu_conv_get_mode(void);
 /* Process-wide; for tests and benchmarks only: never while a conv kernel runs in another thread,
  * and re-size scratch (cpu_conv_scratch_floats) after a change. */
@@ -53,6 +54,9 @@ int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad);
  * ReLU with this slope; out is the activation output, needed by the backward only then). Scratch:
  * cpu_wino_scratch_floats floats (for up to nthreads threads and batches up to B). */
 size_t cpu_wino_scratch_floats(int B, int Ci, int H, int W, int Co, int pad, int nthreads);
+/* The output tile (2: F(2x2,3x3), 4: F(4x4,3x3)) a Winograd call with these shapes takes in the
+ * current mode; pool as cpu_wino_pool_* (0 none, 1 floor, 2 ceil). */
+int cpu_wino_tile(int B, int Ci, int H, int W, int Co, int pad, int pool);
 /* Tiles per GEMM of a batch-B call that takes whole images: images per group x tiles per image. */
 int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad);
 void cpu_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,

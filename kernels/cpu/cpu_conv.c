@@ -69,7 +69,8 @@ static void conv_mode_from_env(void) {
   if (!e || !*e || !strcmp(e, "auto")) conv_mode = CPU_CONV_AUTO;
   else if (!strcmp(e, "im2col")) conv_mode = CPU_CONV_IM2COL;
   else if (!strcmp(e, "winograd")) conv_mode = CPU_CONV_WINOGRAD;
-  else die("PDL_CONV='%s': expected auto, im2col or winograd", e);
+  else if (!strcmp(e, "winograd4")) conv_mode = CPU_CONV_WINOGRAD4;
+  else die("PDL_CONV='%s': expected auto, im2col, winograd or winograd4", e);
 }
 
 int cpu_conv_get_mode(void) {
@@ -78,7 +79,7 @@ int cpu_conv_get_mode(void) {
 }
 
 void cpu_conv_set_mode(int mode) {
-  SHAPE_ASSERT(mode == CPU_CONV_IM2COL || mode == CPU_CONV_AUTO || mode == CPU_CONV_WINOGRAD);
+  SHAPE_ASSERT(mode == CPU_CONV_IM2COL || mode == CPU_CONV_AUTO || mode == CPU_CONV_WINOGRAD || mode == CPU_CONV_WINOGRAD4);
   pthread_once(&conv_mode_once, conv_mode_from_env);
   conv_mode = mode;
 }
@@ -96,7 +97,7 @@ static int wino_pays(int B, int Ci, int H, int W, int Co, int pad) {
 int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad) {
   const int mode = cpu_conv_get_mode();
   if (k != 3 || mode == CPU_CONV_IM2COL) return 0;
-  return mode == CPU_CONV_WINOGRAD || wino_pays(B, Ci, H, W, Co, pad);
+  return mode == CPU_CONV_WINOGRAD || mode == CPU_CONV_WINOGRAD4 || wino_pays(B, Ci, H, W, Co, pad);
 }
 
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {

@@ -117,10 +117,11 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
              "  GFLOP/s are nominal: img/s x the net's direct-convolution FLOPs (pdl nets), so with\n"
              "  Winograd convs (about half the conv FLOPs) they can exceed sgemm's.\n"
-             "  PDL_CONV=auto|im2col|winograd picks the conv algorithm (default auto; im2col = without\n"
-             "  Winograd, for comparisons).\n"
+             "  PDL_CONV=auto|im2col|winograd|winograd4 picks the conv algorithm (default auto; im2col =\n"
+             "  without Winograd, winograd = F(2x2,3x3) only, winograd4 = F(4x4,3x3) only, for comparisons).\n"
              "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
-             "  of the step and its nominal GFLOP/s (timers around every layer: a little slower).\n"
+             "  of the step and its nominal GFLOP/s (timers around every layer: a little slower), and\n"
+             "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON.\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -150,13 +151,25 @@ static int speed_main(int argc, char **argv, int calibrate) {
   speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
-  static const char *const conv_names[] = {"im2col", "auto", "winograd"};
+  static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */
   const char *conv = conv_names[cpu_conv_get_mode()];
   fprintf(stderr,
           "%s batch %d threads %d conv %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of sgemm %.1f "
           "GFLOP/s\n",
           net.name, B, T, conv, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
   if (profile) print_profile(&net, B, prof, steps);
+  /* profile totals per step (ms): convolutions (with their fused activation/pool), fc layers,
+   * the update, and everything else (pools, activations, softmax, input copy, loop) */
+  double conv_ms = 0, fc_ms = 0, step_ms = 0, upd_ms = 0;
+  if (profile && steps > 0) {
+    step_ms = 1e3 * prof[2 * NET_MAX_LAYERS + 1] / steps;
+    upd_ms = 1e3 * prof[2 * NET_MAX_LAYERS] / steps;
+    for (int l = 0; l < net.nlayers; l++) {
+      const double ms = 1e3 * (prof[l] + prof[NET_MAX_LAYERS + l]) / steps;
+      if (net.L[l].type == L_CONV) conv_ms += ms;
+      else if (net.L[l].type == L_FC || net.L[l].type == L_SOFTMAX) fc_ms += ms;
+    }
+  }
   json_t j; json_begin(&j);
   json_str(&j, "event", calibrate ? "calibration" : "speed");
   json_str(&j, "net", net.name); json_str(&j, "net_spec", net.spec);
@@ -167,6 +180,10 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_num(&j, "flops_train_per_img", net.flops_train);
   json_str(&j, "flops_counted", "nominal direct convolution + fc (gflops = img_per_s x flops_train_per_img)");
   json_str(&j, "conv", conv);
+  if (profile) {
+    json_num(&j, "prof_step_ms", step_ms); json_num(&j, "prof_conv_ms", conv_ms); json_num(&j, "prof_fc_ms", fc_ms);
+    json_num(&j, "prof_update_ms", upd_ms); json_num(&j, "prof_other_ms", step_ms - conv_ms - fc_ms - upd_ms);
+  }
   json_meta(&j);
   const char *line = json_end(&j);
   if (calibrate) {
