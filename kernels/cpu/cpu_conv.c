@@ -89,7 +89,9 @@ void cpu_conv_set_mode(int mode) {
  * Below that the per-call costs (weight transform, 16 GEMM set-ups) dominate: a 7x7 map has 16
  * tiles, and at batch 1 Winograd took 1.2-1.5x the time of im2col there (from batch 2 on it was
  * level or ahead), while 14x14 and 28x28 maps won at every batch (1.2-1.6x). */
+#ifndef WINO_MIN_TILES
 #define WINO_MIN_TILES 32
+#endif
 static int wino_pays(int B, int Ci, int H, int W, int Co, int pad) {
   return Ci >= 8 && cpu_wino_tiles(B, Ci, H, W, Co, pad) >= WINO_MIN_TILES;
 }
