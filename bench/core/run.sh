@@ -45,7 +45,7 @@ mv "$OUT.tmp" "$OUT"
 python3 - "$OUT" "$TABLE.tmp" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-pdl = {(r["batch"], r["threads"]): r for r in rows if r.get("impl", "pdl") == "pdl" and "gflops" in r}
+pdl = {(r["batch"], r["threads"]): r for r in rows if r.get("event") == "speed" and r.get("impl", "pdl") == "pdl"}
 tor = {(r["batch"], r["threads"]): r for r in rows if r.get("impl") == "pytorch"}
 out = open(sys.argv[2], "a")
 def row(*c): out.write("\t".join(str(x) for x in c) + "\n")
@@ -54,9 +54,15 @@ for T in (1, 2):
         p = pdl.get((B, T)); t = tor.get((B, T))
         if p and t:
             r = p["img_per_s"] / t["img_per_s"]
+            # medians of timed windows; PyTorch's own windows spread widely at batch 1 on 2 threads
+            # (30-358 img/s within one run here), so its range is shown and the verdict says so
+            lo, hi = t.get("img_per_s_min", t["img_per_s"]), t.get("img_per_s_max", t["img_per_s"])
+            unstable = hi > 1.5 * lo
             row("core-speed-b%d-t%d" % (B, T), ">= %gx PyTorch (issue target)" % target,
-                "%.0f vs %.0f img/s = %.2fx" % (p["img_per_s"], t["img_per_s"], r), "random 28x28x1", "real",
-                "met" if r >= target else "NOT met")
+                "%.0f vs %.0f img/s = %.2fx (PyTorch's windows %.0f-%.0f, ours %.0f-%.0f)" % (
+                    p["img_per_s"], t["img_per_s"], r, lo, hi, p["img_per_s_min"], p["img_per_s_max"]),
+                "random 28x28x1", "real",
+                ("met" if r >= target else "NOT met") + (" (PyTorch unstable here: min-max %.1fx)" % (hi / lo) if unstable else ""))
     prof = [r for r in rows if r.get("event") == "speed-profile" and r["threads"] == T and r["batch"] == 1]
     t = tor.get((1, T))
     if prof and t:
