@@ -452,6 +452,43 @@ static void wino_outgrad_pool(const wino_t *s, float *restrict dM, size_t ldm, s
   }
 }
 
+/* The tail of both ingrad transforms, one channel: L/R hold the tiles' rows 0..m-1 (m phases of
+ * th + 1 blocks of w = m tw floats, phase stride ps; block th is zeroed here), DL/DR their last two
+ * rows (phases 0, 1 of th blocks, stride ds), which are added one block further down; then image row
+ * ih of dc (= padded row pr = ih + pad, phase pr % m, block pr / m) is its L row plus its R row
+ * shifted by m columns. Image columns [0, a) see only L (padded column < m), [a, e) both, [e, f)
+ * only R (>= m tw), and [f, W) no tile (padded column >= m tw + 2: only with a fused floor-mode
+ * pool, whose tiles stop at the last whole window; such inputs feed no pooled output, so their
+ * gradient is 0; rows alike). Padding is dropped. */
+static void ingrad_rows(const wino_t *s, float *dc, float *L, float *R, const float *DL, const float *DR, size_t ps,
+                        size_t ds) {
+  const int m = s->m, th = s->th, w = m * s->tw, H = s->H, W = s->W, pad = s->pad;
+  for (int r = 0; r < m; r++) { row_zero(L + (size_t)r * ps + ds, w); row_zero(R + (size_t)r * ps + ds, w); }
+  float *L0 = L, *L1 = L + ps, *R0 = R, *R1 = R + ps;
+  const float *DL0 = DL, *DL1 = DL + ds, *DR0 = DR, *DR1 = DR + ds;
+#pragma omp simd
+  for (size_t j = 0; j < ds; j++) {
+    L0[w + j] += DL0[j]; L1[w + j] += DL1[j]; R0[w + j] += DR0[j]; R1[w + j] += DR1[j];
+  }
+  int a = m - pad, e = w - pad, f = w + 2 - pad;
+  a = a < 0 ? 0 : a > W ? W : a;
+  e = e > W ? W : e < a ? a : e;
+  f = f > W ? W : f < e ? e : f;
+  for (int ih = 0; ih < H; ih++) {
+    const int pr = ih + pad;
+    float *d = dc + (size_t)ih * W;
+    if (pr >= m * th + 2) { row_zero(d, W); continue; }
+    const size_t o = (size_t)(pr % m) * ps + (size_t)(pr / m) * w;
+    const float *lr = L + o + pad, *rr = R + o; /* padded column iw + pad: lr[iw], rr[iw + pad - m] */
+    const int sh = pad - m;
+    for (int iw = 0; iw < a; iw++) d[iw] = lr[iw];
+#pragma omp simd
+    for (int iw = a; iw < e; iw++) d[iw] = lr[iw] + rr[iw + sh];
+    for (int iw = e; iw < f; iw++) d[iw] = rr[iw + sh];
+    for (int iw = f; iw < W; iw++) d[iw] = 0.0f;
+  }
+}
+
 /* din[c][ih][iw] = sum over tiles of (B dV BT) at padded (ih + pad, iw + pad), channels [c0, c1)
  * of one image (overwritten); dV[xi][c - c0][col + t], row length ldv, xi stride xs.
  * The adjoint of wino_input's layout: the flat stage writes each tile's rows 0, 1 into L/R[par]
@@ -460,17 +497,10 @@ static void wino_outgrad_pool(const wino_t *s, float *restrict dM, size_t ldm, s
  * row plus its R row shifted by two columns, with the padding dropped. */
 static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, size_t ldv, size_t xs, size_t col,
                         int c0, int c1, float *tmp) {
-  const int tw = s->tw, w2 = 2 * tw, th = s->th, tpi = s->tpi, H = s->H, W = s->W, pad = s->pad;
+  const int tw = s->tw, w2 = 2 * tw, th = s->th, tpi = s->tpi, H = s->H, W = s->W;
   const size_t ps = (size_t)(th + 1) * w2, ds = 2 * (size_t)tpi;
   float *L = tmp, *R = L + 2 * ps, *DL = R + 2 * ps, *DR = DL + 2 * ds;
   float *L0 = L, *L1 = L + ps, *R0 = R, *R1 = R + ps, *DL0 = DL, *DL1 = DL + ds, *DR0 = DR, *DR1 = DR + ds;
-  /* image columns [0, a) see only L (padded column < 2), [a, e) both, [e, f) only R (>= 2tw), and
-   * [f, W) no tile (padded column >= 2tw + 2: only with a fused floor-mode pool, whose tiles stop at
-   * the last whole window; such inputs feed no pooled output, so their gradient is 0; rows alike) */
-  int a = 2 - pad, e = w2 - pad, f = w2 + 2 - pad;
-  a = a < 0 ? 0 : a > W ? W : a;
-  e = e > W ? W : e < a ? a : e;
-  f = f > W ? W : f < e ? e : f;
   for (int c = c0; c < c1; c++) {
     const float *v = dV + (size_t)(c - c0) * ldv + col;
 #pragma omp simd
@@ -488,24 +518,7 @@ static void wino_ingrad(const wino_t *s, float *din, const float *restrict dV, s
       BROW(0, L0, R0) BROW(1, L1, R1) BROW(2, DL0, DR0) BROW(3, DL1, DR1)
 #undef BROW
     }
-    row_zero(L0 + ds, w2); row_zero(L1 + ds, w2); row_zero(R0 + ds, w2); row_zero(R1 + ds, w2);
-#pragma omp simd
-    for (size_t j = 0; j < ds; j++) {
-      L0[w2 + j] += DL0[j]; L1[w2 + j] += DL1[j]; R0[w2 + j] += DR0[j]; R1[w2 + j] += DR1[j];
-    }
-    float *dc = din + (size_t)c * H * W;
-    for (int ih = 0; ih < H; ih++) {
-      const int pr = ih + pad;
-      float *d = dc + (size_t)ih * W;
-      if (pr >= 2 * th + 2) { row_zero(d, W); continue; }
-      const size_t o = (size_t)(pr & 1) * ps + (size_t)(pr >> 1) * w2;
-      const float *lr = L + o + pad, *rr = R + o; /* padded column iw + pad: lr[iw], rr[iw + pad - 2] */
-      for (int iw = 0; iw < a; iw++) d[iw] = lr[iw];
-#pragma omp simd
-      for (int iw = a; iw < e; iw++) d[iw] = lr[iw] + rr[iw + pad - 2];
-      for (int iw = e; iw < f; iw++) d[iw] = rr[iw + pad - 2];
-      for (int iw = f; iw < W; iw++) d[iw] = 0.0f;
-    }
+    ingrad_rows(s, din + (size_t)c * H * W, L, R, DL, DR, ps, ds);
   }
 }
 
@@ -806,15 +819,11 @@ static void wino4_outgrad_pool(const wino_t *s, float *restrict dM, size_t ldm, 
  * rows and columns no tile reaches (padded >= 4th + 2, 4tw + 2) get 0, padding is dropped. */
 static void wino4_ingrad(const wino_t *s, float *din, const float *restrict dV, size_t ldv, size_t xs, size_t col,
                          int c0, int c1, float *tmp) {
-  const int tw = s->tw, w4 = 4 * tw, th = s->th, tpi = s->tpi, H = s->H, W = s->W, pad = s->pad;
+  const int tw = s->tw, w4 = 4 * tw, th = s->th, tpi = s->tpi, H = s->H, W = s->W;
   const size_t ps = (size_t)(th + 1) * w4, ds = 4 * (size_t)tpi;
   float *L = tmp, *R = L + 4 * ps, *DL = R + 4 * ps, *DR = DL + 2 * ds;
   float *L0 = L, *L1 = L + ps, *L2 = L + 2 * ps, *L3 = L + 3 * ps, *R0 = R, *R1 = R + ps, *R2 = R + 2 * ps, *R3 = R + 3 * ps;
   float *DL0 = DL, *DL1 = DL + ds, *DR0 = DR, *DR1 = DR + ds;
-  int a = 4 - pad, e = w4 - pad, f = w4 + 2 - pad;
-  a = a < 0 ? 0 : a > W ? W : a;
-  e = e > W ? W : e < a ? a : e;
-  f = f > W ? W : f < e ? e : f;
   for (int c = c0; c < c1; c++) {
     const float *v = dV + (size_t)(c - c0) * ldv + col;
 #pragma omp simd
@@ -828,24 +837,7 @@ static void wino4_ingrad(const wino_t *s, float *din, const float *restrict dV, 
       DROW(0, L0, R0) DROW(1, L1, R1) DROW(2, L2, R2) DROW(3, L3, R3) DROW(4, DL0, DR0) DROW(5, DL1, DR1)
 #undef DROW
     }
-    for (int r = 0; r < 4; r++) { row_zero(L + (size_t)r * ps + ds, w4); row_zero(R + (size_t)r * ps + ds, w4); }
-#pragma omp simd
-    for (size_t j = 0; j < ds; j++) {
-      L0[w4 + j] += DL0[j]; L1[w4 + j] += DL1[j]; R0[w4 + j] += DR0[j]; R1[w4 + j] += DR1[j];
-    }
-    float *dc = din + (size_t)c * H * W;
-    for (int ih = 0; ih < H; ih++) {
-      const int pr = ih + pad;
-      float *d = dc + (size_t)ih * W;
-      if (pr >= 4 * th + 2) { row_zero(d, W); continue; }
-      const size_t o = (size_t)(pr & 3) * ps + (size_t)(pr >> 2) * w4;
-      const float *lr = L + o + pad, *rr = R + o; /* padded column iw + pad: lr[iw], rr[iw + pad - 4] */
-      for (int iw = 0; iw < a; iw++) d[iw] = lr[iw];
-#pragma omp simd
-      for (int iw = a; iw < e; iw++) d[iw] = lr[iw] + rr[iw + pad - 4];
-      for (int iw = e; iw < f; iw++) d[iw] = rr[iw + pad - 4];
-      for (int iw = f; iw < W; iw++) d[iw] = 0.0f;
-    }
+    ingrad_rows(s, din + (size_t)c * H * W, L, R, DL, DR, ps, ds);
   }
 }
 
