@@ -38,6 +38,7 @@ cmp -s "$T/e0.bin" "$T/s1.bin" && ok "ppasgd emulate:0 == ssgd bit for bit" || n
 cmp -s "$T/seq16.bin" "$T/s1.bin" && ok "ssgd 1 worker == sequential nag bit for bit" || notok "ssgd 1 == nag" "differs"
 
 expect_exit 2 "ppasgd bad staleness" "$PDL" train "${S[@]}" --algo ppasgd --staleness emulate:-1
+expect_exit 2 "ppasgd fixed staleness < 0" "$PDL" train "${S[@]}" --algo ppasgd --staleness -1
 expect_exit 2 "grad threads 0" "$PDL" train "${S[@]}" --algo ssgd --grad-threads 0
 expect_exit 2 "batch 0" "$PDL" train "${S[@]}" --algo ssgd --batch 0
 
