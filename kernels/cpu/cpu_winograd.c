@@ -299,6 +299,31 @@ static void wino_input(const wino_t *s, float *restrict V, size_t ldv, size_t xs
   }
 }
 
+/* One F(2x2) tile's output (AT M A, before bias) from M[xi][co][t] (m points at channel co, xi
+ * stride xs): y##00, y##01, y##10, y##11. AT down the columns (r0_j = m0j + m1j + m2j,
+ * r1_j = m1j - m2j - m3j), then along the rows. */
+#define ATCOL2(j, m, xs, t) const float m0##j = (m)[(size_t)(j) * (xs) + (t)], m1##j = (m)[(size_t)(4 + j) * (xs) + (t)], \
+  m2##j = (m)[(size_t)(8 + j) * (xs) + (t)], m3##j = (m)[(size_t)(12 + j) * (xs) + (t)]; \
+  const float r0##j = m0##j + m1##j + m2##j, r1##j = m1##j - m2##j - m3##j;
+#define TILE2_OUT(y, m, xs, t) \
+  ATCOL2(0, m, xs, t) ATCOL2(1, m, xs, t) ATCOL2(2, m, xs, t) ATCOL2(3, m, xs, t) \
+  const float y##00 = r00 + r01 + r02, y##01 = r01 - r02 - r03, y##10 = r10 + r11 + r12, y##11 = r11 - r12 - r13;
+/* dM[xi][..][t] = (A dY AT)[a][b] of one F(2x2) tile from its dY (y00, y01, y10, y11): A along the
+ * rows, h_a = (y_a0, y_a0 + y_a1, y_a0 - y_a1, -y_a1), then down the columns. */
+#define ACOL2(j, m, xs, t) (m)[(size_t)(j) * (xs) + (t)] = h0##j; (m)[(size_t)(4 + j) * (xs) + (t)] = h0##j + h1##j; \
+  (m)[(size_t)(8 + j) * (xs) + (t)] = h0##j - h1##j; (m)[(size_t)(12 + j) * (xs) + (t)] = -h1##j;
+#define TILE2_DM(m, xs, t, y00, y01, y10, y11) { \
+  const float h00 = (y00), h01 = (y00) + (y01), h02 = (y00) - (y01), h03 = -(y01); \
+  const float h10 = (y10), h11 = (y10) + (y11), h12 = (y10) - (y11), h13 = -(y11); \
+  ACOL2(0, m, xs, t) ACOL2(1, m, xs, t) ACOL2(2, m, xs, t) ACOL2(3, m, xs, t) }
+/* The pool's first maximum of a window's four values a, b, c, d (row-major; a later value wins
+ * only if strictly greater, as the reference pool): v = the maximum, k = its position 0..3 as a
+ * float. Float selects only: integer ones became branches (5 ns a window). */
+#define FIRST_MAX4(v, k, a, b, c, d) \
+  const float v##m1_ = (b) > (a) ? (b) : (a), v##k1_ = (b) > (a) ? 1.0f : 0.0f; \
+  const float v##m2_ = (c) > v##m1_ ? (c) : v##m1_, v##k2_ = (c) > v##m1_ ? 2.0f : v##k1_; \
+  const float v = (d) > v##m2_ ? (d) : v##m2_, k = (d) > v##m2_ ? 3.0f : v##k2_;
+
 /* out[co][2ty + a][2tx + b] = act((AT M A)[a][b] + bias[co]) (cropped) for output channels
  * [co0, co1) and all tiles of nimg consecutive images (out: the first one's); M[xi][co][t] with t
  * running over those tiles (image-major), row length ldm, xi stride xs. The flat loop writes
@@ -314,14 +339,8 @@ static void wino_output(const wino_t *s, float *out, const float *restrict M, si
     const float *m = M + (size_t)co * ldm;
 #pragma omp simd
     for (int t = 0; t < T; t++) {
-      /* AT down the columns: r0_j = m0j + m1j + m2j, r1_j = m1j - m2j - m3j; then along rows */
-#define ATCOL(j) const float m0##j = m[(size_t)(j) * xs + t], m1##j = m[(size_t)(4 + j) * xs + t], \
-                             m2##j = m[(size_t)(8 + j) * xs + t], m3##j = m[(size_t)(12 + j) * xs + t]; \
-                 const float r0##j = m0##j + m1##j + m2##j, r1##j = m1##j - m2##j - m3##j;
-      ATCOL(0) ATCOL(1) ATCOL(2) ATCOL(3)
-#undef ATCOL
-      float a00 = (r00 + r01 + r02) + bv, a01 = (r01 - r02 - r03) + bv;
-      float a10 = (r10 + r11 + r12) + bv, a11 = (r11 - r12 - r13) + bv;
+      TILE2_OUT(y, m, xs, t)
+      float a00 = y00 + bv, a01 = y01 + bv, a10 = y10 + bv, a11 = y11 + bv;
       if (act) {
         a00 = a00 > 0.0f ? a00 : slope * a00; a01 = a01 > 0.0f ? a01 : slope * a01;
         a10 = a10 > 0.0f ? a10 : slope * a10; a11 = a11 > 0.0f ? a11 : slope * a11;
@@ -358,13 +377,8 @@ static void wino_output_pool(const wino_t *s, float *out, uint8_t *ix, const flo
     const float *m = M + (size_t)co * ldm;
 #pragma omp simd
     for (int t = 0; t < T; t++) {
-#define ATCOL(j) const float m0##j = m[(size_t)(j) * xs + t], m1##j = m[(size_t)(4 + j) * xs + t], \
-                             m2##j = m[(size_t)(8 + j) * xs + t], m3##j = m[(size_t)(12 + j) * xs + t]; \
-                 const float r0##j = m0##j + m1##j + m2##j, r1##j = m1##j - m2##j - m3##j;
-      ATCOL(0) ATCOL(1) ATCOL(2) ATCOL(3)
-#undef ATCOL
-      const float a00 = (r00 + r01 + r02) + bv, a01 = (r01 - r02 - r03) + bv;
-      const float a10 = (r10 + r11 + r12) + bv, a11 = (r11 - r12 - r13) + bv;
+      TILE2_OUT(y, m, xs, t)
+      const float a00 = y00 + bv, a01 = y01 + bv, a10 = y10 + bv, a11 = y11 + bv;
       Y0[t] = a00 > 0.0f ? a00 : slope * a00; Y1[t] = a01 > 0.0f ? a01 : slope * a01;
       Y2[t] = a10 > 0.0f ? a10 : slope * a10; Y3[t] = a11 > 0.0f ? a11 : slope * a11;
     }
@@ -378,12 +392,9 @@ static void wino_output_pool(const wino_t *s, float *out, uint8_t *ix, const flo
       const float *y0 = Y0 + (size_t)i * tpi, *y1 = Y1 + (size_t)i * tpi, *y2 = Y2 + (size_t)i * tpi,
                   *y3 = Y3 + (size_t)i * tpi;
 #pragma omp simd
-      for (int t = 0; t < tpi; t++) { /* float selects only: integer ones became branches (5 ns a window) */
-        const float a = y0[t], b = y1[t], c = y2[t], d = y3[t];
-        const float m1 = b > a ? b : a, k1 = b > a ? 1.0f : 0.0f;
-        const float m2 = c > m1 ? c : m1, k2 = c > m1 ? 2.0f : k1;
-        o[t] = d > m2 ? d : m2;
-        x[t] = (uint8_t)(d > m2 ? 3.0f : k2);
+      for (int t = 0; t < tpi; t++) {
+        FIRST_MAX4(mx, kx, y0[t], y1[t], y2[t], y3[t])
+        o[t] = mx; x[t] = (uint8_t)kx;
       }
     }
   }
@@ -408,14 +419,7 @@ static void wino_outgrad(const wino_t *s, float *restrict dM, size_t ldm, size_t
 #pragma omp simd
     for (int t = 0; t < tpi; t++) {
       const size_t i = 2 * (size_t)t;
-      const float y00 = Ge[i], y01 = Ge[i + 1], y10 = Go[i], y11 = Go[i + 1];
-      /* A along rows: h_a = (y_a0, y_a0 + y_a1, y_a0 - y_a1, -y_a1); then down the columns */
-      const float h00 = y00, h01 = y00 + y01, h02 = y00 - y01, h03 = -y01;
-      const float h10 = y10, h11 = y10 + y11, h12 = y10 - y11, h13 = -y11;
-#define ACOL(j) m[(size_t)(j) * xs + t] = h0##j; m[(size_t)(4 + j) * xs + t] = h0##j + h1##j; \
-                m[(size_t)(8 + j) * xs + t] = h0##j - h1##j; m[(size_t)(12 + j) * xs + t] = -h1##j;
-      ACOL(0) ACOL(1) ACOL(2) ACOL(3)
-#undef ACOL
+      TILE2_DM(m, xs, t, Ge[i], Ge[i + 1], Go[i], Go[i + 1])
     }
   }
 }
@@ -441,12 +445,7 @@ static void wino_outgrad_pool(const wino_t *s, float *restrict dM, size_t ldm, s
       const int k = x[t];
       sum += gv;
       const float y00 = k == 0 ? gv : 0.0f, y01 = k == 1 ? gv : 0.0f, y10 = k == 2 ? gv : 0.0f, y11 = k == 3 ? gv : 0.0f;
-      const float h00 = y00, h01 = y00 + y01, h02 = y00 - y01, h03 = -y01;
-      const float h10 = y10, h11 = y10 + y11, h12 = y10 - y11, h13 = -y11;
-#define ACOL(j) m[(size_t)(j) * xs + t] = h0##j; m[(size_t)(4 + j) * xs + t] = h0##j + h1##j; \
-                m[(size_t)(8 + j) * xs + t] = h0##j - h1##j; m[(size_t)(12 + j) * xs + t] = -h1##j;
-      ACOL(0) ACOL(1) ACOL(2) ACOL(3)
-#undef ACOL
+      TILE2_DM(m, xs, t, y00, y01, y10, y11)
     }
     db[co] = acc ? db[co] + sum : sum;
   }
@@ -723,8 +722,7 @@ static void wino4_output_pool(const wino_t *s, float *out, uint8_t *ix, const fl
         float v0 = y##ra##ca + bv, v1 = y##ra##cb + bv, v2 = y##rb##ca + bv, v3 = y##rb##cb + bv; \
         v0 = v0 > 0.0f ? v0 : slope * v0; v1 = v1 > 0.0f ? v1 : slope * v1; \
         v2 = v2 > 0.0f ? v2 : slope * v2; v3 = v3 > 0.0f ? v3 : slope * v3; \
-        const float m1 = v1 > v0 ? v1 : v0, k1 = v1 > v0 ? 1.0f : 0.0f, m2 = v2 > m1 ? v2 : m1, k2 = v2 > m1 ? 2.0f : k1; \
-        Pp[o] = v3 > m2 ? v3 : m2; Ip[o] = v3 > m2 ? 3.0f : k2; }
+        FIRST_MAX4(mx, kx, v0, v1, v2, v3) Pp[o] = mx; Ip[o] = kx; }
       const size_t o = 2 * (size_t)t;
       WIN(P0, I0, o, 0, 1, 0, 1) WIN(P0, I0, o + 1, 0, 1, 2, 3) WIN(P1, I1, o, 2, 3, 0, 1) WIN(P1, I1, o + 1, 2, 3, 2, 3)
 #undef WIN

@@ -75,11 +75,28 @@ static speed_t measure_train_speed(const net_t *net, int B, int threads, int rep
   return s;
 }
 
+/* Per-step totals (ms) of a profiled run: the step (mean over the timed windows), convolutions
+ * (with their fused activation/pool), fc layers, all layers, and the update. */
+typedef struct { double step, conv, fc, layers, update; } prof_totals_t;
+
+static prof_totals_t profile_totals(const net_t *net, const double *prof, long steps) {
+  prof_totals_t p = {0, 0, 0, 0, 0};
+  if (steps <= 0) return p;
+  p.step = 1e3 * prof[2 * NET_MAX_LAYERS + 1] / steps;
+  p.update = 1e3 * prof[2 * NET_MAX_LAYERS] / steps;
+  for (int l = 0; l < net->nlayers; l++) {
+    const double ms = 1e3 * (prof[l] + prof[NET_MAX_LAYERS + l]) / steps;
+    p.layers += ms;
+    if (net->L[l].type == L_CONV) p.conv += ms;
+    else if (net->L[l].type == L_FC || net->L[l].type == L_SOFTMAX) p.fc += ms;
+  }
+  return p;
+}
+
 /* One stderr table: per layer, forward and backward milliseconds per step, share of the step and
  * nominal GFLOP/s (direct-convolution FLOPs, as pdl nets; "-" for layers without FLOPs). */
-static void print_profile(const net_t *net, int B, const double *prof, long steps) {
-  const double step_ms = 1e3 * prof[2 * NET_MAX_LAYERS + 1] / steps; /* mean over the timed windows */
-  double sum = 0;
+static void print_profile(const net_t *net, int B, const double *prof, long steps, const prof_totals_t *tot) {
+  const double step_ms = tot->step;
   fprintf(stderr, "%-3s %-10s %-16s %9s %9s %7s %11s\n", "#", "layer", "shape (out)", "fwd ms", "bwd ms", "step%",
           "GFLOP/s");
   for (int l = 0; l < net->nlayers; l++) {
@@ -101,12 +118,11 @@ static void print_profile(const net_t *net, int B, const double *prof, long step
     if (mac > 0 && f + b > 0) /* forward 2 mac, backward 4 mac (2 without an input gradient) */
       snprintf(gf, sizeof gf, "%.1f", (2 * mac + (l == 0 ? 2 : 4) * mac) * B / ((f + b) * 1e-3) / 1e9);
     fprintf(stderr, "%-3d %-10s %-16s %9.3f %9.3f %6.1f%% %11s\n", l, nm, shp, f, b, 100 * (f + b) / step_ms, gf);
-    sum += f + b;
   }
-  const double u = 1e3 * prof[2 * NET_MAX_LAYERS] / steps;
+  const double u = tot->update, r = step_ms - tot->layers - u;
   fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%\n", "update", "(momentum)", "", u, 100 * u / step_ms);
-  fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%   (input copy, loop, timers)\n", "rest", "", "",
-          step_ms - sum - u, 100 * (step_ms - sum - u) / step_ms);
+  fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%   (input copy, loop, timers)\n", "rest", "", "", r,
+          100 * r / step_ms);
   fprintf(stderr, "    step %.3f ms at batch %d (mean of %ld timed steps)\n", step_ms, B, steps);
 }
 
@@ -157,19 +173,8 @@ static int speed_main(int argc, char **argv, int calibrate) {
           "%s batch %d threads %d conv %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of sgemm %.1f "
           "GFLOP/s\n",
           net.name, B, T, conv, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
-  if (profile) print_profile(&net, B, prof, steps);
-  /* profile totals per step (ms): convolutions (with their fused activation/pool), fc layers,
-   * the update, and everything else (pools, activations, softmax, input copy, loop) */
-  double conv_ms = 0, fc_ms = 0, step_ms = 0, upd_ms = 0;
-  if (profile && steps > 0) {
-    step_ms = 1e3 * prof[2 * NET_MAX_LAYERS + 1] / steps;
-    upd_ms = 1e3 * prof[2 * NET_MAX_LAYERS] / steps;
-    for (int l = 0; l < net.nlayers; l++) {
-      const double ms = 1e3 * (prof[l] + prof[NET_MAX_LAYERS + l]) / steps;
-      if (net.L[l].type == L_CONV) conv_ms += ms;
-      else if (net.L[l].type == L_FC || net.L[l].type == L_SOFTMAX) fc_ms += ms;
-    }
-  }
+  const prof_totals_t tot = profile_totals(&net, prof, profile ? steps : 0);
+  if (profile) print_profile(&net, B, prof, steps, &tot);
   json_t j; json_begin(&j);
   json_str(&j, "event", calibrate ? "calibration" : "speed");
   json_str(&j, "net", net.name); json_str(&j, "net_spec", net.spec);
@@ -181,8 +186,10 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_str(&j, "flops_counted", "nominal direct convolution + fc (gflops = img_per_s x flops_train_per_img)");
   json_str(&j, "conv", conv);
   if (profile) {
-    json_num(&j, "prof_step_ms", step_ms); json_num(&j, "prof_conv_ms", conv_ms); json_num(&j, "prof_fc_ms", fc_ms);
-    json_num(&j, "prof_update_ms", upd_ms); json_num(&j, "prof_other_ms", step_ms - conv_ms - fc_ms - upd_ms);
+    /* prof_other_ms: everything but convolutions, fc and the update (pools, activations, softmax,
+     * input copy, loop) */
+    json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
+    json_num(&j, "prof_update_ms", tot.update); json_num(&j, "prof_other_ms", tot.step - tot.conv - tot.fc - tot.update);
   }
   json_meta(&j);
   const char *line = json_end(&j);

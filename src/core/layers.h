@@ -68,8 +68,8 @@ void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, 
                            float *scratch);
 
 /* CPU-only fused conv (3x3) + activation + 2x2 max-pool, for the shapes where
- * cpu_conv_act_pool_fusable() is 1 (the conv takes Winograd F(2x2,3x3), whose 2x2 output tiles
- * are the pool windows):
+ * cpu_conv_act_pool_fusable() is 1 (the conv takes Winograd, whose output tiles hold whole pool
+ * windows: one per F(2x2,3x3) tile, 2x2 per F(4x4,3x3) tile):
  *   cpu_conv_act_pool_forward  = cpu_conv_act_forward, then cpu_maxpool_forward(out, ..., 2, ceil_mode),
  *                                without storing the full-size activation: out is the pooled
  *                                [B][Co][Hp][Wp]; idx [B][Co][Hp][Wp] receives each window's argmax

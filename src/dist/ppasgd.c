@@ -106,9 +106,10 @@ void ppasgd_node(rt_t *rt, void *arg) {
     double gathered = buf[n];
     total_sub += gathered;
     long eq_step = (long)(total_sub / (G * N));             /* SSGD-equivalent steps, for the warm-up */
-    /* the update role's vector work on its own share of the thread budget: evaluation (on this
-     * thread) leaves the eval workspace's count, all cores, which would oversubscribe the cores the
-     * grad roles are computing on (libgomp's barrier spin then stalled every update ~10x) */
+    /* the update role's vector work on its own share of the thread budget: otherwise it takes
+     * whatever count this thread last had (the process default, or after an evaluation the eval
+     * workspace's: all cores), oversubscribing the cores the grad roles compute on (libgomp's
+     * barrier spin then stalled every update ~10x) */
     cpu_set_threads(threads);
     optim_step(&o, w, buf, lr_at(c->lr, eq_step, c->warmup));
     /* staleness, eq. 1: S_bar = 1 + F_U / F_G with F_G per grad role */
