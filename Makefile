@@ -1,5 +1,6 @@
 # pdlbench — the one entry point. See README.md.
-#   make            build bin/pdl (+ build/libpdlsim.so when SimGrid is present)
+#   make            deps check (ci/install-deps.sh), then build bin/pdl, build/libpdlsim.so (when
+#                   SimGrid is present) and the unit tests; `make build` skips the deps check
 #   make test       deps, build, unit + MPI + sim tests, QUICK benches, regression gate
 #   make deps       check/install the Debian packages (ci/install-deps.sh)
 #   make asan/tsan  unit/threaded tests under sanitizers;  make clean
@@ -10,12 +11,18 @@ BUILD ?= build
 SAN ?=
 CUDA_HOME ?= /usr/local/cuda
 PY_TORCH ?= /usr/bin/python3
-# GPU code: SASS for Turing..Blackwell-consumer plus compute_75 PTX that newer GPUs JIT; override e.g. NVCC_ARCH=-arch=native
-NVCC_ARCH ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_120,code=sm_120 -gencode arch=compute_75,code=compute_75
-
+# GPU code: SASS for every architecture of this list that the installed nvcc knows (`nvcc
+# --list-gpu-arch`), sm_90 (H100/H200) always among them, plus PTX of the newest one for GPUs
+# newer than the toolkit's list; so any CUDA 12.x or 13.x toolkit builds. Override with e.g.
+# NVCC_ARCH=-arch=native.
+NVCC_WANT_ARCH ?= 75 80 86 89 90 100 120
 # ---- optional parts, detected -------------------------------------------------------------
 HAVE_MPI := $(if $(NO_MPI),,$(shell command -v mpicc >/dev/null 2>&1 && echo 1))
 NVCC := $(if $(NO_CUDA),,$(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; }))
+NVCC_LISTED := $(if $(NVCC),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null)))
+NVCC_SM := $(sort 90 $(filter $(NVCC_LISTED),$(NVCC_WANT_ARCH)))
+NVCC_PTX := $(lastword $(shell printf "%s\n" $(NVCC_SM) | sort -n))
+NVCC_ARCH ?= $(foreach a,$(NVCC_SM),-gencode arch=compute_$(a),code=sm_$(a)) -gencode arch=compute_$(NVCC_PTX),code=compute_$(NVCC_PTX)
 HAVE_CUDNN := $(if $(NVCC),$(shell test -f $(CUDA_HOME)/include/cudnn.h && echo 1))
 HAVE_NCCL := $(if $(NVCC),$(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1))
 HAVE_CUSOLVER := $(if $(NVCC),$(shell test -f $(CUDA_HOME)/include/cusolverDn.h && echo 1))
@@ -31,7 +38,8 @@ endif
 yn = $(if $(1),yes,no)
 CONFIG := mpi=$(call yn,$(HAVE_MPI)) nvcc=$(call yn,$(NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) cusolver=$(call yn,$(HAVE_CUSOLVER)) simgrid=$(call yn,$(HAVE_SIMGRID)) gnuplot=$(call yn,$(HAVE_GNUPLOT)) python3-torch=$(call yn,$(HAVE_TORCH))
 
-GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The git revision goes into util.o alone (results provenance), so a commit rebuilds one file.
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
 # ---- flags ----------------------------------------------------------------------------------
 CC := $(if $(HAVE_MPI),mpicc,gcc)
@@ -40,7 +48,8 @@ SANFLAGS_asan := -fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g
 SANFLAGS_tsan := -fsanitize=thread -O1 -g
 SANFLAGS := $(SANFLAGS_$(SAN))
 CFLAGS := -std=c11 $(if $(SAN),$(SANFLAGS),$(OPT) -g) -fopenmp -Wall -Wextra -Werror -D_GNU_SOURCE \
-  -Isrc -I. -DPDL_GIT_REV_DEFAULT=\"$(GIT_REV)\" $(if $(HAVE_MPI),-DPDL_HAVE_MPI)
+  -Isrc -I. $(if $(HAVE_MPI),-DPDL_HAVE_MPI)
+DEPFLAGS = -MMD -MP
 LDLIBS := -llapacke -lopenblas -lz -lm -lpthread -ldl
 ifneq ($(NVCC),)
   CFLAGS += -DPDL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DPDL_HAVE_NCCL) \
@@ -65,24 +74,51 @@ LIBPDL := $(BUILD)/libpdl.a
 SIMLIB := $(if $(HAVE_SIMGRID),$(BUILD)/libpdlsim.so)
 PDL := $(if $(SAN),$(BUILD)/pdl,bin/pdl)
 
-.PHONY: all config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd bench-easgd \
-        bench-collectives plots regress regress-update
-all: config $(PDL) $(SIMLIB) $(TEST_BIN)
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
+        bench-easgd bench-collectives plots regress regress-update cuda-emu FORCE
+# `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
+# does; otherwise it prints the exact apt-get line and stops before compiling anything), then
+# builds in a fresh make so that detection sees what was installed.
+all: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) build
+
+build: config $(PDL) $(SIMLIB) $(TEST_BIN)
 
 config:
 	@echo "pdlbench: found $(CONFIG)"
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/*/*.h kernels/*/*.h reference/*.h) | $(BUILD)/.dirs
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+# ---- configuration stamp ----------------------------------------------------------------------
+# Everything that changes the generated code: what was detected (not gnuplot or python3-torch,
+# which compile nothing) and the exact compiler lines.
+# Rewritten only when it differs, so every object (which depends on it) rebuilds exactly when
+# the configuration changed: `NO_MPI=1 make; make` gives an MPI build, not a stale mix.
+CONFIG_LINE := $(filter-out gnuplot=% python3-torch=%,$(CONFIG)) | cc=$(CC) $(CFLAGS) | nvcc=$(NVCC) $(NVCCFLAGS) | ld=$(LDFLAGS) $(LDLIBS)
+STAMP := $(BUILD)/config.stamp
+$(STAMP): FORCE | $(BUILD)/.dirs
+	@if [ "$$(cat $@ 2>/dev/null)" != '$(subst ','\'',$(CONFIG_LINE))' ]; then \
+	  [ -f $@ ] && echo "pdlbench: configuration changed, rebuilding everything in $(BUILD)"; \
+	  printf '%s\n' '$(subst ','\'',$(CONFIG_LINE))' > $@; fi
+GITREV_STAMP := $(BUILD)/git-rev.stamp
+$(GITREV_STAMP): FORCE | $(BUILD)/.dirs
+	@[ "$$(cat $@ 2>/dev/null)" = '$(GIT_REV)' ] || echo '$(GIT_REV)' > $@
+$(BUILD)/obj/src/util/util.o: $(GITREV_STAMP)
+$(BUILD)/obj/src/util/util.o: CFLAGS += -DPDL_GIT_REV_DEFAULT=\"$(GIT_REV)\"
+FORCE:
 
-$(BUILD)/obj/%.pic.o: %.c $(wildcard src/*/*.h) | $(BUILD)/.dirs
+# ---- compile: header dependencies from the compilers (-MMD -MP), plus the stamp -------------
+$(BUILD)/obj/%.o: %.c $(STAMP) | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	gcc $(filter-out -DPDL_HAVE_MPI,$(CFLAGS)) -fPIC -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu $(wildcard kernels/cuda/*.h src/core/*.h)
+$(BUILD)/obj/%.pic.o: %.c $(STAMP) | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	gcc $(filter-out -DPDL_HAVE_MPI,$(CFLAGS)) $(DEPFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu $(STAMP) | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/.dirs:
 	@mkdir -p $(BUILD)/obj $(BUILD)/tests bin && touch $@
@@ -102,35 +138,44 @@ $(PDL): $(BUILD)/obj/src/cli/main.o $(LIBPDL)
 $(BUILD)/libpdlsim.so: $(SIM_OBJ)
 	gcc -shared -fopenmp $(SANFLAGS) -o $@ $^ -lsimgrid
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(LIBPDL) | $(BUILD)/.dirs
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS)
+$(BUILD)/tests/%: tests/%.c $(LIBPDL) $(STAMP) | $(BUILD)/.dirs
+	$(CC) $(CFLAGS) $(DEPFLAGS) -MF $@.d -MT $@ $(LDFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS)
+
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
 
 # ---- set-up ---------------------------------------------------------------------------------
 deps:
-	@bash ci/install-deps.sh
+	@NO_MPI=$(NO_MPI) bash ci/install-deps.sh
 
 # ---- tests ----------------------------------------------------------------------------------
 # deps first, then a fresh make so detection sees what deps installed.
 test: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all
+test-run: build
 	@PDL=$(PDL) BUILD=$(BUILD) SIMLIB=$(SIMLIB) bash tests/run.sh
-	@PDL=$(PDL) bash ci/regress.sh
+	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh
 
-unit: all
+unit: build
 	@PDL=$(PDL) BUILD=$(BUILD) SIMLIB=$(SIMLIB) TESTS_ONLY=unit bash tests/run.sh
 
 asan: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan SAN=asan build
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=asan unit
 
 tsan: deps
-	@$(MAKE) --no-print-directory BUILD=build-tsan SAN=tsan all
+	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-tsan SAN=tsan build
 	@PDL=build-tsan/pdl BUILD=build-tsan TESTS_ONLY=threads bash tests/run.sh
+
+# The CUDA kernels on the CPU (kernels/cuda/emu): the only check they get without a GPU;
+# tests/t_cuda_emu.sh runs it in make test.
+cuda-emu:
+	@BUILD=$(BUILD) bash kernels/cuda/emu/run.sh
 
 # ---- benches, plots, regression (each bench folder has its own driver) ----------------------
 bench-core bench-ppasgd bench-easgd bench-collectives: bench-%: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) DATA=$(DATA) bash bench/$*/run.sh
 
 bench: bench-core bench-collectives bench-ppasgd bench-easgd
@@ -138,11 +183,11 @@ bench: bench-core bench-collectives bench-ppasgd bench-easgd
 plots:
 	@bash plots/render.sh
 
-regress: all
-	@PDL=$(PDL) bash ci/regress.sh
+regress: build
+	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh
 
-regress-update: all
-	@PDL=$(PDL) bash ci/regress.sh --update
+regress-update: build
+	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh --update
 
 clean:
 	rm -rf build build-asan build-tsan bin

@@ -5,8 +5,10 @@
 # Quiet and idempotent when everything is present. Optional extras (python3-torch for the
 # PyTorch side of bench-core) are installed by that bench, not here.
 set -euo pipefail
-REQUIRED=(build-essential libopenblas-dev liblapacke-dev libopenmpi-dev openmpi-bin zlib1g-dev
-          libsimgrid-dev gnuplot-nox dataset-fashion-mnist python3 ${PDL_EXTRA_PKGS:-})
+# NO_MPI=1 (as for make) leaves Open MPI out.
+REQUIRED=(build-essential libopenblas-dev liblapacke-dev zlib1g-dev libsimgrid-dev gnuplot-nox
+          dataset-fashion-mnist python3 git ${PDL_EXTRA_PKGS:-})
+[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${REQUIRED[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

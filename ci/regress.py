@@ -11,6 +11,11 @@ unit, why [, kind]). tolerance is a number in the metric's unit, or a string "N%
 value. direction: higher_is_better (fails below value - tol), lower_is_better (fails above
 value + tol), exact (fails outside value +- tol; tol 0 = must be equal).
 
+Throughput records carry "compare": "reference": their figure is a ratio measured in this run
+on this machine, this tree against the build of the revision named in ci/perf-reference (see
+ci/regress.sh, ab), so its value is 1 by construction and update never rewrites it; to lock in
+a speed-up, point ci/perf-reference at a commit that has it.
+
 compare: prints metric | baseline | now | delta | tolerance | verdict, one explicit line per
 failure, appends the run to the history file and derives the .dat files plots/ci-history.gp
 reads; exits 1 on any failure. update: rewrites the value fields from this run (policy fields are
@@ -60,6 +65,11 @@ def load_baselines(bdir):
             if not str(r["why"]).strip():
                 die("%s: %s: 'why' is empty (every tolerance states its reason)" % (path, r["name"]))
             tol_abs(r, 1.0)  # validates the tolerance syntax
+            if r.get("compare") not in (None, "reference"):
+                die("%s: %s: compare '%s' is not 'reference'" % (path, r["name"], r["compare"]))
+            if r.get("compare") == "reference" and (r["value"] != 1 or r["direction"] != "higher_is_better"):
+                die("%s: %s: a compare=reference record is a speed ratio to the reference revision: "
+                    "value 1, direction higher_is_better" % (path, r["name"]))
             if r["name"] in recs:
                 die("%s: metric %s is also defined in another baseline file" % (path, r["name"]))
             r["_file"] = path
@@ -137,6 +147,8 @@ def judge(r, vals):
         return "REGRESSED", True, now, delta, "%s than the baseline by more than %s" % (
             "lower" if sign > 0 else "higher", fmt(tol))
     if sign * d > tol:
+        if r.get("compare") == "reference":
+            return "improved", False, now, delta, "faster than the reference revision: point ci/perf-reference at this commit to lock it in"
         return "improved", False, now, delta, "beyond tolerance: make regress-update to lock it in"
     return "ok", False, now, delta, ""
 
@@ -156,7 +168,25 @@ def git(*args):
         return ""
 
 
-def append_history(path, mode, ok, results, samples, elapsed, only):
+def cpu_info():
+    """-> (model name, widest x86 vector ISA) from /proc/cpuinfo, as pdl's results lines give them."""
+    model, isa = "unknown", "unknown"
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return model, isa
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        if k.strip() == "model name" and model == "unknown":
+            model = v.strip()
+        elif k.strip() == "flags":
+            flags = set(v.split())
+            isa = next((f for f in ("avx512f", "avx2", "avx", "sse4_2") if f in flags), "unknown")
+            break
+    return model, isa
+
+
+def append_history(path, mode, ok, results, samples, elapsed, only, reference=""):
     if not path:
         return
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -170,7 +200,8 @@ def append_history(path, mode, ok, results, samples, elapsed, only):
     rec = {
         "event": "ci-regress", "mode": mode, "commit": rev,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "host": socket.gethostname(), "ncpu": os.cpu_count(), "loadavg_1m": float(load) if load else None,
+        "host": socket.gethostname(), "cpu": cpu_info()[0], "isa": cpu_info()[1],
+        "reference": reference or None, "ncpu": os.cpu_count(), "loadavg_1m": float(load) if load else None,
         "elapsed_s": round(elapsed, 1), "ok": ok, "only": only or None,
         "figures": {n: statistics.median(v) for n, v in samples.items()},
         "spread": {n: [min(v), max(v), len(v)] for n, v in samples.items() if len(v) > 1},
@@ -298,6 +329,7 @@ def main():
     ap.add_argument("--history", default="", help="append the run here ('' = do not)")
     ap.add_argument("--elapsed", type=float, default=0.0)
     ap.add_argument("--only", default="", help="probe filter used (partial run: unmeasured records are not judged)")
+    ap.add_argument("--reference", default="", help="the throughput reference revision measured in this run")
     a = ap.parse_args()
     os.environ["REGRESS_BASELINES"] = a.baselines
     recs, files = load_baselines(a.baselines)
@@ -347,14 +379,17 @@ def main():
 
     if a.mode == "update":
         new = {n: round_value(recs[n], statistics.median(samples[n])) for n in samples
-               if n in recs and results[n][0] != "NONDETERMINISTIC"}
+               if n in recs and results[n][0] != "NONDETERMINISTIC" and recs[n].get("compare") != "reference"}
+        kept = [n for n in samples if n in recs and recs[n].get("compare") == "reference"]
+        if kept:
+            print("kept at 1: %s (ratios to the reference revision; to move it: edit ci/perf-reference)" % ", ".join(kept))
         diff = write_baselines(files, recs, new)
         print(diff if diff else "baselines unchanged: every value is as recorded")
         problems = [t for k, t in fails if k in ("MISSING", "NEW", "ERROR", "NONDETERMINISTIC")]
         for t in problems:
             print(t)
         ok = not problems
-        append_history(a.history, "update", ok, results, samples, a.elapsed, a.only)
+        append_history(a.history, "update", ok, results, samples, a.elapsed, a.only, a.reference)
         print("regress-update: %d values recorded%s" % (len(new), "" if ok else "; %d problems above (exit 1)" % len(problems)))
         return 0 if ok else 1
 
@@ -366,7 +401,7 @@ def main():
     for _, t in fails:
         print(t)
     ok = not fails
-    append_history(a.history, "compare", ok, results, samples, a.elapsed, a.only)
+    append_history(a.history, "compare", ok, results, samples, a.elapsed, a.only, a.reference)
     summary = ", ".join("%d %s" % (c, v) for v, c in sorted(counts.items()))
     print("regress: %d metrics: %s%s; %s (%.0f s)" % (len(results), summary,
           "; %d probe error(s)" % len(errors) if errors else "", "PASS" if ok else "FAIL", a.elapsed))

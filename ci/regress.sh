@@ -13,7 +13,14 @@
 #   --only REGEX   run only the probes whose function name matches (records not measured are
 #                  then left out of the table instead of failing as MISSING)
 #   --no-history   do not append to the history file
-# env: PDL (bin/pdl), REPEATS (samples per throughput metric, median judged: 5, 9 for --update),
+# Throughput is never compared with a figure recorded elsewhere: a throughput probe calls ab,
+# which runs the same measurement with this tree's pdl and with the reference revision's pdl
+# (ci/perf-reference, built here by ci/perf-ref.sh), interleaved, and records their ratio.
+# env: PDL (bin/pdl), REPEATS (samples per metric, median judged: 5, 9 for --update; for a
+#      throughput metric, pairs of reference and current runs),
+#      BUILD (build: where the reference revision is built, BUILD/perf-ref/),
+#      REGRESS_REF_PDL (use this binary as the reference instead of building ci/perf-reference:
+#      for experiments, e.g. swapping the two sides),
 #      REGRESS_BASELINES (ci/baselines), REGRESS_PROBES (ci/probes),
 #      REGRESS_HISTORY (results/ci/history.jsonl; the plot reads RESDIR/ci/ with RESDIR two
 #      levels up), REGRESS_PLOTDIR (plots/out), REGRESS_KEEP=1 keeps the probe logs.
@@ -100,6 +107,66 @@ mpi_json() {
   [ $rc -eq 0 ] || { echo "mpirun -np $np pdl $* exited with status $rc" >> "$PLOG"; return $rc; }
   printf '%s\n' "$out" | tail -n 1
 }
+# ref_pdl: the reference revision's pdl (REGRESS_REF_PDL, or ci/perf-ref.sh builds and caches it);
+# fails with perf-ref.sh's plain message when the revision is missing or does not build.
+ref_pdl() {
+  if [ -n "${REGRESS_REF_PDL:-}" ]; then
+    [ -x "$REGRESS_REF_PDL" ] || { echo "REGRESS_REF_PDL=$REGRESS_REF_PDL is not an executable" >&2; return 1; }
+    echo "$REGRESS_REF_PDL"; return 0
+  fi
+  BUILD=${BUILD:-build} bash ci/perf-ref.sh
+}
+# ab NAME rate|time MEASURE [ARGS...]: the same-run, same-machine throughput comparison.
+# MEASURE ARGS prints one number for the pdl in $PDL: a rate (higher = faster) or a time
+# (lower = faster). REPEATS pairs run it once with the reference revision's pdl and once with
+# this tree's, in ABBA order (pair i: reference first when i is even, this tree first when odd,
+# so a steady drift of the machine's speed cancels); each pair gives this/ref (rates) or ref/this
+# (times): above 1 means this tree is faster. NAME records every pair's ratio, and the median is
+# judged. The absolute figures go to the probe log only.
+ab() {
+  local name=$1 kind=$2 ref cur=$PDL i a b r; shift 2
+  case $kind in rate|time) ;; *) echo "ab $name: kind must be rate or time, got '$kind'" >&2; return 2 ;; esac
+  ref=$(ref_pdl 2>>"$PLOG") || { echo "reference revision unavailable: $(tail -n 3 "$PLOG" | tr '\n' ' ')" >&2; return 1; }
+  for ((i = 0; i < REPEATS; i++)); do
+    if [ $((i % 2)) = 0 ]; then PDL=$ref; a=$("$@"); PDL=$cur; b=$("$@")
+    else PDL=$cur; b=$("$@"); PDL=$ref; a=$("$@"); PDL=$cur; fi
+    r=$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print("%.6g" % ((b / a) if sys.argv[3] == "rate" else (a / b)))' "$a" "$b" "$kind") \
+      || { echo "ab $name: not numbers: reference '$a', this tree '$b'" >&2; return 1; }
+    printf 'ab %s pair %d: reference %s, this tree %s (%s) -> %s\n' "$name" "$i" "$a" "$b" "$kind" "$r" >> "$PLOG"
+    metric "$name" "$r"
+  done
+}
+# unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).
+unknown_algo() { grep -q "unknown --algo '$1'" "$PLOG"; }
+# ref_pdl: the reference revision's pdl (REGRESS_REF_PDL, or ci/perf-ref.sh builds and caches it);
+# fails with perf-ref.sh's plain message when the revision is missing or does not build.
+ref_pdl() {
+  if [ -n "${REGRESS_REF_PDL:-}" ]; then
+    [ -x "$REGRESS_REF_PDL" ] || { echo "REGRESS_REF_PDL=$REGRESS_REF_PDL is not an executable" >&2; return 1; }
+    echo "$REGRESS_REF_PDL"; return 0
+  fi
+  BUILD=${BUILD:-build} bash ci/perf-ref.sh
+}
+# ab NAME rate|time MEASURE [ARGS...]: the same-run, same-machine throughput comparison.
+# MEASURE ARGS prints one number for the pdl in $PDL: a rate (higher = faster) or a time
+# (lower = faster). REPEATS pairs run it once with the reference revision's pdl and once with
+# this tree's, in ABBA order (pair i: reference first when i is even, this tree first when odd,
+# so a steady drift of the machine's speed cancels); each pair gives this/ref (rates) or ref/this
+# (times): above 1 means this tree is faster. NAME records every pair's ratio, and the median is
+# judged. The absolute figures go to the probe log only.
+ab() {
+  local name=$1 kind=$2 ref cur=$PDL i a b r; shift 2
+  case $kind in rate|time) ;; *) echo "ab $name: kind must be rate or time, got '$kind'" >&2; return 2 ;; esac
+  ref=$(ref_pdl 2>>"$PLOG") || { echo "reference revision unavailable: $(tail -n 3 "$PLOG" | tr '\n' ' ')" >&2; return 1; }
+  for ((i = 0; i < REPEATS; i++)); do
+    if [ $((i % 2)) = 0 ]; then PDL=$ref; a=$("$@"); PDL=$cur; b=$("$@")
+    else PDL=$cur; b=$("$@"); PDL=$ref; a=$("$@"); PDL=$cur; fi
+    r=$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print("%.6g" % ((b / a) if sys.argv[3] == "rate" else (a / b)))' "$a" "$b" "$kind") \
+      || { echo "ab $name: not numbers: reference '$a', this tree '$b'" >&2; return 1; }
+    printf 'ab %s pair %d: reference %s, this tree %s (%s) -> %s\n' "$name" "$i" "$a" "$b" "$kind" "$r" >> "$PLOG"
+    metric "$name" "$r"
+  done
+}
 # unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).
 unknown_algo() { grep -q "unknown --algo '$1'" "$PLOG"; }
 # sgemm_ref T: OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured now, the throughput reference.
@@ -140,8 +207,10 @@ if [ "$mode" = spread ]; then
   python3 ci/regress.py spread --baselines "$BASELINES" --measured "${meas_files[@]}"
   exit
 fi
+refrev=$(git rev-parse --short=12 --verify --quiet "$(grep -v '^[[:space:]]*#' ci/perf-reference 2>/dev/null | grep -m1 -o '[0-9a-f]\{7,40\}')^{commit}" 2>/dev/null || echo none)
+[ -n "${REGRESS_REF_PDL:-}" ] && refrev="binary:$REGRESS_REF_PDL"
 python3 ci/regress.py "$mode" --measured "$MEAS" --baselines "$BASELINES" --history "$HISTORY" \
-  --elapsed $((SECONDS - t_all)) ${only:+--only "$only"}
+  --elapsed $((SECONDS - t_all)) ${only:+--only "$only"} --reference "$refrev"
 rc=$?
 if [ -n "$HISTORY" ] && [ -z "$only" ] && command -v gnuplot >/dev/null 2>&1; then
   resdir=$(dirname "$(dirname "$HISTORY")") plotdir=${REGRESS_PLOTDIR:-plots/out}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/easgd/run.sh — reproduces the EASGD paper (Zhang, Choromanska, LeCun 2015; PAPERS.md §2).
+# bench/easgd/run.sh — reproduces the EASGD paper (Zhang, Choromanska, LeCun 2015; docs/PAPERS.md §2).
 # One function per result id (e1, ...), each run through done_or_run (skipped when complete unless
 # FORCE=1) and each adding its rows to the paper-vs-ours table with an eN_rows function, so a new
 # result is one more function pair and two lines in main. QUICK=1: smaller grids / shorter runs.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/ppasgd/run.sh — `make bench-ppasgd`: reproduces the PP-ASGD paper (Sato et al. 2017,
-# PAPERS.md §1, results P1-P4) on Fashion-MNIST (CIFAR-10 with DATA=cifar10:DIR) with the
+# docs/PAPERS.md §1, results P1-P4) on Fashion-MNIST (CIFAR-10 with DATA=cifar10:DIR) with the
 # PP-ASGD CIFAR preset, on the real runtime (threads, MPI ranks) and the sim runtime (SimGrid,
 # real numerics, simulated time). One function per experiment, each run through done_or_run
 # (complete experiments are skipped unless FORCE=1; an interrupted one re-runs from scratch and

@@ -1,10 +1,9 @@
 # ci/probes/coll.sh — the collectives (`pdl coll`, bench/collectives), sourced by ci/regress.sh.
 # Correctness: #wrong of every op on 3 MPI ranks (so the v ops and block splits are uneven),
 # sizes 4 B..256 KiB, 2 validation passes; NCCL on one device where a CUDA device exists.
-# Throughput: Allreduce busbw at 4 MiB on 2 ranks divided by the memcpy bandwidth of one rank
-# measured just before it (the single-node limit), median of REPEATS. Ranks yield when idle
-# (mpi_yield_when_idle=1): on a 2-core machine shared with other work a busy-polling rank starves
-# its peer, which made the ratio swing 3x between runs without it.
+# Throughput: Allreduce busbw at 4 MiB on 2 ranks, this tree's over the reference revision's,
+# measured in interleaved pairs (ab). Ranks yield when idle (mpi_yield_when_idle=1): on a 2-core
+# machine shared with other work a busy-polling rank starves its peer.
 COLL_OPS=(allreduce reduce allgather reduce_scatter bcast reduce_scatterv allgatherv
   reduce_scatterv_via_allreduce allgatherv_via_allreduce memcpy)
 
@@ -31,12 +30,11 @@ probe_coll_nccl_wrong() {
   metric coll.nccl-np1.allreduce.wrong "$(coll_wrong "$f")"
 }
 
+allreduce_busbw() { # busbw (GB/s) of a 4 MiB Allreduce on 2 ranks
+  rm -f "$WORK/ar.jsonl"
+  OMPI_MCA_mpi_yield_when_idle=1 mpi_json 2 coll --op allreduce -m 4M -i 20 -x 2 --json "$WORK/ar.jsonl" >/dev/null
+  jnum "$(tail -n 1 "$WORK/ar.jsonl")" 'd["busbw_gbs"]'
+}
 probe_coll_allreduce_bw() {
-  local r mem
-  for ((r = 0; r < REPEATS; r++)); do
-    mem=$(memcpy_ref)
-    rm -f "$WORK/ar.jsonl"
-    OMPI_MCA_mpi_yield_when_idle=1 mpi_json 2 coll --op allreduce -m 4M -i 20 -x 2 --json "$WORK/ar.jsonl" >/dev/null
-    metric coll.mpi-np2.allreduce-4M.busbw_over_memcpy "$(jnum "$(tail -n 1 "$WORK/ar.jsonl")" "d['busbw_gbs'] / $mem")"
-  done
+  ab coll.mpi-np2.allreduce-4M.busbw_vs_ref rate allreduce_busbw
 }

@@ -1,4 +1,4 @@
-# ci/probes/easgd.sh — EASGD paper (PAPERS.md §2), sourced by ci/regress.sh.
+# ci/probes/easgd.sh — EASGD paper (docs/PAPERS.md §2), sourced by ci/regress.sh.
 # E1: `pdl stability --check` (round-robin stability maps by LAPACKE_dgeev) on a 101 x 101 grid:
 # the disagreement counts with the analytic condition, ADMM's unstable-cell counts and the number
 # of failed checks; all integer counts of a deterministic computation.

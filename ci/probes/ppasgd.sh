@@ -1,4 +1,4 @@
-# ci/probes/ppasgd.sh — PP-ASGD paper (PAPERS.md §1), sourced by ci/regress.sh.
+# ci/probes/ppasgd.sh — PP-ASGD paper (docs/PAPERS.md §1), sourced by ci/regress.sh.
 # Accuracy under emulated staleness (the P2 set-up: one process, the gradient applied at update t
 # taken at the w_hat published after update t-S) and the P1 prediction-error probe, PP-ASGD beside
 # plain ASGD. Deterministic: one process, --threads 1, fixed seed, so the figures are bit-stable.

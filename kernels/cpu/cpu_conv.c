@@ -9,7 +9,7 @@
  * im2col path, per image (K = Ci*k*k, P = Ho*Wo):  out_i[Co][P] = w[Co][K] x col_i[K][P] + b
  *                                     dw[Co][K] += dout_i[Co][P] x col_i^T,   db += row sums of dout_i
  *                                     dcol[K][P] = w^T x dout_i,   din_i = col2im(dcol)
- * Per-image GEMMs keep col_i in L2 and ran faster here than one whole-batch GEMM (DESIGN.md), so
+ * Per-image GEMMs keep col_i in L2 and ran faster here than one whole-batch GEMM (docs/DESIGN.md §7), so
  * with B >= nthreads each thread takes a contiguous block of images with its own scratch slice.
  * dw/db: thread 0 accumulates in place, the others into private partials that are added to dw/db
  * at the end in thread order (fixed order -> bit-identical results for a given thread count).

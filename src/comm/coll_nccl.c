@@ -161,6 +161,13 @@ const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
     exit(1);
   }
   CHECK_CUDA(cudaSetDevice(g_dev));
+  {
+    struct cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, g_dev));
+    char desc[192];
+    snprintf(desc, sizeof desc, "%.160s, sm_%d%d", prop.name, prop.major, prop.minor);
+    json_meta_set_gpu(desc); /* the results lines name the GPU used */
+  }
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   ncclUniqueId id;
   memset(&id, 0, sizeof id);

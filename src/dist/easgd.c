@@ -1,4 +1,4 @@
-/* easgd.c — the EASGD paper's parallel methods (Zhang, Choromanska, LeCun 2015; PAPERS.md §2) as
+/* easgd.c — the EASGD paper's parallel methods (Zhang, Choromanska, LeCun 2015; docs/PAPERS.md §2) as
  * node programs on the seam (rt.h), with a parameter server (ps.h) holding the center x~:
  * node 0 is the server, nodes 1..p are the workers (p = nodes - 1); all start from the same
  * parameters (net_init_params with the run's seed). Every worker computes its mini-batch

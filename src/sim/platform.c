@@ -55,7 +55,7 @@
 #define E5_2620V2_CORES 12
 #define KFC_MEMBW_GBPS 40.0
 #define LINKS_LAT_MS 5.0
-#define MACHINE_CORE_GFLOPS 80.0  /* DESIGN.md: per-image GEMMs of the reference net, 1 thread */
+#define MACHINE_CORE_GFLOPS 80.0  /* docs/DESIGN.md §7: per-image GEMMs of the reference net, 1 thread */
 #define MACHINE_MEMBW_GBPS 10.0   /* single-thread axpy here, ~9-10 GB/s */
 #define MACHINE_SHM_LAT_US 1.0
 

@@ -139,14 +139,55 @@ void results_close(results_t *r) { if (r->f) fclose(r->f); r->f = NULL; }
 
 static char g_git_rev[64];
 static char g_host[256];
+static char g_cpu[128];
+static char g_isa[16];
+static char g_gpu[192];
+
+/* The CPU model line and the widest x86 vector ISA this CPU offers (avx512f > avx2 > avx >
+ * sse4_2), read from /proc/cpuinfo: throughput figures are only comparable on one CPU type. */
+static void read_cpu(void) {
+  snprintf(g_cpu, sizeof g_cpu, "unknown");
+  snprintf(g_isa, sizeof g_isa, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[8192];
+  int have_model = 0, have_flags = 0;
+  while ((!have_model || !have_flags) && fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    char *val = colon + 1;
+    while (*val == ' ' || *val == '\t') val++;
+    val[strcspn(val, "\n")] = 0;
+    if (!have_model && strncmp(line, "model name", 10) == 0) {
+      snprintf(g_cpu, sizeof g_cpu, "%s", val); have_model = 1;
+    } else if (!have_flags && strncmp(line, "flags", 5) == 0) {
+      static const char *isas[] = {"avx512f", "avx2", "avx", "sse4_2"};
+      for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+        size_t n = strlen(isas[i]);
+        for (const char *q = val; (q = strstr(q, isas[i])) != NULL; q += n)
+          if ((q == val || q[-1] == ' ') && (q[n] == ' ' || q[n] == 0)) { snprintf(g_isa, sizeof g_isa, "%s", isas[i]); goto found; }
+      }
+    found:
+      have_flags = 1;
+    }
+  }
+  fclose(f);
+}
+
+void json_meta_set_gpu(const char *desc) { snprintf(g_gpu, sizeof g_gpu, "%s", desc ? desc : ""); }
+
 void json_meta(json_t *j) {
   if (!g_git_rev[0]) {
     const char *env = getenv("PDL_GIT_REV");
     snprintf(g_git_rev, sizeof g_git_rev, "%s", env && *env ? env : PDL_GIT_REV_DEFAULT);
     if (gethostname(g_host, sizeof g_host) != 0) snprintf(g_host, sizeof g_host, "unknown");
+    read_cpu();
   }
   json_str(j, "git", g_git_rev);
   json_str(j, "host", g_host);
+  json_str(j, "cpu", g_cpu);
+  json_str(j, "isa", g_isa);
+  if (g_gpu[0]) json_str(j, "gpu", g_gpu);
 }
 
 /* ---- progress ---- */

@@ -50,8 +50,10 @@ void results_write(results_t *r, const char *line);
 void results_close(results_t *r);
 void mkdir_p(const char *dir);
 
-/* Common run metadata (git revision, host) as JSON raw pairs added to a json_t. */
+/* Common run metadata added to a json_t: git revision, host, CPU model ("cpu"), widest vector
+ * ISA ("isa": avx512f|avx2|avx|sse4_2), and "gpu" once json_meta_set_gpu named the device used. */
 void json_meta(json_t *j);
+void json_meta_set_gpu(const char *desc);
 
 /* Progress line on a terminal (stderr if a tty), silent otherwise. */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/t_docs.sh — the repository stands alone and its front page cannot drift:
+# README's status block equals what bench/status.py derives from docs/REPRODUCTION.md; nothing
+# outside .ci/ points at ../shared (a clone does not have it); docs/PAPERS.md defines every claim
+# id the issues, baselines and tables use; the files README links exist; no bytecode is tracked.
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+expect "README status block matches docs/REPRODUCTION.md (bench/status.py --check)" python3 bench/status.py --check
+
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  hits=$(git grep -n '\.\./shared' -- . ':!.ci' ':!tests/t_docs.sh' 2>/dev/null)
+  [ -z "$hits" ] && ok "no reference to ../shared outside .ci/" || notok "no reference to ../shared" "$hits"
+  pyc=$(git ls-files | grep -E '(__pycache__/|\.pyc$)')
+  [ -z "$pyc" ] && ok "no Python bytecode tracked" || notok "no Python bytecode tracked" "$pyc"
+else
+  echo "skip - git checks: not a git checkout"
+fi
+
+missing=()
+for id in P1 P2 P3 P4 E1 E2 E3 K1 K2 K3 K4 H1 H2 H3 G1 G2 G3 G4; do
+  grep -qE "^\| *$id *\|" docs/PAPERS.md || missing+=("$id")
+done
+[ ${#missing[@]} -eq 0 ] && ok "docs/PAPERS.md has a claim-table row for every id" \
+  || notok "docs/PAPERS.md claim ids" "no table row for: ${missing[*]}"
+
+dead=()
+for f in $(grep -o '(\(docs\|ci\|bench\)/[^)#]*)' README.md | tr -d '()' | sort -u); do [ -e "$f" ] || dead+=("$f"); done
+[ ${#dead[@]} -eq 0 ] && ok "README links resolve" || notok "README links resolve" "${dead[*]}"
+finish
