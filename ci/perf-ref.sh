@@ -9,7 +9,7 @@
 #   caller's make variables or OPT leaking in: a tree built with other flags is compared with the
 #   reference as the reference builds itself. The build is kept and reused (a `.built` mark),
 #   and a lock lets `make test` start it in the background while the unit tests run.
-# env: BUILD (build), PERF_REF_OPT (build the reference with this OPT instead of its own, for
+# env: BUILD (build), PERF_REFERENCE (a revision instead of ci/perf-reference's), PERF_REF_OPT (build the reference with this OPT instead of its own, for
 #      experiments only, e.g. "-O3 -march=haswell" to compare AVX2 code on an AVX-512 machine),
 #      PERF_REF_NICE (nice level, default 0).
 # Exit 1 with one plain line when the revision is not in this clone or does not build: the gate
@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+rev=${rev:-${PERF_REFERENCE:-}}
 if [ -z "$rev" ]; then
   [ -f ci/perf-reference ] || { echo "perf-ref: ci/perf-reference is missing: it names the reference revision" >&2; exit 1; }
   rev=$(grep -v '^[[:space:]]*#' ci/perf-reference | grep -m1 -o '[0-9a-f]\{7,40\}' || true)

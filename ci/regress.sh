@@ -207,7 +207,8 @@ if [ "$mode" = spread ]; then
   python3 ci/regress.py spread --baselines "$BASELINES" --measured "${meas_files[@]}"
   exit
 fi
-refrev=$(git rev-parse --short=12 --verify --quiet "$(grep -v '^[[:space:]]*#' ci/perf-reference 2>/dev/null | grep -m1 -o '[0-9a-f]\{7,40\}')^{commit}" 2>/dev/null || echo none)
+refrev=${PERF_REFERENCE:-$(grep -v '^[[:space:]]*#' ci/perf-reference 2>/dev/null | grep -m1 -o '[0-9a-f]\{7,40\}')}
+refrev=$(git rev-parse --short=12 --verify --quiet "$refrev^{commit}" 2>/dev/null || echo "missing:$refrev")
 [ -n "${REGRESS_REF_PDL:-}" ] && refrev="binary:$REGRESS_REF_PDL"
 python3 ci/regress.py "$mode" --measured "$MEAS" --baselines "$BASELINES" --history "$HISTORY" \
   --elapsed $((SECONDS - t_all)) ${only:+--only "$only"} --reference "$refrev"

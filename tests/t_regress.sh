@@ -100,6 +100,28 @@ echo '[{"name": "t.x", "value": 1, "tolerance": 0, "direction": "up", "unit": "u
 check "a baseline with an unknown direction is refused" 2 "direction 'up' is not one of"
 rm -f "$T/base/bad.json"
 
+# ---- part 1b: same-run throughput against a reference (ab), with fake binaries ----------------
+# The fake "pdl"s print a rate; ab pairs each with REGRESS_REF_PDL in ABBA order.
+mkdir -p "$T/bins" "$T/abprobes" "$T/abbase"
+for v in 100 60; do printf '#!/bin/sh\necho %s\n' "$v" > "$T/bins/rate$v"; chmod +x "$T/bins/rate$v"; done
+for w in ref cur; do printf '#!/bin/sh\necho %s >> %s\necho 100\n' "$w" "$T/order" > "$T/bins/log$w"; chmod +x "$T/bins/log$w"; done
+printf '%s\n' 'fake_rate() { "$PDL"; }' 'probe_ab() { ab t.ab rate fake_rate; }' > "$T/abprobes/ab.sh"
+echo '[{"name": "t.ab", "value": 1, "tolerance": "10%", "direction": "higher_is_better", "unit": "ratio", "why": "test", "kind": "throughput", "compare": "reference"}]' > "$T/abbase/ab.json"
+abgate() { out=$(REGRESS_PROBES=$T/abprobes REGRESS_BASELINES=$T/abbase REPEATS=4 bash ci/regress.sh --no-history "$@" 2>&1); rc=$?; }
+PDL=$T/bins/rate100 REGRESS_REF_PDL=$T/bins/rate100 abgate
+check "ab: as fast as the reference passes" 0 '^t\.ab .*\| 1 .*\| ok'
+PDL=$T/bins/rate60 REGRESS_REF_PDL=$T/bins/rate100 abgate
+check "ab: 1.67x slower than the reference fails naming the metric" 1 '^FAIL t\.ab: REGRESSED: baseline 1, now 0\.6 '
+PDL=$T/bins/rate100 REGRESS_REF_PDL=$T/bins/rate60 abgate
+check "ab: sides swapped, the faster tree shows as improved" 0 '^t\.ab .*\| improved'
+: > "$T/order"; PDL=$T/bins/logcur REGRESS_REF_PDL=$T/bins/logref abgate
+[ "$(tr '\n' ' ' < "$T/order")" = "ref cur cur ref ref cur cur ref " ] && ok "ab: pairs run in ABBA order" \
+  || notok "ab: ABBA order" "$(tr '\n' ' ' < "$T/order")"
+PDL=$T/bins/rate100 PERF_REFERENCE=0123456789abcdef0123456789abcdef01234567 abgate
+check "ab: a reference revision missing from the clone fails the gate plainly" 1 'not in this clone'
+check "ab: ... and the run says FAIL" 1 '^regress: .*FAIL'
+expect_exit 1 "perf-ref.sh names a missing revision" bash ci/perf-ref.sh --rev 0123456789abcdef0123456789abcdef01234567
+
 # ---- part 2: real probes against the real baselines ---------------------------------------------
 unset REGRESS_PROBES FAKE_SKIP FAKE_PENDING
 cp ci/baselines/*.json "$T/base/" && rm -f "$T/base/fake.json"
