@@ -16,7 +16,7 @@
 # Throughput is never compared with a figure recorded elsewhere: a throughput probe calls ab,
 # which runs the same measurement with this tree's pdl and with the reference revision's pdl
 # (ci/perf-reference, built here by ci/perf-ref.sh), interleaved, and records their ratio.
-# env: PDL (bin/pdl), REPEATS (samples per metric, median judged: 5, 9 for --update; for a
+# env: PDL (bin/pdl), REPEATS (samples per metric, median judged: 4, 8 for --update; for a
 #      throughput metric, pairs of reference and current runs),
 #      BUILD (build: where the reference revision is built, BUILD/perf-ref/),
 #      REGRESS_REF_PDL (use this binary as the reference instead of building ci/perf-reference:
@@ -45,8 +45,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-# a new baseline deserves more samples than a check: 9 for --update, 5 otherwise
-REPEATS=${REPEATS:-$([ "$mode" = update ] && echo 9 || echo 5)}
+# a new baseline deserves more samples than a check: 8 for --update, 4 otherwise (an even count:
+# ab's pairs then make whole ABBA cycles)
+REPEATS=${REPEATS:-$([ "$mode" = update ] && echo 8 || echo 4)}
 [ -x "$PDL" ] || { echo "regress: $PDL is not built (run make)" >&2; exit 2; }
 case $REPEATS in ''|*[!0-9]*|0) echo "regress: REPEATS must be a positive integer, got '$REPEATS'" >&2; exit 2 ;; esac
 python3 ci/regress.py validate --baselines "$BASELINES" >/dev/null || exit 2

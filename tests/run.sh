@@ -14,7 +14,9 @@ rm -f "$logs"/*.result
 # JOBS: how many script tests run side by side (default: the core count, at most 4). They time
 # nothing (throughput is judged by the CI gate, which runs alone after them) and their waits have
 # wide margins, so sharing the cores costs only wall time. A script whose header has the line
-# "# pdl-test: serial" runs alone, after the others.
+# "# pdl-test: long" starts first (the longest ones bound the wall time); one with
+# "# pdl-test: serial" runs alone, after the others (the CUDA emulator: a host thread per CUDA
+# thread, which would starve whatever shares the cores with it).
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
 case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: JOBS must be a positive integer, got '$JOBS'" >&2; exit 2 ;; esac
 t_start=$SECONDS
@@ -42,7 +44,8 @@ for bin in "$BUILD"/tests/test_*; do
 done
 if [ "${TESTS_ONLY:-}" != unit ]; then
   serial=()
-  for sh in tests/t_*.sh; do
+  mapfile -t scripts < <(grep -l '^# pdl-test: long' tests/t_*.sh; grep -L '^# pdl-test: long' tests/t_*.sh)
+  for sh in "${scripts[@]}"; do
     [ -f "$sh" ] || continue
     name=$(basename "$sh" .sh)
     case "${TESTS_ONLY:-}" in threads) [[ $name == *thread* ]] || continue ;; esac
