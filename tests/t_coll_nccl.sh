@@ -8,7 +8,7 @@ source tests/lib.sh
 BUILD=${BUILD:-build}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 
-obj=$BUILD/obj/src/comm/coll_nccl.o
+obj=$BUILD/obj/src/coll/coll_nccl.o
 if grep -q 'nccl=yes' "$BUILD/config.stamp" 2>/dev/null; then
   if nm "$obj" 2>/dev/null | grep -q ncclAllReduce; then ok "NCCL backend compiled in (nvcc and NCCL found)"
   else notok "NCCL backend compiled in" "$obj has no ncclAllReduce although PDL_HAVE_NCCL is set"; fi

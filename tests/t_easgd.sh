@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_easgd.sh — the EASGD paper's parallel methods (src/dist/easgd.c, ps.c) on both runtimes:
+# t_easgd.sh — the EASGD paper's parallel methods (src/algo/easgd.c, ps.c) on both runtimes:
 #   one asynchronous EASGD exchange with tau = 1 matches the hand-computed center
 #     x~ = x0 + alpha (x1 - x0), x1 = x0 - eta g0 (x0, x1 taken from core SGD runs);
 #   DOWNPOUR with p = 1, tau = 1 == core SGD and MDOWNPOUR p = 1, tau = 1 == core NAG, bit for bit;

@@ -1,13 +1,13 @@
-/* test_comm_util.c — the shared MPI helpers (src/comm/mpi_util.h) and the watchdog
- * (src/comm/watchdog.h). Each case that ends a process runs in a forked child whose exit status
+/* test_comm_util.c — the shared MPI helpers (src/rt/mpi_util.h) and the watchdog
+ * (src/rt/watchdog.h). Each case that ends a process runs in a forked child whose exit status
  * and stderr are checked; MPI is only ever initialised in children (as a singleton), so the
  * parent stays free to fork again. */
 /* harness.h's RUN() puts "if (...) x; fflush(stdout);" on one line, which gcc 12 flags as
  * misleading indentation under -Werror (reported to the lead; harness.h is not this file's). */
 #pragma GCC diagnostic ignored "-Wmisleading-indentation"
 #include "tests/harness.h"
-#include "comm/mpi_util.h"
-#include "comm/watchdog.h"
+#include "rt/mpi_util.h"
+#include "rt/watchdog.h"
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>

@@ -6,6 +6,7 @@
 #include "core/model.h"
 #include "kernels/cpu/cpu.h"
 #include "optim/optim.h"
+#include "util/vec.h"
 #include "util/util.h"
 
 static void fill(float *v, size_t n, uint64_t seed, float scale) {

@@ -5,7 +5,8 @@
  *   exactly w_{t+S0+1}, so the probe's error is ~0 at S = S0 and its argmin is S0. */
 #include "harness.h"
 #include "core/rng.h"
-#include "dist/pp.h"
+#include "algo/pp.h"
+#include "analysis/pp_probe.h"
 #include "optim/optim.h"
 #include "util/util.h"
 
@@ -48,7 +49,7 @@ static void test_probe_momentum_trajectory(void) {
       pp_probe_step(&p, t, ww, MM);
     }
     EXPECT(p.count == 20);
-    char buf[1024]; pp_probe_json(&p, buf, sizeof buf);
+    json_t jj; json_frag_begin(&jj); pp_probe_json(&p, &jj); const char *buf = json_frag(&jj);
     int arg = 0;
     for (int S = 1; S < p.ns; S++) if (p.sum_err[S] < p.sum_err[arg]) arg = S;
     EXPECT_MSG(arg == S0, "S0 %d: argmin %d (%s)", S0, arg, buf);

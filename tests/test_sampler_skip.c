@@ -1,7 +1,7 @@
 /* test_sampler_skip.c — sampler_skip (src/core/data.c): skipping B examples leaves the sampler
  * exactly where sampler_next(B) would (epoch, position, this epoch's order, rng), across epoch
  * boundaries and with replacement, so a replica that copies only its slice of each global batch
- * sees the same examples as one that copies the whole batch (src/dist/replica.c). */
+ * sees the same examples as one that copies the whole batch (src/algo/replica.c). */
 #include "tests/harness.h"
 #include "core/data.h"
 

@@ -4,7 +4,7 @@
  * status, and values to compare across runs come back through a shared mapping.
  * Collective inputs are small integers, so every sum is exact whatever the reduction order. */
 #include "harness.h"
-#include "dist/rt.h"
+#include "rt/rt.h"
 #include "util/util.h"
 #include <stdint.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-/* test_stability.c — the round-robin maps of EASGD/ADMM (src/dist/stability.c, EASGD paper Sec. 4):
+/* test_stability.c — the round-robin maps of EASGD/ADMM (src/analysis/stability.c, EASGD paper Sec. 4):
  * the stage matrices against the paper's printed p = 2 matrices, EASGD symmetry, the round map
  * against the scalar updates and against a dense product, the dgeev spectral radius against the
  * 2x2 closed form, a Gelfand-formula estimate (repeated squaring) and the growth of iterated
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dist/stability.h"
+#include "analysis/stability.h"
 #include "tests/harness.h"
 #include "util/util.h"
 

@@ -9,9 +9,9 @@
  * 2 usage, 124 watchdog. Test-only hooks (environment): PDL_COLL_INJECT=R:E adds 1 to element E
  * of rank R's input after the expected result is fixed; PDL_COLL_TEST_HANG=R makes rank R stop
  * before its first collective so the others hang. */
-#include "comm/coll.h"
-#include "comm/mpi_util.h"
-#include "comm/watchdog.h"
+#include "coll/coll.h"
+#include "rt/mpi_util.h"
+#include "rt/watchdog.h"
 #include "util/util.h"
 #include <errno.h>
 #include <math.h>

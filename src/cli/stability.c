@@ -6,14 +6,14 @@
  *   --iterate one trajectory of the scalar updates from lam_i = 0, x_i = xc = X0 -> JSONL
  * Output files (--json/--results) are written to FILE.tmp and renamed over FILE when complete, so
  * a re-run replaces a grid instead of appending a second copy and an interrupted run leaves the
- * previous file intact. Maps and equations: src/dist/stability.c. */
+ * previous file intact. Maps and equations: src/analysis/stability.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dist/stability.h"
+#include "analysis/stability.h"
 #include "util/util.h"
 
 static void usage(FILE *f) {

@@ -1,10 +1,13 @@
 /* train.c — `pdl train`: parses flags, sets up the run and hands it to the sequential trainer
- * or to a distributed algorithm (src/dist). */
+ * (src/core/train_seq.c) or to a distributed algorithm (src/algo). The help text's algorithm
+ * list comes from the algorithm table (src/algo/algos.def). */
 #include <string.h>
+#include "algo/algo.h"
 #include "core/run.h"
-#include "dist/dist.h"
 
 int cmd_train(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { train_usage(stdout); algo_usage(stdout); return 0; }
   train_cfg_t c; train_cfg_defaults(&c);
   train_cfg_parse(&c, argc, argv);
   opt_kind_t k;
@@ -15,5 +18,5 @@ int cmd_train(int argc, char **argv) {
     run_free(&r);
     return rc;
   }
-  return dist_train(&c);
+  return algo_train(&c);
 }

@@ -24,13 +24,11 @@ void train_usage(FILE *f) {
     "usage: pdl train [options]\n"
     "  --data D          fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]   (fashion-mnist)\n"
     "  --net N           preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10' (ppasgd-cifar)\n"
-    "  --algo A          sequential: sgd msgd nag adam asgd mvasgd;\n"
-    "                    distributed: ssgd asgd-dist ppasgd easgd easgd-sync eamsgd downpour mdownpour\n"
-    "                    adownpour mvadownpour; p = 1 comparators on the seam: seq-sgd seq-msgd\n"
-    "                    seq-nag seq-asgd seq-mvasgd                                  (msgd)\n"
+    "  --algo A          sequential: sgd msgd nag adam asgd mvasgd, or a distributed\n"
+    "                    algorithm from the list below                                (msgd)\n"
     "  --batch B         mini-batch per worker (sub-batch b for ssgd/ppasgd)          (128)\n"
     "  --lr L            learning rate                                                 (0.01)\n"
-    "  --momentum M      momentum mu (msgd, nag, ssgd, ppasgd)                         (0.9)\n"
+    "  --momentum M      momentum mu (msgd, nag; algorithms below may default otherwise) (0.9)\n"
     "  --wd W            L2 weight decay                                               (0)\n"
     "  --warmup W        linear learning-rate warm-up: 'epoch' (the first epoch), N steps, or 0 (0)\n"
     "  --epochs E        epochs (fractional allowed)                                   (1)\n"
@@ -135,7 +133,8 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   if (r->net.classes != tr->classes)
     die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
-  if (r->cfg.threads <= 0) { long n = sysconf(_SC_NPROCESSORS_ONLN); r->cfg.threads = n > 0 ? (int)n : 1; }
+  if (c->threads > 0) r->threads = c->threads;
+  else { long n = sysconf(_SC_NPROCESSORS_ONLN); r->threads = n > 0 ? (int)n : 1; }
   if (examples_per_update < 1) examples_per_update = 1;
   r->steps_per_epoch = tr->n / examples_per_update;
   if (r->steps_per_epoch < 1) r->steps_per_epoch = 1;
@@ -145,7 +144,7 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
     r->cfg.eval_every = c->eval_every_examples / examples_per_update;
     if (r->cfg.eval_every < 1) r->cfg.eval_every = 1;
   }
-  ws_init(&r->eval_ws, &r->net, 256, r->cfg.threads, &kernels_cpu, c->seed);
+  ws_init(&r->eval_ws, &r->net, 256, r->threads, &kernels_cpu, c->seed);
   results_open(&r->res, c->results);
   r->t0 = now_s();
   r->test_err = r->test_loss = r->train_loss = NAN;
@@ -170,7 +169,7 @@ void run_json_common(run_t *r, json_t *j, const char *event) {
   json_num(j, "lr", c->lr);
   json_num(j, "momentum", c->momentum);
   json_num(j, "wd", c->wd);
-  json_int(j, "threads", c->threads);
+  json_int(j, "threads", r->threads);
   json_int(j, "ranks", r->nranks);
   json_str(j, "runtime", r->simulated ? "sim" : "real");
   json_bool(j, "simulated", r->simulated);
@@ -217,6 +216,13 @@ void run_summary(run_t *r, double time_s, const char *extra) {
   progress_done();
   printf("%s\n", line);
   fflush(stdout);
+}
+
+void run_dump_params(const float *w, size_t n) {
+  const char *p = getenv("PDL_DUMP_PARAMS");
+  if (!p) return;
+  FILE *f = fopen(p, "wb");
+  if (!f || fwrite(w, sizeof(float), n, f) != n || fclose(f)) die("cannot write %s", p);
 }
 
 int run_check_diverged(run_t *r, double loss, long step) {

@@ -21,7 +21,8 @@ typedef struct {
   long warmup;             /* steps of linear warm-up; -1 = one epoch (resolved in run_setup) */
   double epochs; long steps; /* steps > 0 overrides epochs */
   uint64_t seed;
-  int threads;             /* OpenMP threads per replica */
+  int threads;             /* OpenMP threads per replica as the user gave them; 0 = not given
+                              (the resolved count is run_t.threads) */
   long eval_every;         /* evaluate every N updates (0: each epoch) */
   double diverge_loss;     /* a train loss above this (or NaN) stops the run as diverged */
   /* output */
@@ -45,7 +46,11 @@ typedef struct {
 } train_cfg_t;
 
 typedef struct {
-  train_cfg_t cfg;
+  train_cfg_t cfg;         /* the user's flags, with warmup and eval_every resolved; never the
+                              thread count: that is `threads` below */
+  int threads;             /* OpenMP threads this process computes with (cfg.threads, or all
+                              cores); the "threads" figure of the JSON lines (an algorithm's
+                              thread budget sets it to what its roles use) */
   data_t data;
   net_t net;
   results_t res;
@@ -76,6 +81,8 @@ void run_json_common(run_t *r, json_t *j, const char *event);
 void run_eval(run_t *r, const float *params, double wall_or_sim_time, const char *extra);
 /* Writes the summary line to the results file and prints it as the LAST line of stdout. */
 void run_summary(run_t *r, double time_s, const char *extra);
+/* Test hook for equivalence tests: PDL_DUMP_PARAMS=FILE writes the final parameters as raw floats. */
+void run_dump_params(const float *w, size_t n);
 /* Records divergence: returns 1 if loss is NaN/Inf or above cfg.diverge_loss. */
 int run_check_diverged(run_t *r, double loss, long step);
 

@@ -18,7 +18,7 @@ int train_sequential(run_t *r) {
   int *y = xmalloc((size_t)B * sizeof(int));
   net_init_params(net, w, c->seed);
   optim_t o; optim_init(&o, kind, n, c->momentum, c->wd);
-  workspace_t ws; ws_init(&ws, net, B, c->threads, &kernels_cpu, c->seed);
+  workspace_t ws; ws_init(&ws, net, B, r->threads, &kernels_cpu, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
 
   ckpt_pos_t pos; memset(&pos, 0, sizeof pos);
@@ -75,10 +75,7 @@ int train_sequential(run_t *r) {
   }
   if (r->diverged && loss_n) r->train_loss = loss_acc / (double)loss_n;
   run_summary(r, now_s() - t_start, NULL);
-  if (getenv("PDL_DUMP_PARAMS")) {  /* test hook: raw final parameters for equivalence tests */
-    FILE *f = fopen(getenv("PDL_DUMP_PARAMS"), "wb");
-    if (!f || fwrite(w, sizeof(float), n, f) != n || fclose(f)) die("cannot write %s", getenv("PDL_DUMP_PARAMS"));
-  }
+  run_dump_params(w, n);
   sampler_free(&s); ws_free(&ws); optim_free(&o);
   xfree(w); xfree(g); xfree(x); xfree(y);
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;

@@ -1,5 +1,6 @@
 /* optim.c — see optim.h. */
 #include "optim/optim.h"
+#include "util/vec.h"
 #include <math.h>
 #include <string.h>
 #include "core/layers.h"
@@ -95,13 +96,3 @@ int optim_load(optim_t *o, FILE *f) {
   if (fread(&o->t, sizeof o->t, 1, f) != 1) return -1;
   return rvec(o->M, o->n, f) | rvec(o->V, o->n, f) | rvec(o->Z, o->n, f);
 }
-
-void vec_axpy(float *y, float a, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += a * x[i]; }
-void vec_scale(float *y, float a, size_t n) { for (size_t i = 0; i < n; i++) y[i] *= a; }
-void vec_copy(float *y, const float *x, size_t n) { memcpy(y, x, n * sizeof(float)); }
-void vec_zero(float *y, size_t n) { memset(y, 0, n * sizeof(float)); }
-void vec_add(float *y, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += x[i]; }
-double vec_dist2(const float *a, const float *b, size_t n) {
-  double s = 0; for (size_t i = 0; i < n; i++) { double d = (double)a[i] - b[i]; s += d * d; } return sqrt(s);
-}
-double vec_norm2(const float *a, size_t n) { double s = 0; for (size_t i = 0; i < n; i++) s += (double)a[i] * a[i]; return sqrt(s); }

@@ -45,12 +45,4 @@ float lr_at(float lr, long step, long warmup);
 int optim_save(const optim_t *o, FILE *f);
 int optim_load(optim_t *o, FILE *f);
 
-/* Vector helpers (OpenMP-free, vectorisable), shared by the distributed algorithms. */
-void vec_axpy(float *y, float a, const float *x, size_t n);      /* y += a*x */
-void vec_scale(float *y, float a, size_t n);                     /* y *= a */
-void vec_copy(float *y, const float *x, size_t n);
-void vec_zero(float *y, size_t n);
-void vec_add(float *y, const float *x, size_t n);                /* y += x */
-double vec_dist2(const float *a, const float *b, size_t n);      /* ||a - b||_2 */
-double vec_norm2(const float *a, size_t n);
 #endif

@@ -1,5 +1,5 @@
 /* pdlsim.h — the entry points libpdlsim.so exports (plain C, no MPI, no SimGrid types), called
- * by the loader src/dist/rt_sim_loader.c through dlsym. The loader checks pdl_sim_abi() against
+ * by the loader src/rt/rt_sim_loader.c through dlsym. The loader checks pdl_sim_abi() against
  * PDL_SIM_ABI so a stale .so from an older build is refused instead of misbehaving.
  * Errors: functions return 0 on success, PDL_SIM_EBADSPEC for a bad platform spec (the caller
  * exits 2) and PDL_SIM_EFAIL for anything else (file, SimGrid, deadlock), with a one-line
@@ -8,7 +8,7 @@
 #ifndef PDL_SIM_API_H
 #define PDL_SIM_API_H
 #include <stddef.h>
-#include "dist/rt.h"
+#include "rt/rt.h"
 
 #define PDL_SIM_ABI 1
 #define PDL_SIM_EBADSPEC 2

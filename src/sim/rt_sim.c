@@ -1,5 +1,5 @@
 /* rt_sim.c — the sim runtime (libpdlsim.so): SimGrid engine set-up, one S4U actor per role,
- * and the rt_ops_t of src/dist/rt.h on top of SimGrid activities.
+ * and the rt_ops_t of src/rt/rt.h on top of SimGrid activities.
  *
  * Model (docs/SIM.md): a node's main role runs on host n<i>, a thread started on device d on
  * host n<i>-g<d> (device -1: n<i>); compute(flops) executes flops on the role's host, work(bytes)

@@ -4,7 +4,7 @@
 #ifndef PDL_SIM_INTERNAL_H
 #define PDL_SIM_INTERNAL_H
 #include <stddef.h>
-#include "dist/rt.h"
+#include "rt/rt.h"
 
 typedef enum { PLAT_CLUSTER, PLAT_LINKS, PLAT_MACHINE, PLAT_FILE } plat_kind_t;
 

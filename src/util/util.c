@@ -108,6 +108,19 @@ void json_pairs(json_t *j, const char *pairs) {
   japp(j, "%s%s", j->first ? "" : ",", pairs); j->first = 0;
 }
 const char *json_end(json_t *j) { japp(j, "}"); return j->buf; }
+void json_numf(json_t *j, const char *key, double val, int digits) {
+  jkey(j, key);
+  if (isfinite(val)) japp(j, "%.*g", digits, val); else japp(j, "null");
+}
+void json_num_array(json_t *j, const char *key, const double *v, int n, int digits) {
+  jkey(j, key); japp(j, "[");
+  for (int i = 0; i < n; i++) {
+    if (isfinite(v[i])) japp(j, "%s%.*g", i ? "," : "", digits, v[i]); else japp(j, "%snull", i ? "," : "");
+  }
+  japp(j, "]");
+}
+void json_frag_begin(json_t *j) { j->len = 0; j->first = 1; j->buf[0] = 0; }
+const char *json_frag(json_t *j) { return j->buf; }
 
 void mkdir_p(const char *dir) {
   char tmp[1024];

@@ -40,6 +40,12 @@ void json_int(json_t *j, const char *key, long long val);
 void json_bool(json_t *j, const char *key, int val);
 void json_raw(json_t *j, const char *key, const char *raw); /* already-formatted JSON value */
 void json_pairs(json_t *j, const char *pairs);               /* raw "\"k\":v,..." pairs; NULL/"" = none */
+void json_numf(json_t *j, const char *key, double val, int digits); /* %.<digits>g; NaN/Inf as null */
+void json_num_array(json_t *j, const char *key, const double *v, int n, int digits);
+/* A fragment: key/value pairs without the braces, to hand to a line as its extra pairs
+ * (run_eval, run_summary). json_frag_begin(j) ... json_frag(j) returns the pairs text. */
+void json_frag_begin(json_t *j);
+const char *json_frag(json_t *j);
 const char *json_end(json_t *j);                            /* returns the object text, no newline */
 
 /* Results file: one JSON object per line, appended and fsync'ed so an interrupt never

@@ -1,7 +1,7 @@
 /* coll_common.c — op table, vector layout, validation inputs and checks for pdl coll (see
  * coll.h for the size convention and the input formula). Host images only: backends move
  * them to and from their own memory. */
-#include "comm/coll.h"
+#include "coll/coll.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

@@ -1,20 +1,8 @@
-/* pp.c — see pp.h. */
-#include "dist/pp.h"
+/* pp_probe.c — see pp_probe.h. */
+#include "analysis/pp_probe.h"
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
-#include "util/util.h"
-
-float pp_coef(float mu, int S) {
-  double c = 0, p = 1;
-  for (int s = 1; s <= S + 1; s++) { p *= (double)mu; c += p; }
-  return (float)c;
-}
-
-void pp_predict(float *what, const float *w, const float *M, float c, size_t n) {
-  for (size_t i = 0; i < n; i++) what[i] = w[i] + c * M[i];
-}
-
+#include "algo/pp.h"
 
 void pp_probe_init(pp_probe_t *p, size_t n, int S0, int nmeas, long start, float mu) {
   memset(p, 0, sizeof *p);
@@ -46,17 +34,20 @@ void pp_probe_step(pp_probe_t *p, long t, const float *w, const float *M) {
   p->count++;
 }
 
-void pp_probe_json(const pp_probe_t *p, char *buf, size_t len) {
-  if (p->nmeas <= 0 || p->count == 0) { snprintf(buf, len, "\"pred_n\":0"); return; }
-  int k = snprintf(buf, len, "\"pred_S0\":%d,\"pred_n\":%d,\"pred_err\":[", p->S0, p->count);
+void pp_probe_json(const pp_probe_t *p, json_t *j) {
+  if (p->nmeas <= 0 || p->count == 0) { json_int(j, "pred_n", 0); return; }
+  double err[PP_PROBE_MAXNS];
   int arg = 0;
   for (int S = 0; S < p->ns; S++) {
-    k += snprintf(buf + k, len - (size_t)k, "%s%.6g", S ? "," : "", p->sum_err[S] / p->count);
+    err[S] = p->sum_err[S] / p->count;
     if (p->sum_err[S] < p->sum_err[arg]) arg = S;
   }
-  double at = p->sum_err[p->S0];
-  snprintf(buf + k, len - (size_t)k, "],\"pred_err_asgd\":%.6g,\"pred_argmin\":%d,\"pred_ratio\":%.6g",
-           p->sum_asgd / p->count, arg, at / p->sum_asgd);
+  json_int(j, "pred_S0", p->S0);
+  json_int(j, "pred_n", p->count);
+  json_num_array(j, "pred_err", err, p->ns, 6);
+  json_numf(j, "pred_err_asgd", p->sum_asgd / p->count, 6);
+  json_int(j, "pred_argmin", arg);
+  json_numf(j, "pred_ratio", p->sum_err[p->S0] / p->sum_asgd, 6);
 }
 
 void pp_probe_free(pp_probe_t *p) { xfree(p->ring_w); xfree(p->ring_M); memset(p, 0, sizeof *p); }

@@ -5,7 +5,7 @@
  * Search order: $PDL_SIMLIB; <exe dir>/libpdlsim.so (build-tsan/pdl); <exe dir>/../build/libpdlsim.so
  * (bin/pdl); <exe dir>/../libpdlsim.so (build/tests/test_*). The handle is kept for the process's life
  * (SimGrid cannot be unloaded). */
-#include "dist/rt.h"
+#include "rt/rt.h"
 #include "sim/pdlsim.h"
 #include "util/util.h"
 #include <dlfcn.h>

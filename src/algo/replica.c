@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dist/replica.h"
+#include "algo/replica.h"
+#include "util/vec.h"
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream) {
   rp->net = &r->net; rp->b = b; rp->slice = slice; rp->nslices = with_replacement ? 1 : nslices;
@@ -107,4 +108,16 @@ double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, f
   double loss = grad_work(rp, params, gacc, scale);
   rt->ops->compute(rt, flops);
   return loss;
+}
+
+typedef struct { replica_t *rp; const float *at; float *g; double loss; } dev_grad_t;
+static void dev_grad_role(rt_t *rt, void *arg) {
+  dev_grad_t *d = arg;
+  d->loss = replica_grad(d->rp, rt, d->at, d->g, 1.0f / (float)d->rp->b) / d->rp->b;
+}
+double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g) {
+  vec_zero(g, rp->net->nparams);
+  dev_grad_t d = {rp, params, g, 0};
+  rt->ops->thread_join(rt, rt->ops->thread_start(rt, device, dev_grad_role, &d));
+  return d.loss;
 }

@@ -1,12 +1,11 @@
-/* pp.h — the PP-ASGD paper's parameter prediction (eq. 2) and staleness bookkeeping.
- *   f_S(w, M) = w + c_S * M,  c_S = sum_{s=1}^{S+1} mu^s = mu (1 - mu^(S+1)) / (1 - mu)
- * f_0 is NAG's look-ahead w + mu M; plain ASGD uses w_hat = w. c_S is summed in double and
- * rounded once, so c_0 == mu exactly and f_0 is bit-identical to optim.c's NAG point. */
-#ifndef PDL_PP_H
-#define PDL_PP_H
+/* pp_probe.h — the PP-ASGD paper's P1 measurement (Fig. 3 right): how well f_S(w_t, M_t)
+ * predicts the parameters S0 + 1 updates later, for S = 0..13, against plain ASGD's w_t.
+ * An analysis, not part of the algorithm: ppasgd.c (and its emulated-staleness mode) feed it
+ * the iterates when --probe N is given. */
+#ifndef PDL_PP_PROBE_H
+#define PDL_PP_PROBE_H
 #include <stddef.h>
-float pp_coef(float mu, int S);
-void pp_predict(float *what, const float *w, const float *M, float c, size_t n);
+#include "util/util.h"
 
 /* P1 probe: after update `start`, for nmeas consecutive updates t, the distances
  *   err[S] = ||w_{t+S0+1} - f_S(w_t, M_t)||_2   (S = 0 .. max(13, S0 + 6))
@@ -23,7 +22,8 @@ typedef struct {
 } pp_probe_t;
 void pp_probe_init(pp_probe_t *p, size_t n, int S0, int nmeas, long start, float mu);
 void pp_probe_step(pp_probe_t *p, long t, const float *w, const float *M);  /* after update t */
-/* JSON pairs "pred_S0", "pred_n", "pred_err":[...], "pred_err_asgd", "pred_argmin", "pred_ratio" */
-void pp_probe_json(const pp_probe_t *p, char *buf, size_t len);
+/* Adds "pred_S0", "pred_n", "pred_err":[...], "pred_err_asgd", "pred_argmin", "pred_ratio" to j
+ * ("pred_n": 0 alone when nothing was measured). */
+void pp_probe_json(const pp_probe_t *p, json_t *j);
 void pp_probe_free(pp_probe_t *p);
 #endif

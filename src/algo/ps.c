@@ -1,5 +1,5 @@
 /* ps.c — parameter server transport: see ps.h for the protocol and why it is point-to-point. */
-#include "dist/ps.h"
+#include "algo/ps.h"
 #include <string.h>
 #include "util/util.h"
 

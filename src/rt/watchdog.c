@@ -1,8 +1,8 @@
 /* watchdog.c — see watchdog.h. One thread per process; the context string and the time of the
  * last progress are shared with it under g_mu. The condition variable runs on CLOCK_MONOTONIC
  * so a wall-clock jump neither fires nor hides a timeout. */
-#include "comm/watchdog.h"
-#include "comm/mpi_util.h"
+#include "rt/watchdog.h"
+#include "rt/mpi_util.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -30,7 +30,7 @@
  * pdl_mat_mul is a dense product; the stage matrices differ from the identity in one row (ADMM)
  * or two (EASGD), so pdl_stab_round_map copies the identity rows instead of multiplying them.
  * pdl_stab_tick implements the same updates as scalar code, independently of the matrices. */
-#include "dist/stability.h"
+#include "analysis/stability.h"
 #include <lapacke.h>
 #include <math.h>
 #include <string.h>

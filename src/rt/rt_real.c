@@ -1,21 +1,22 @@
-/* rt_real.c — the real runtime (see src/dist/rt.h): a node is an MPI rank (or the only process
+/* rt_real.c — the real runtime (see src/rt/rt.h): a node is an MPI rank (or the only process
  * without mpirun / without MPI), roles inside a node are pthreads, time is the wall clock.
  * MPI is initialised with MPI_THREAD_FUNNELED: by the seam's contract only a node's main role
  * communicates, so no two threads of a rank ever call MPI. Collectives map 1:1 to MPI
  * (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgatherv, MPI_Reduce_scatter); the parameter
- * server of the algorithms is point-to-point (send/recv/recv_any), see src/dist/ps.c. */
+ * server of the algorithms is point-to-point (send/recv/recv_any), see src/algo/ps.c. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include "comm/mpi_util.h"
-#include "dist/rt.h"
+#include "rt/mpi_util.h"
+#include "rt/rt.h"
 #include "util/util.h"
 
 static double g_t0;
 static int *g_counts, *g_displs;   /* [nnodes] scratch for the v-collectives, sized once */
 
 static double r_now(rt_t *rt) { (void)rt; return now_s() - g_t0; }
+void rt_real_clock_start(void) { g_t0 = now_s(); }
 static void r_compute(rt_t *rt, double flops) { (void)rt; (void)flops; }
 static void r_work(rt_t *rt, double bytes) { (void)rt; (void)bytes; }
 

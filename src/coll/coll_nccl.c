@@ -7,8 +7,8 @@
  * cudaGetDeviceCount failing or returning 0 on any rank; all ranks agree before anything else
  * is tried, so one rank without a GPU makes the whole run skip instead of hanging.
  * Plain C against cuda_runtime.h and nccl.h; compiled only with PDL_HAVE_NCCL. */
-#include "comm/coll.h"
-#include "comm/mpi_util.h"
+#include "coll/coll.h"
+#include "rt/mpi_util.h"
 #include "util/util.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * receive counts: Reduce + Scatterv in one call), allgatherv MPI_Allgatherv. The two K-FAC
  * workarounds are built from MPI_Allreduce exactly as the NCCL backend builds them. MPI counts
  * are int: pdl coll caps sizes so they fit. */
-#include "comm/coll.h"
-#include "comm/mpi_util.h"
+#include "coll/coll.h"
+#include "rt/mpi_util.h"
 #include "util/util.h"
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* rt.h — the runtime seam. Every distributed algorithm is written once, as the programs of
  * its roles, against these operations; two runtimes implement them:
- *   real (src/comm/rt_real.c): a node is an MPI rank (or the only process without mpirun);
+ *   real (src/rt/rt_real.c): a node is an MPI rank (or the only process without mpirun);
  *        roles inside a node are pthreads; collectives and point-to-point map to MPI; time is
  *        the wall clock; rt_compute() is a no-op (the work already took its time).
  *   sim  (src/sim, libpdlsim.so, dlopen'ed): a node is a SimGrid host; roles are S4U actors on
@@ -75,11 +75,14 @@ typedef struct {
 
 int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv);
 const rt_ops_t *rt_real_ops(void);
+/* Starts the real runtime's clock (now() = 0) for a caller that runs roles itself, in this
+ * process, without rt_real_run (the emulated-staleness mode). */
+void rt_real_clock_start(void);
 /* Loads libpdlsim.so (never linked into this MPI binary: libsimgrid exports MPI_* symbols). */
 int rt_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg);
 /* Nodes the sim platform spec describes (e.g. cluster:nodes=4,gpus=8 -> 4 nodes x 8 devices). */
 int rt_sim_platform_shape(const char *platform, int *nnodes, int *ndevices);
-/* Sim runtime notes (src/dist/rt_sim_loader.c, docs/SIM.md): rt_sim_run and
+/* Sim runtime notes (src/rt/rt_sim_loader.c, docs/SIM.md): rt_sim_run and
  * rt_sim_platform_shape print their reason and return 2 for a bad platform spec (caller exits 2)
  * and 1 for a failed run (deadlock, a second platform in one process); a missing libpdlsim.so
  * dies. One platform per process: later runs must use the same spec, hint and rate. */

@@ -21,7 +21,7 @@
 #ifndef PDL_REPLICA_H
 #define PDL_REPLICA_H
 #include "core/run.h"
-#include "dist/rt.h"
+#include "rt/rt.h"
 
 typedef struct {
   const net_t *net;
@@ -40,4 +40,7 @@ void replica_free(replica_t *rp);
  * scale * d(sum of losses)/d params into gacc, charges flops to rt (sim time) and returns the
  * SUM of the b losses. */
 double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale);
+/* The mini-batch MEAN gradient at params into g (overwritten), computed by a role started on
+ * device `device` of this node (so the sim charges that device); returns the mean loss. */
+double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g);
 #endif

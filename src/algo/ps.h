@@ -28,7 +28,7 @@
 #define PDL_PS_H
 #include <stddef.h>
 #include <stdint.h>
-#include "dist/rt.h"
+#include "rt/rt.h"
 
 enum { PS_TAG_REQ = 700, PS_TAG_VEC = 701, PS_TAG_REPLY = 702 };
 typedef enum { PS_PULL = 1, PS_PUSH = 2, PS_PUSH_PULL = 3, PS_DONE = 4 } ps_op_t;

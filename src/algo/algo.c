@@ -1,0 +1,138 @@
+/* algo.c — the algorithm table (algos.def) and the dispatcher: finds --algo, sets up the run
+ * (examples per update from the algorithm's shape), lets the algorithm prepare, and starts its
+ * node program on the real runtime (this process is one MPI rank) or the sim runtime (every
+ * node an actor in this process). Nothing here knows an individual algorithm.
+ * Gradients are normalised by the nominal global batch (b x G x nodes for ALGO_PEERS): for SSGD
+ * this makes the update equal to sequential NAG with that batch; for the asynchronous
+ * algorithms the step grows with the sub-batches an update gathers, as the PP-ASGD paper's
+ * summed D does. */
+#include "algo/algo.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "rt/mpi_util.h"
+#include "rt/watchdog.h"
+
+#define ALGO(x) extern const algo_t algo_##x;
+#include "algo/algos.def"
+#undef ALGO
+#define ALGO(x) &algo_##x,
+const algo_t *const algo_table[] = {
+#include "algo/algos.def"
+};
+#undef ALGO
+const int algo_count = (int)(sizeof algo_table / sizeof algo_table[0]);
+
+const algo_t *algo_find(const char *name) {
+  for (int i = 0; i < algo_count; i++) if (!strcmp(algo_table[i]->name, name)) return algo_table[i];
+  return NULL;
+}
+
+static const char *shape_name(algo_shape_t s) {
+  return s == ALGO_SERVER ? "server + workers" : s == ALGO_ONE_NODE ? "one node" : "peers";
+}
+
+void algo_usage(FILE *f) {
+  fprintf(f, "distributed algorithms (--algo; roles; the flags each reads beyond the common ones):\n");
+  for (int i = 0; i < algo_count; i++) {
+    const algo_t *a = algo_table[i];
+    fprintf(f, "  %-12s %s\n", a->name, a->help);
+    fprintf(f, "  %-12s   [%s%s%s", "", shape_name(a->shape), a->flags && *a->flags ? "; " : "", a->flags ? a->flags : "");
+    if (a->momentum > 0) fprintf(f, "; default --momentum %g", a->momentum);
+    fprintf(f, "]\n");
+  }
+}
+
+/* The names for an error message: "ssgd ppasgd ..." */
+static void algo_names(char *buf, size_t len) {
+  size_t k = 0; buf[0] = 0;
+  for (int i = 0; i < algo_count && k < len; i++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? " " : "", algo_table[i]->name);
+}
+
+double algo_device_rate(const train_cfg_t *c, const net_t *net) {
+  const char *d = c->device_rate;
+  if (!d[0]) return 0;
+  char *end; double v = strtod(d, &end);
+  if (end != d && !*end && v > 0) return v;
+  if (!strcmp(d, "calibrated")) {
+    char path[1200], host[256] = "host"; gethostname(host, sizeof host);
+    snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, net->name);
+    FILE *f = fopen(path, "r");
+    if (!f) die("--device-rate calibrated: %s not found (run: bin/pdl calibrate --net %s)", path, net->name);
+    char line[4096]; double g = 0;
+    if (fgets(line, sizeof line, f)) { char *p = strstr(line, "\"gflops\":"); if (p) g = atof(p + 9); }
+    fclose(f);
+    if (!(g > 0)) die("%s: no gflops figure", path);
+    return g;
+  }
+  if (!strcmp(d, "k80")) return 1500;  /* one K80 die: 4.37 TFLOP/s peak fp32, ~1/3 achieved on CNN training */
+  die_usage("--device-rate: '%s' is not a number, 'calibrated' or a known device (k80)", d);
+}
+
+/* Examples one update consumes, from the algorithm's shape. */
+static int examples_per_update(const algo_t *A, const train_cfg_t *c, int G, int N) {
+  switch (A->shape) {
+    case ALGO_SERVER: return c->batch * (N - 1);
+    case ALGO_ONE_NODE: return c->batch;
+    default: return c->batch * G * N;
+  }
+}
+
+int algo_train(const train_cfg_t *c) {
+  const algo_t *A = algo_find(c->algo);
+  if (!A) {
+    char names[1024]; algo_names(names, sizeof names);
+    die_usage("train: unknown --algo '%s'; sequential: sgd msgd nag adam asgd mvasgd; distributed: %s (pdl train --help)",
+              c->algo, names);
+  }
+  job_t *job = xcalloc(1, sizeof *job);
+  job->algo = A;
+  job->param = -1;
+  train_cfg_t cf = *c;
+  if (!cf.momentum_set && A->momentum > 0) cf.momentum = A->momentum;
+  int sim = !strcmp(cf.runtime, "sim");
+  job->G = cf.grad_threads;
+  job->r.cfg = cf;   /* what prepare sees; run_setup below sets up the rest from it */
+  if (A->prepare) {
+    int rc = A->prepare(job);
+    if (rc >= 0) { xfree(job); return rc; }
+  }
+  if (sim) {
+    int N = 0, G = 0;
+    if (!cf.platform[0]) die_usage("train: --runtime sim needs --platform (e.g. cluster:nodes=2,gpus=4)");
+    if (rt_sim_platform_shape(cf.platform, &N, &G) != 0) die_usage("train: bad --platform '%s'", cf.platform);
+    job->G = G; job->nnodes = N;
+    if (A->shape == ALGO_SERVER && N < 2)
+      die_usage("train: --algo %s needs a server node and >= 1 worker node (platform of >= 2 nodes)", cf.algo);
+    run_setup(&job->r, &cf, examples_per_update(A, &cf, G, N));
+    job->r.simulated = 1; job->r.nranks = N;
+    rt_sim_cfg_t sc; memset(&sc, 0, sizeof sc);
+    sc.platform = cf.platform; sc.device_gflops = algo_device_rate(&cf, &job->r.net); sc.seed = cf.seed;
+    int rc = rt_sim_run(&sc, N, A->node, job);
+    run_free(&job->r);
+    xfree(job);
+    return rc;
+  }
+  int argc = 0; char **argv = NULL;
+#ifdef PDL_HAVE_MPI
+  pdl_mpi_init(&argc, &argv, MPI_THREAD_FUNNELED);
+#endif
+  if (cf.timeout > 0) watchdog_start(cf.timeout);
+  int R = pdl_mpi_size();
+  job->nnodes = R;
+  if (A->shape == ALGO_SERVER && R < 2)
+    die_usage("train: --algo %s needs a parameter server and p >= 1 workers: run it with mpirun -np p+1 "
+              "(or --runtime sim --platform links:k=P+1,...)", cf.algo);
+  run_setup(&job->r, &cf, examples_per_update(A, &cf, job->G, R));
+  job->r.rank = pdl_mpi_rank(); job->r.nranks = R;
+  if (job->r.rank != 0) results_close(&job->r.res);
+  install_stop_handlers();
+  rt_real_run(A->node, job, &argc, &argv);
+  watchdog_stop();
+  run_free(&job->r);
+  xfree(job);
+  pdl_mpi_finalize();
+  return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
+}

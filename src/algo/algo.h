@@ -1,0 +1,125 @@
+/* algo.h — the algorithm layer: what every distributed algorithm declares (algo_t, one
+ * descriptor per --algo name, listed once in algos.def), the job all nodes of a run share, and
+ * the node loop (loop_t) that node programs call instead of re-implementing evaluation,
+ * stopping, divergence, the JSON lines, the parameter dump and the thread budget.
+ *
+ * An algorithm is a node program `void node(rt_t *rt, void *job)` written against the runtime
+ * seam (rt/rt.h): the same code runs on the real runtime (MPI ranks, pthreads) and the sim
+ * runtime (SimGrid actors). What stays in an algorithm's file is its roles and its update rule;
+ * see docs/DESIGN.md for a worked example of adding one (one new file plus one line in
+ * algos.def). In sim mode every node runs in this process and shares one job; in real mode each
+ * rank has its own. */
+#ifndef PDL_ALGO_H
+#define PDL_ALGO_H
+#include "algo/replica.h"
+#include "util/vec.h"
+#include "core/run.h"
+#include "rt/rt.h"
+
+typedef enum {
+  ALGO_PEERS,      /* every node runs the same roles; examples per update = b x devices x nodes */
+  ALGO_SERVER,     /* node 0 is a parameter server, nodes 1..N-1 workers; examples/update = b x workers */
+  ALGO_ONE_NODE,   /* one node (the p = 1 comparators); examples per update = b */
+} algo_shape_t;
+
+typedef struct job job_t;
+
+typedef struct algo {
+  const char *name;          /* --algo NAME */
+  const char *help;          /* one line: what it is, with the paper's algorithm or equation */
+  algo_shape_t shape;        /* its roles (and so how many examples one update consumes) */
+  float momentum;            /* default mu when --momentum is not given (0: the core's default) */
+  const char *flags;         /* the flags it reads beyond the common ones (for --help) */
+  rt_fn node;                /* the node program */
+  int variant;               /* for a node program that serves several algorithms */
+  /* Optional: runs once in this process before the runtime starts (own flags, set-up). Returns
+   * -1 to go on to the runtime, or an exit status that ends the run here. */
+  int (*prepare)(job_t *job);
+} algo_t;
+
+/* The table (algos.def, in --help order). */
+extern const algo_t *const algo_table[];
+extern const int algo_count;
+const algo_t *algo_find(const char *name);   /* NULL if unknown */
+void algo_usage(FILE *f);                    /* the algorithm list of `pdl train --help` */
+
+struct job {
+  const algo_t *algo;
+  run_t r;                   /* r.cfg is the ONE configuration: the user's flags (threads 0 =
+                                not given) plus run_setup's resolved warm-up and eval interval */
+  int G, nnodes;             /* devices (grad roles) per node, nodes */
+  double eval_time;          /* wall seconds the reporter spent evaluating (not in real time_s) */
+  int reached;               /* reporter: the test error reached --target-err */
+  long param;                /* algorithm-private, set by prepare (ppasgd: S, -1 = auto) */
+};
+
+/* Runs --algo of c on --runtime real|sim; returns the process exit status. */
+int algo_train(const train_cfg_t *c);
+
+/* Sim device rate from --device-rate (GFLOP/s, 'calibrated', or a device name); 0 = default. */
+double algo_device_rate(const train_cfg_t *c, const net_t *net);
+
+/* ---- the node loop ---------------------------------------------------------------------------
+ * One per node program. The reporter (node 0) evaluates and writes; every node may call the
+ * functions (the others return at once where only the reporter acts). When an evaluation is due
+ * is fixed by the schedule:
+ *   LOOP_UPDATES   synchronous updates: an epoch is steps_per_epoch updates; evaluate at each
+ *                  epoch end, every --eval-every updates and after the last update.
+ *   LOOP_EXAMPLES  updates of varying size (PP-ASGD's gathered sub-batches): epochs counted in
+ *                  examples; evaluate at each epoch end, every --eval-every-examples (else every
+ *                  --eval-every updates) and when the run is done.
+ *   LOOP_CLOCK     a clock of local steps summed over workers (parameter server, comparators):
+ *                  evaluate at the start, every --eval-every steps (default: an epoch's worth)
+ *                  and at the end; "train_loss" is the evaluated point's loss on the training
+ *                  set (as the EASGD paper plots the center) and the workers' running mean loss
+ *                  is "worker_loss".
+ * The algorithm adds its own fields to the eval lines and the summary through the two hooks,
+ * with the JSON writer (util.h json_*). */
+typedef enum { LOOP_UPDATES, LOOP_EXAMPLES, LOOP_CLOCK } loop_sched_t;
+typedef struct loop loop_t;
+typedef void (*loop_json_fn)(json_t *j, const loop_t *L, void *arg);
+
+struct loop {
+  rt_t *rt; job_t *job; run_t *r;
+  loop_sched_t sched;
+  int reporter;              /* this node evaluates and writes */
+  loop_json_fn eval_json, summary_json;   /* may be NULL */
+  void *arg;                 /* passed to the hooks */
+  long updates;              /* progress as last reported */
+  double examples;
+  double loss_acc; long loss_n;   /* train-loss samples since the last evaluation */
+  long last_eval;            /* updates at the last evaluation; -1 before the first */
+  long next_eval, eval_every;     /* LOOP_CLOCK */
+  long next_epoch, next_eval_ex;  /* LOOP_EXAMPLES */
+  int stop;                  /* reporter: stop requested (divergence seen at an evaluation) */
+  double t_end;              /* loop_finish: the run's time, for the summary hook */
+};
+
+void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn eval_json,
+               loop_json_fn summary_json, void *arg);
+/* OpenMP threads per role so that roles x threads fit this machine's cores (printed on real);
+ * 1 on sim unless --threads is given (actors run one at a time). Sets the "threads" figure. */
+int loop_threads(loop_t *L, int roles_per_rank);
+/* 1.0f when this node wants every node to stop (a signal, or --target-err reached): the value
+ * algorithms put into their collective so that all nodes stop at the same update. */
+float loop_stop_flag(const loop_t *L);
+/* Seconds for reporting: simulated, or wall minus the reporter's evaluation time. */
+double loop_time(const loop_t *L);
+/* A train-loss sample (mean loss of a mini-batch, or a sum over count mini-batches). */
+void loop_loss(loop_t *L, double loss_sum, long count);
+/* 1 if loss (an agreed value: allreduced, or seen by the reporter) says the run diverged: NaN,
+ * Inf or above --diverge-loss; the reporter records it at update `step` (which then counts as
+ * done, except on LOOP_CLOCK where the caller's progress already counts it). */
+int loop_diverged(loop_t *L, double loss, long step);
+/* LOOP_CLOCK: the evaluation at the start. */
+void loop_begin(loop_t *L, const float *w_eval);
+/* Records progress without evaluating (a server counts a commit before it applies it). */
+void loop_advance(loop_t *L, long updates, double examples);
+/* After progress: `updates` so far, `examples` consumed so far (all nodes), `last` if the run
+ * is done. Evaluates w_eval when due, or shows the progress line. Returns 1 if the reporter
+ * wants to stop (a LOOP_CLOCK evaluation found the run diverged). */
+int loop_progress(loop_t *L, const float *w_eval, long updates, double examples, int last);
+/* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
+ * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. */
+void loop_finish(loop_t *L, const float *w_eval, const float *w_final);
+#endif

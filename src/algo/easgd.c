@@ -1,0 +1,298 @@
+/* easgd.c — the EASGD paper's parallel methods (Zhang, Choromanska, LeCun 2015; docs/PAPERS.md §2) as
+ * node programs on the seam (rt.h), with a parameter server (ps.h) holding the center x~:
+ * node 0 is the server, nodes 1..p are the workers (p = nodes - 1); all start from the same
+ * parameters (net_init_params with the run's seed). Every worker computes its mini-batch
+ * gradients on its device (a device role per step, so the sim charges them there) and walks
+ * its own slice of the same shuffled stream of global batches of b*p examples (or its own
+ * random picks with --with-replacement). eta = --lr, tau = --tau, alpha = --alpha (default
+ * beta/p), delta = --delta, l2 = --wd; t_i is worker i's clock (local steps done).
+ *
+ *   easgd        Alg. 1: if tau | t_i { x~ pulled; d = alpha (x_i - x~); x_i -= d; master
+ *                x~ += d (PUSH) }; x_i -= eta (g(x_i) + l2 x_i); t_i++.
+ *   eamsgd       Alg. 2: the same elastic step, then the core's Nesterov step with mu = delta:
+ *                v = delta v - eta g(x_i + delta v); x_i += v.
+ *   easgd-sync   eq. 5-6 with period tau, through collectives (bcast x~, reduce the d_i): every
+ *                tau steps x_i -= eta g(x_i) + alpha (x_i - x~) (both at the old x_i) and
+ *                x~ += alpha sum_i (x_i - x~) = (1 - beta) x~ + beta mean_i x_i, beta = p alpha.
+ *   downpour     as in the authors' mpiT code: x_i -= eta g; a_i -= eta g (accumulated); when
+ *                tau | t_i the worker sends a_i, the master adds it (x~ += a_i), the worker
+ *                takes x~ back (PUSH_PULL) and zeroes a_i. tau = 1, p = 1 is SGD, bit for bit.
+ *   mdownpour    DOWNPOUR with Nesterov momentum on the master: v = delta v + a_i; x~ += v;
+ *                a pull hands out x~ + delta v, so for tau = 1 a_i = -eta g(x~ + delta v) and
+ *                the master does v = delta v - eta g(x~ + delta v), x~ += v. For tau > 1 the
+ *                paper says it is unclear how to apply momentum; we feed the accumulated a_i
+ *                to the same rule (our extension, labelled so in the bench).
+ *   adownpour    DOWNPOUR; the master also keeps z_{t+1} = (1 - 1/(t+1)) z_t + x~_t/(t+1)
+ *                (t = master clock, one tick per commit, z_0 = x~_0); evaluated at z.
+ *   mvadownpour  the same with z_{t+1} = (1 - a) z_t + a x~_t, a = 0.001; evaluated at z.
+ *                The three share the center trajectory: a server of any of them keeps both
+ *                averages and also evaluates the other two points ("views" in eval lines).
+ * The p = 1 comparators (seq-sgd ...) are in src/analysis/seq.c.
+ *
+ * Stopping: each worker makes K local steps (--steps K, or --epochs E: K = E n / (b p), so
+ * the workers together see E epochs). Divergence: a worker whose mini-batch loss is NaN/Inf or
+ * above --diverge-loss reports it at once and leaves; the server records "diverged at step
+ * t_i", as it does when the center's train loss is non-finite or above the bound at an
+ * evaluation, and every later reply tells the workers to stop.
+ * Evaluation (the server, through the node loop's LOOP_CLOCK schedule): at the start, every
+ * --eval-every N local steps summed over workers (default: each epoch) and at the end: the
+ * center (or z) on the test set and on the first min(train, test) training examples; "updates"
+ * counts local steps summed over workers, "master_clock" commits. Time: simulated on the sim
+ * runtime; wall minus evaluation on the real one (the server pauses serving while it evaluates). */
+#include <math.h>
+#include <string.h>
+#include "algo/algo.h"
+#include "algo/ps.h"
+#include "rt/watchdog.h"
+
+typedef enum { K_EASGD, K_EASGD_SYNC, K_EAMSGD, K_DOWNPOUR, K_MDOWNPOUR, K_ADOWNPOUR, K_MVADOWNPOUR } ea_kind_t;
+
+#define MVADOWNPOUR_RATE 0.001f   /* the paper's constant moving rate (Sec. 5.2) */
+
+typedef struct {
+  ea_kind_t kind;
+  int p, tau;
+  float alpha, delta;
+  long K;                /* local steps per worker */
+  long total, master_clock;   /* server: local steps summed over workers, commits */
+  const char *views[2]; const float *view_w[2]; int nviews;   /* server: the other DOWNPOUR points */
+} ea_t;
+
+static int downpour_family(ea_kind_t k) { return k == K_DOWNPOUR || k == K_MDOWNPOUR || k == K_ADOWNPOUR || k == K_MVADOWNPOUR; }
+
+static void ea_setup(ea_t *A, const job_t *job, int nnodes) {
+  const run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  memset(A, 0, sizeof *A);
+  A->kind = (ea_kind_t)job->algo->variant;
+  A->p = nnodes - 1;
+  A->tau = c->tau;
+  A->alpha = c->alpha >= 0 ? c->alpha : c->beta / (float)A->p;   /* alpha = beta / p */
+  A->delta = c->delta;
+  A->K = r->total_steps;
+}
+
+/* ---- what the server adds to the eval lines and the summary ---------------------------------- */
+static void ea_eval_json(json_t *j, const loop_t *L, void *arg) {
+  const ea_t *A = arg; run_t *r = L->r;
+  json_int(j, "master_clock", A->master_clock); json_int(j, "tau", A->tau); json_int(j, "workers", A->p);
+  if (!A->nviews) return;
+  /* DOWNPOUR, ADOWNPOUR and MVADOWNPOUR share one center trajectory: the other two points too */
+  const dataset_t *tr = &r->data.train, *te = &r->data.test;
+  int ntr = tr->n < te->n ? tr->n : te->n;
+  json_t v; json_begin(&v);
+  for (int i = 0; i < A->nviews; i++) {
+    double ve, vl, vte, vtl;
+    net_evaluate(&r->eval_ws, A->view_w[i], tr->x, tr->y, ntr, &ve, &vl);
+    net_evaluate(&r->eval_ws, A->view_w[i], te->x, te->y, te->n, &vte, &vtl);
+    json_t one; json_begin(&one);
+    json_num(&one, "train_loss", vl); json_num(&one, "test_err", vte); json_num(&one, "test_loss", vtl);
+    json_raw(&v, A->views[i], json_end(&one));
+  }
+  json_raw(j, "views", json_end(&v));
+}
+
+static void ea_summary_json(json_t *j, const loop_t *L, void *arg) {
+  const ea_t *A = arg; const train_cfg_t *c = &L->r->cfg;
+  double steps = (double)A->total / A->p;
+  json_int(j, "nodes", L->rt->nnodes); json_int(j, "workers", A->p); json_int(j, "tau", A->tau);
+  json_num(j, "alpha", A->alpha); json_num(j, "beta", A->p * A->alpha); json_num(j, "delta", A->delta);
+  json_num(j, "steps_per_worker", steps); json_int(j, "master_clock", A->master_clock);
+  json_num(j, "time_per_step_s", steps > 0 ? L->t_end / steps : 0.0);
+  json_str(j, "eval_point", A->kind == K_ADOWNPOUR || A->kind == K_MVADOWNPOUR ? "average" : "center");
+  json_str(j, "ps_order", c->ps_round_robin ? "round-robin" : "any");
+}
+
+/* A worker's header: its local steps and loss since the last one. Returns 1 if they diverged. */
+static int ea_account(loop_t *L, ea_t *A, const ps_req_t *q) {
+  if (q->steps <= 0) return 0;
+  A->total += q->steps;
+  loop_advance(L, A->total, (double)A->total * L->r->cfg.batch);
+  loop_loss(L, q->loss_sum, q->steps);
+  return loop_diverged(L, q->loss_sum / q->steps, (long)q->clock);
+}
+
+/* ---- asynchronous methods: server ----------------------------------------------------------- */
+static void ea_server(rt_t *rt, job_t *job, ea_t *A) {
+  run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  size_t n = r->net.nparams;
+  int avg = A->kind == K_DOWNPOUR || A->kind == K_ADOWNPOUR || A->kind == K_MVADOWNPOUR;
+  float *x = xmalloc(n * sizeof(float)), *v = NULL, *pt = NULL, *za = NULL, *zm = NULL;   /* [n] each */
+  net_init_params(&r->net, x, c->seed);
+  if (A->kind == K_MDOWNPOUR) { v = xcalloc(n, sizeof(float)); pt = xmalloc(n * sizeof(float)); }
+  if (avg) { za = xmalloc(n * sizeof(float)); zm = xmalloc(n * sizeof(float)); vec_copy(za, x, n); vec_copy(zm, x, n); }
+  const char *names[3] = {"downpour", "adownpour", "mvadownpour"};
+  const float *points[3] = {x, za, zm}, *evalp = x;
+  for (int i = 0; avg && i < 3; i++) {
+    if (!strcmp(names[i], c->algo)) evalp = points[i];
+    else { A->views[A->nviews] = names[i]; A->view_w[A->nviews++] = points[i]; }
+  }
+  loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, ea_eval_json, ea_summary_json, A);
+  loop_threads(&L, 1);   /* the workers' budget: the "threads" figure */
+  ps_server_t s; ps_server_init(&s, rt, n, c->ps_round_robin);
+  float delta = A->delta;
+  loop_begin(&L, evalp);     /* the common start point (step 0) */
+  while (ps_server_active(&s)) {
+    watchdog_context("%s server: %ld local steps, %ld commits", c->algo, A->total, A->master_clock);
+    int src; ps_req_t q;
+    int op = ps_server_next(&s, &src, &q);
+    if (ea_account(&L, A, &q)) s.stop = 1;
+    if (op == PS_PUSH || op == PS_PUSH_PULL) {
+      const float *d = s.vec;
+      if (avg) {   /* ADOWNPOUR / MVADOWNPOUR averages of x~_0..x~_t, before this commit moves x~ */
+        float a = 1.0f / (float)(A->master_clock + 1), m = MVADOWNPOUR_RATE;
+        for (size_t i = 0; i < n; i++) { za[i] = (1 - a) * za[i] + a * x[i]; zm[i] = (1 - m) * zm[i] + m * x[i]; }
+      }
+      if (v) { for (size_t i = 0; i < n; i++) { v[i] = delta * v[i] + d[i]; x[i] += v[i]; } }  /* MDOWNPOUR */
+      else vec_add(x, d, n);                           /* x~ += d (EASGD) or x~ += a_i (DOWNPOUR) */
+      A->master_clock++;
+      rt->ops->work(rt, 4.0 * n * (3 + (v ? 3 : 0) + (avg ? 6 : 0)));
+    }
+    if (op == PS_PULL || op == PS_PUSH_PULL) {
+      const float *point = x;
+      if (v) { for (size_t i = 0; i < n; i++) pt[i] = x[i] + delta * v[i]; point = pt; rt->ops->work(rt, 12.0 * n); }
+      ps_server_reply(&s, src, point);
+    }
+    if (pdl_stop_signal) s.stop = 1;
+    if (!s.stop && loop_progress(&L, evalp, A->total, (double)A->total * c->batch, 0)) s.stop = 1;
+  }
+  loop_finish(&L, evalp, x);
+  ps_server_free(&s);
+  xfree(x); xfree(v); xfree(pt); xfree(za); xfree(zm);
+}
+
+/* ---- asynchronous methods: worker ------------------------------------------------------------ */
+static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
+  run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  size_t n = r->net.nparams;
+  int me = rt->node, dp = downpour_family(A->kind), tau = A->tau;
+  float *x = xmalloc(n * sizeof(float)), *buf = xcalloc(n, sizeof(float));  /* [n]: x_i; d (easgd) or a_i (downpour) */
+  float *g = xmalloc(n * sizeof(float));                                     /* [n] mini-batch gradient */
+  net_init_params(&r->net, x, c->seed);
+  loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
+  replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
+  optim_t o; optim_init(&o, A->kind == K_EAMSGD ? OPT_NAG : OPT_SGD, n, A->delta, c->wd);
+  ps_client_t pc; ps_client_init(&pc, rt, n);
+  ps_req_t q; memset(&q, 0, sizeof q);
+  double lsum = 0; int ls = 0, stop = 0, bad = 0;
+  long t = 0;
+  while (t < A->K) {
+    watchdog_context("%s worker %d: step %ld of %ld", c->algo, me, t, A->K);
+    if (!dp && t % tau == 0) {                       /* elastic step (Alg. 1/2): if tau | t_i */
+      q.steps = ls; q.loss_sum = lsum; q.clock = t; ls = 0; lsum = 0;
+      if ((stop = ps_pull(&pc, &q))) break;          /* x = x~ */
+      const float *xc = pc.reply;
+      float alpha = A->alpha;
+      for (size_t i = 0; i < n; i++) { buf[i] = alpha * (x[i] - xc[i]); x[i] -= buf[i]; }   /* x_i -= alpha (x_i - x) */
+      if (A->kind == K_EAMSGD) optim_refresh(&o, x);
+      q.steps = 0; q.loss_sum = 0;
+      ps_push(&pc, &q, buf);                         /* x~ += alpha (x_i - x) */
+      rt->ops->work(rt, 4.0 * n * 5);
+    }
+    double loss = replica_grad_on_device(&rep, rt, 0, optim_grad_point(&o, x), g);
+    float lr = lr_at(c->lr, t, c->warmup);
+    if (dp) {            /* x_i -= eta g; a_i -= eta g (the core's SGD step, accumulated) */
+      if (c->wd != 0) vec_axpy(g, c->wd, x, n);
+      vec_axpy(buf, -lr, g, n);
+      vec_axpy(x, -lr, g, n);
+    } else optim_step(&o, x, g, lr);                 /* x_i -= eta g(x_i), or EAMSGD's Nesterov step */
+    rt->ops->work(rt, 4.0 * n * 6);
+    t++; lsum += loss; ls++;
+    if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; break; }
+    if (dp && t % tau == 0) {                        /* DOWNPOUR: commit a_i, take x~ back */
+      q.steps = ls; q.loss_sum = lsum; q.clock = t; ls = 0; lsum = 0;
+      stop = ps_push_pull(&pc, &q, buf);
+      vec_copy(x, pc.reply, n); vec_zero(buf, n);
+      if (stop) break;
+    }
+  }
+  if (dp && !stop && !bad && t % tau != 0) {         /* commit the last partial period */
+    q.steps = ls; q.loss_sum = lsum; q.clock = t; ls = 0; lsum = 0;
+    ps_push(&pc, &q, buf);
+  }
+  q.steps = ls; q.loss_sum = lsum; q.clock = t;
+  ps_done(&pc, &q);
+  ps_client_free(&pc); optim_free(&o); replica_free(&rep);
+  xfree(x); xfree(buf); xfree(g);
+}
+
+/* ---- synchronous EASGD (eq. 5-6) through collectives --------------------------------------- */
+static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
+  run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  size_t n = r->net.nparams;
+  int me = rt->node, tau = A->tau;
+  float *x = xmalloc(n * sizeof(float));              /* [n] x~ on the server, x_i on worker i */
+  float *bb = xmalloc((n + 1) * sizeof(float));       /* [n + 1] x~, stop flag */
+  float *rb = xmalloc((n + 2) * sizeof(float));       /* [n + 2] sum of d_i, loss sum, steps */
+  float *g = xmalloc(n * sizeof(float));
+  net_init_params(&r->net, x, c->seed);
+  loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, ea_eval_json, ea_summary_json, A);
+  int threads = loop_threads(&L, 1);
+  replica_t rep; optim_t o; memset(&rep, 0, sizeof rep);
+  if (me > 0) {
+    replica_init(&rep, r, c->batch, threads, me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
+    optim_init(&o, OPT_SGD, n, 0, c->wd);
+  }
+  long rounds = (A->K + tau - 1) / tau, t = 0;
+  int stop = 0;
+  loop_begin(&L, x);
+  for (long k = 0; k < rounds; k++) {
+    watchdog_context("easgd-sync node %d: round %ld of %ld", me, k, rounds);
+    if (me == 0) { vec_copy(bb, x, n); bb[n] = stop || pdl_stop_signal ? 1.0f : 0.0f; }
+    rt->ops->bcast(rt, bb, n + 1, 0);                 /* every worker gets x~ */
+    if (bb[n] != 0) break;
+    vec_zero(rb, n + 2);
+    if (me > 0) {
+      float *d = rb;
+      for (size_t i = 0; i < n; i++) d[i] = A->alpha * (x[i] - bb[i]);   /* d_i = alpha (x_i - x~) */
+      long steps = A->K - t < tau ? A->K - t : tau;
+      double lsum = 0;
+      for (long j = 0; j < steps; j++, t++) {         /* x_i -= eta g(x_i) + d_i (both at the old x_i) */
+        double loss = replica_grad_on_device(&rep, rt, 0, x, g);
+        optim_step(&o, x, g, lr_at(c->lr, t, c->warmup));
+        if (j == 0) for (size_t i = 0; i < n; i++) x[i] -= d[i];
+        rt->ops->work(rt, 4.0 * n * (j == 0 ? 8 : 4));
+        lsum += loss;
+      }
+      rb[n] = (float)lsum; rb[n + 1] = (float)steps;
+    }
+    rt->ops->reduce(rt, rb, n + 2, 0);                /* x~ += sum_i d_i */
+    if (me != 0) continue;
+    vec_add(x, rb, n);
+    A->master_clock++;
+    ps_req_t q = {0, (int32_t)rb[n + 1], (int64_t)((k + 1) * tau), rb[n]};
+    if (q.clock > A->K) q.clock = A->K;
+    if (ea_account(&L, A, &q)) stop = 1;
+    if (pdl_stop_signal) stop = 1;
+    if (!stop && loop_progress(&L, x, A->total, (double)A->total * c->batch, 0)) stop = 1;
+  }
+  loop_finish(&L, x, x);
+  if (me > 0) { optim_free(&o); replica_free(&rep); }
+  xfree(x); xfree(bb); xfree(rb); xfree(g);
+}
+
+static void easgd_node(rt_t *rt, void *arg) {
+  job_t *job = arg;
+  ea_t A; ea_setup(&A, job, rt->nnodes);
+  if (A.kind == K_EASGD_SYNC) ea_sync(rt, job, &A);
+  else if (rt->node == 0) ea_server(rt, job, &A);
+  else ea_worker(rt, job, &A);
+}
+
+#define EA_FLAGS "--tau --alpha --beta --wd --ps-order --with-replacement"
+#define EA_ALGO(cname, aname, kind, reads, text) \
+  const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = easgd_node, .variant = kind, \
+                               .flags = reads, .help = text};
+EA_ALGO(easgd, "easgd", K_EASGD, EA_FLAGS,
+        "asynchronous EASGD (EASGD paper Alg. 1): elastic pull/commit with the server every tau steps")
+EA_ALGO(easgd_sync, "easgd-sync", K_EASGD_SYNC, "--tau --alpha --beta --wd",
+        "synchronous EASGD (eq. 5-6) every tau steps: bcast the center, reduce the elastic differences")
+EA_ALGO(eamsgd, "eamsgd", K_EAMSGD, EA_FLAGS " --delta",
+        "asynchronous EAMSGD (Alg. 2): EASGD with local Nesterov momentum delta")
+EA_ALGO(downpour, "downpour", K_DOWNPOUR, "--tau --wd --ps-order --with-replacement",
+        "DOWNPOUR as in mpiT: local SGD, the accumulated step pushed and the center pulled every tau steps")
+EA_ALGO(mdownpour, "mdownpour", K_MDOWNPOUR, "--tau --delta --wd --ps-order --with-replacement",
+        "DOWNPOUR with Nesterov momentum delta on the master")
+EA_ALGO(adownpour, "adownpour", K_ADOWNPOUR, "--tau --wd --ps-order --with-replacement",
+        "DOWNPOUR; the master keeps the running average of the center (evaluated)")
+EA_ALGO(mvadownpour, "mvadownpour", K_MVADOWNPOUR, "--tau --wd --ps-order --with-replacement",
+        "DOWNPOUR; the master keeps a moving average (rate 0.001) of the center (evaluated)")

@@ -1,0 +1,83 @@
+/* ssgd.c — synchronous data-parallel SGD, Algorithm 4 of the PP-ASGD paper (Sato et al. 2017):
+ *   grad thread g:  D_g = sum_k grad J(x_k; w_hat)        (its sub-batch of b)
+ *   update thread:  D_L = sum_g D_g; D_g = 0; D_A = Allreduce(D_L);
+ *                   M = mu M - lambda D_A; w = w + M; w_hat = w + mu M   (NAG)
+ * The update is optim.c's NAG step, so one worker is bit-identical to sequential `--algo nag`.
+ * The allreduce buffer carries two extra floats, the summed loss and a stop flag, so every node
+ * stops at the same update. The summary splits node 0's time per update into grad_s_per_update
+ * (grad roles started .. last joined) and allreduce_s_per_update (waiting for the slowest node
+ * included): bench/runtimes/validate.sh compares them between the runtimes. */
+#include <string.h>
+#include "algo/algo.h"
+#include "rt/watchdog.h"
+
+typedef struct { replica_t rep; float *D; const float *what; double loss; float scale; } ssgd_role_t;   /* D: [n] */
+
+static void ssgd_grad_role(rt_t *rt, void *arg) {   /* D_g = sum_k grad J(x_k; w_hat) */
+  ssgd_role_t *g = arg;
+  g->loss = replica_grad(&g->rep, rt, g->what, g->D, g->scale);
+}
+
+typedef struct { int N, G; double t_grad, t_comm; } ssgd_stats_t;
+
+static void ssgd_summary(json_t *j, const loop_t *L, void *arg) {
+  const ssgd_stats_t *s = arg;
+  double u = L->r->updates ? (double)L->r->updates : 1.0;
+  json_int(j, "nodes", s->N); json_int(j, "grad_threads", s->G); json_int(j, "workers", s->N * s->G);
+  json_num(j, "time_per_update_s", L->r->updates ? L->t_end / u : 0.0);
+  json_num(j, "grad_s_per_update", s->t_grad / u);
+  json_num(j, "allreduce_s_per_update", s->t_comm / u);
+}
+
+static void ssgd_node(rt_t *rt, void *arg) {
+  job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  int G = job->G, me = rt->node, N = rt->nnodes;
+  size_t n = r->net.nparams;
+  ssgd_stats_t st = {N, G, 0, 0};
+  loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, ssgd_summary, &st);
+  int threads = loop_threads(&L, G);
+  float *w = xmalloc(n * sizeof(float)), *buf = xmalloc((n + 2) * sizeof(float));   /* [n] D_L, loss, stop */
+  ssgd_role_t *roles = xcalloc((size_t)G, sizeof(ssgd_role_t));
+  void **th = xmalloc((size_t)G * sizeof(void *));
+  for (int g = 0; g < G; g++) {
+    replica_init(&roles[g].rep, r, c->batch, threads, me * G + g, N * G, 0, (uint64_t)(me * G + g));
+    roles[g].rep.overlap = 1;   /* w_hat and D_g are untouched until every grad role is joined */
+    roles[g].D = xcalloc(n, sizeof(float)); roles[g].scale = 1.0f / (float)(c->batch * G * N);
+  }
+  net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
+  optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
+  long step;
+  for (step = 0; step < r->total_steps; step++) {
+    watchdog_context("ssgd update %ld on node %d", step, me);
+    const float *what = optim_grad_point(&o, w);                      /* w_hat = w + mu M */
+    double t0 = rt->ops->now(rt);
+    for (int g = 0; g < G; g++) { roles[g].what = what; th[g] = rt->ops->thread_start(rt, g, ssgd_grad_role, &roles[g]); }
+    for (int g = 0; g < G; g++) rt->ops->thread_join(rt, th[g]);
+    double t1 = rt->ops->now(rt);
+    vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);           /* D_L = sum_g D_g; D_g = 0 */
+    double ls = roles[0].loss;
+    for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
+    buf[n] = (float)ls; buf[n + 1] = loop_stop_flag(&L);
+    rt->ops->work(rt, 4.0 * n * (2 * G + 1));
+    double t2 = rt->ops->now(rt);
+    rt->ops->allreduce(rt, buf, n + 2);                               /* D_A = Allreduce(D_L) */
+    st.t_grad += t1 - t0; st.t_comm += rt->ops->now(rt) - t2;
+    if (buf[n + 1] > 0) break;
+    double loss = buf[n] / (double)(c->batch * G * N);
+    optim_step(&o, w, buf, lr_at(c->lr, step, c->warmup));            /* M = mu M - lambda D_A; w += M */
+    rt->ops->work(rt, 4.0 * n * 6);
+    loop_loss(&L, loss, 1);
+    if (loop_diverged(&L, loss, step)) break;   /* the same allreduced loss on every node */
+    loop_progress(&L, w, step + 1, (double)(step + 1) * c->batch * G * N, step + 1 == r->total_steps);
+  }
+  loop_finish(&L, w, w);
+  for (int g = 0; g < G; g++) { replica_free(&roles[g].rep); xfree(roles[g].D); }
+  optim_free(&o);
+  xfree(w); xfree(buf); xfree(roles); xfree(th);
+}
+
+const algo_t algo_ssgd = {
+  .name = "ssgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ssgd_node,
+  .help = "synchronous data-parallel SGD with allreduce and NAG (PP-ASGD paper Alg. 4)",
+  .flags = "--grad-threads",
+};
