@@ -26,7 +26,6 @@
  * rounded to 64 bytes). */
 #include <cblas.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/layers.h"
@@ -60,30 +59,7 @@ static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
 /* Batch 1 with several threads splits each image; otherwise threads take whole images. */
 static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nthreads; }
 
-/* ---- algorithm choice: im2col + sgemm, or Winograd F(2x2,3x3) (cpu_winograd.c) */
-static int conv_mode = CPU_CONV_AUTO;
-static pthread_once_t conv_mode_once = PTHREAD_ONCE_INIT;
-
-static void conv_mode_from_env(void) {
-  const char *e = getenv("PDL_CONV");
-  if (!e || !*e || !strcmp(e, "auto")) conv_mode = CPU_CONV_AUTO;
-  else if (!strcmp(e, "im2col")) conv_mode = CPU_CONV_IM2COL;
-  else if (!strcmp(e, "winograd")) conv_mode = CPU_CONV_WINOGRAD;
-  else if (!strcmp(e, "winograd4")) conv_mode = CPU_CONV_WINOGRAD4;
-  else die("PDL_CONV='%s': expected auto, im2col, winograd or winograd4", e);
-}
-
-int cpu_conv_get_mode(void) {
-  pthread_once(&conv_mode_once, conv_mode_from_env);
-  return conv_mode;
-}
-
-void cpu_conv_set_mode(int mode) {
-  SHAPE_ASSERT(mode == CPU_CONV_IM2COL || mode == CPU_CONV_AUTO || mode == CPU_CONV_WINOGRAD || mode == CPU_CONV_WINOGRAD4);
-  pthread_once(&conv_mode_once, conv_mode_from_env);
-  conv_mode = mode;
-}
-
+/* ---- algorithm choice (the mode: cpu_mode.c): im2col + sgemm, or Winograd (cpu_winograd.c) */
 /* Shapes where Winograd pays (measured on the reference net's layers and neighbours, 1 thread):
  * Ci >= 8, and at least WINO_MIN_TILES tiles per GEMM (images per group x tiles per image).
  * Below that the per-call costs (weight transform, 16 GEMM set-ups) dominate: a 7x7 map has 16

@@ -83,9 +83,10 @@ static int examples_per_update(const algo_t *A, const train_cfg_t *c, int G, int
 int algo_train(const train_cfg_t *c) {
   const algo_t *A = algo_find(c->algo);
   if (!A) {
-    char names[1024]; algo_names(names, sizeof names);
-    die_usage("train: unknown --algo '%s'; sequential: sgd msgd nag adam asgd mvasgd; distributed: %s (pdl train --help)",
-              c->algo, names);
+    char names[1024], seq[256]; algo_names(names, sizeof names);
+    size_t k = 0; seq[0] = 0;
+    for (int o = OPT_SGD; o <= OPT_MVASGD; o++) k += (size_t)snprintf(seq + k, sizeof seq - k, "%s%s", k ? " " : "", optim_name((opt_kind_t)o));
+    die_usage("train: unknown --algo '%s'; sequential: %s; distributed: %s (pdl train --help)", c->algo, seq, names);
   }
   job_t *job = xcalloc(1, sizeof *job);
   job->algo = A;

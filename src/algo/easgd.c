@@ -170,6 +170,7 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
   net_init_params(&r->net, x, c->seed);
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
+  rep.overlap = 1;   /* sim: gradients on the helper pool; safe, nothing writes x or g while the role computes */
   optim_t o; optim_init(&o, A->kind == K_EAMSGD ? OPT_NAG : OPT_SGD, n, A->delta, c->wd);
   ps_client_t pc; ps_client_init(&pc, rt, n);
   ps_req_t q; memset(&q, 0, sizeof q);
@@ -230,6 +231,7 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
   replica_t rep; optim_t o; memset(&rep, 0, sizeof rep);
   if (me > 0) {
     replica_init(&rep, r, c->batch, threads, me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
+    rep.overlap = 1;   /* sim: the helper pool, as in ea_worker */
     optim_init(&o, OPT_SGD, n, 0, c->wd);
   }
   long rounds = (A->K + tau - 1) / tau, t = 0;

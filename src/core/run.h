@@ -1,6 +1,6 @@
 /* run.h — what every training run shares, sequential or distributed: the parsed
  * configuration, data, net, the results file, evaluation, the last-line JSON summary and
- * checkpoints. Distributed algorithms (src/dist) receive a run_t and report through it. */
+ * checkpoints. Distributed algorithms (src/algo) receive a run_t and report through it. */
 #ifndef PDL_RUN_H
 #define PDL_RUN_H
 #include <stdint.h>
@@ -29,7 +29,7 @@ typedef struct {
   char results[1024], checkpoint[1024], tag[128];
   int resume, quiet;
   double timeout;          /* watchdog seconds (0 = off) */
-  /* distributed (parsed here, used by src/dist) */
+  /* distributed (parsed here, used by src/algo) */
   char runtime[16];        /* "real" | "sim" */
   char platform[256];      /* sim platform spec */
   char device_rate[64];    /* sim device rate: number (GFLOP/s) or name */
