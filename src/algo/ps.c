@@ -9,8 +9,13 @@ void ps_server_init(ps_server_t *s, rt_t *rt, size_t n, int round_robin) {
   if (s->p < 1) die("parameter server: no workers (%d node(s); workers are nodes 1..N-1)", rt->nnodes);
   s->active = s->p; s->next = 1;
   s->left = xcalloc((size_t)s->p + 1, 1);
+  s->vec_n = n;
   s->vec = xmalloc(n * sizeof(float));
   s->reply = xmalloc((n + 1) * sizeof(float));
+}
+
+void ps_server_set_vec_len(ps_server_t *s, size_t vec_n) {
+  xfree(s->vec); s->vec_n = vec_n; s->vec = xmalloc(vec_n * sizeof(float));
 }
 
 void ps_server_free(ps_server_t *s) { xfree(s->left); xfree(s->vec); xfree(s->reply); memset(s, 0, sizeof *s); }
@@ -29,7 +34,7 @@ int ps_server_next(ps_server_t *s, int *src, ps_req_t *q) {
     from = o->recv_any(s->rt, q, sizeof *q, PS_TAG_REQ);
   }
   if (from < 1 || from > s->p || s->left[from]) die("parameter server: request from node %d, which is not an active worker", from);
-  if (q->op == PS_PUSH || q->op == PS_PUSH_PULL) o->recv(s->rt, from, s->vec, s->n * sizeof(float), PS_TAG_VEC);
+  if (q->op == PS_PUSH || q->op == PS_PUSH_PULL) o->recv(s->rt, from, s->vec, s->vec_n * sizeof(float), PS_TAG_VEC);
   else if (q->op == PS_DONE) { s->left[from] = 1; s->active--; }
   else if (q->op != PS_PULL) die("parameter server: bad request op %d from node %d", q->op, from);
   *src = from;
@@ -43,8 +48,10 @@ void ps_server_reply(ps_server_t *s, int dst, const float *point) {
 }
 
 void ps_client_init(ps_client_t *c, rt_t *rt, size_t n) {
-  c->rt = rt; c->n = n; c->reply = xmalloc((n + 1) * sizeof(float));
+  c->rt = rt; c->n = n; c->vec_n = n; c->reply = xmalloc((n + 1) * sizeof(float));
 }
+
+void ps_client_set_vec_len(ps_client_t *c, size_t vec_n) { c->vec_n = vec_n; }
 
 void ps_client_free(ps_client_t *c) { xfree(c->reply); c->reply = NULL; }
 
@@ -62,12 +69,12 @@ int ps_pull(ps_client_t *c, const ps_req_t *q) { send_req(c, q, PS_PULL); return
 
 void ps_push(ps_client_t *c, const ps_req_t *q, const float *vec) {
   send_req(c, q, PS_PUSH);
-  c->rt->ops->send(c->rt, 0, vec, c->n * sizeof(float), PS_TAG_VEC);
+  c->rt->ops->send(c->rt, 0, vec, c->vec_n * sizeof(float), PS_TAG_VEC);
 }
 
 int ps_push_pull(ps_client_t *c, const ps_req_t *q, const float *vec) {
   send_req(c, q, PS_PUSH_PULL);
-  c->rt->ops->send(c->rt, 0, vec, c->n * sizeof(float), PS_TAG_VEC);
+  c->rt->ops->send(c->rt, 0, vec, c->vec_n * sizeof(float), PS_TAG_VEC);
   return get_reply(c);
 }
 

@@ -47,7 +47,8 @@ typedef struct {
   int active;          /* workers that have not sent DONE */
   int next;            /* round robin: worker whose request comes next (1..p) */
   char *left;          /* [p + 1] 1 once worker i sent DONE */
-  float *vec;          /* [n] the vector of the last PUSH / PUSH_PULL */
+  size_t vec_n;        /* floats of a PUSH / PUSH_PULL vector (n unless ps_server_set_vec_len) */
+  float *vec;          /* [vec_n] the vector of the last PUSH / PUSH_PULL */
   float *reply;        /* [n + 1] */
   int stop;            /* set by the caller: every later reply carries the stop flag */
 } ps_server_t;
@@ -61,15 +62,19 @@ int ps_server_active(const ps_server_t *s);
  * PULL / PUSH_PULL with ps_server_reply. */
 int ps_server_next(ps_server_t *s, int *src, ps_req_t *q);
 void ps_server_reply(ps_server_t *s, int dst, const float *point);
+/* Commits of vec_n floats instead of n (e.g. ADAG Alg. 1: the update and the stale center);
+ * the client must say the same (ps_client_set_vec_len). */
+void ps_server_set_vec_len(ps_server_t *s, size_t vec_n);
 
 typedef struct {
   rt_t *rt;
-  size_t n;
+  size_t n, vec_n;     /* reply points of n floats; commits of vec_n (default n) */
   float *reply;        /* [n + 1] last reply: the point, then the stop flag */
 } ps_client_t;
 
 void ps_client_init(ps_client_t *c, rt_t *rt, size_t n);
 void ps_client_free(ps_client_t *c);
+void ps_client_set_vec_len(ps_client_t *c, size_t vec_n);
 /* Each returns the stop flag of the reply (pull variants); the point is in c->reply[0..n). */
 int ps_pull(ps_client_t *c, const ps_req_t *q);
 void ps_push(ps_client_t *c, const ps_req_t *q, const float *vec);

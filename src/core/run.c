@@ -16,6 +16,7 @@ void train_cfg_defaults(train_cfg_t *c) {
   snprintf(c->staleness, sizeof c->staleness, "auto");
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
   c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3;
+  snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
   c->workers = 0; c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
 }
 
@@ -53,6 +54,8 @@ void train_usage(FILE *f) {
     "  --alpha A, --beta B, --delta D   elastic moving rate, EASGD beta, EAMSGD momentum\n"
     "  --eval-every-examples N  distributed: evaluate every N training examples processed\n"
     "  --target-err E    distributed: stop once the test error is <= E (time-to-accuracy runs)\n"
+    "  --worker-opt O    agn/adag/dynsgd: the workers' own optimizer sgd|msgd|nag|adam  (adam)\n"
+    "  --gamma G         adag: per-weight staleness scale gamma                        (1e-4)\n"
     "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
     "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
@@ -113,6 +116,13 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
       else die_usage("train: --ps-order must be 'any' or 'round-robin', not '%s'", v);
     }
     else if (FLAG("--probe")) c->probe = (int)parse_long(key, VAL(), 0, 100000);
+    else if (FLAG("--worker-opt")) {
+      const char *v = VAL(); opt_kind_t k;
+      if (optim_parse(v, &k) != 0 || (k != OPT_SGD && k != OPT_MSGD && k != OPT_NAG && k != OPT_ADAM))
+        die_usage("train: --worker-opt must be sgd, msgd, nag or adam, not '%s'", v);
+      snprintf(c->worker_opt, sizeof c->worker_opt, "%s", v);
+    }
+    else if (FLAG("--gamma")) c->gamma = (float)parse_double(key, VAL(), 1e-30, 1e30);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
 #undef FLAG

@@ -43,6 +43,8 @@ typedef struct {
   long eval_every_examples;/* evaluate every N training examples (distributed algorithms) */
   double target_err;       /* distributed algorithms: stop once the test error is <= this (0: off) */
   int ps_round_robin;      /* easgd family: the parameter server serves workers in a fixed rotation */
+  char worker_opt[16];     /* agn/adag/dynsgd: the workers' own optimizer (sgd, msgd, nag, adam) */
+  float gamma;             /* adag: the per-weight staleness scale gamma */
 } train_cfg_t;
 
 typedef struct {
