@@ -8,6 +8,8 @@
  *                     Delta = (W - W_pulled) / lambda;      (thesis eq. 4.1)
  *                     Commit(Delta) }
  *   agn        server: center += Delta
+ *   downpour-lambda  the thesis' DOWNPOUR with window lambda: the same worker, but it commits the
+ *              UN-normalised W - W_pulled; server: center += it (lambda = 1: classic DOWNPOUR)
  *   dynsgd     server: center += Delta / (staleness + 1)
  *   adag       server (the thesis' Alg. 2 placement; per weight, as its code and prose do, where
  *              the text writes a squared norm):
@@ -19,8 +21,7 @@
  *   adag-agn   the worker scales locally against the current center, which it pulls before it
  *              commits, and the server adds: 3n per commit (pull, commit, pull), no memory
  * staleness = commits the server applied between worker i's pull and its commit. (DOWNPOUR with
- * window lambda, which commits the un-normalised accumulated update, is `downpour --tau lambda`
- * in easgd.c.)
+ * window lambda with the EASGD paper's local SGD is `downpour --tau lambda` in easgd.c.)
  *
  * Measured on the server for the thesis' H1 and H2: the staleness of every commit (histogram and
  * mean; about p - 1 for homogeneous workers) and the momentum that asynchrony induces at the
@@ -32,7 +33,7 @@
 #include "algo/ps.h"
 #include "rt/watchdog.h"
 
-enum { H_AGN, H_DYNSGD, H_ADAG, H_ADAG_ALG1, H_ADAG_AGN };
+enum { H_AGN, H_DOWNPOUR_LAMBDA, H_DYNSGD, H_ADAG, H_ADAG_ALG1, H_ADAG_AGN };
 #define STALE_MAX 4096            /* histogram bins 0..STALE_MAX-1; the last holds everything above */
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
   float gamma;
   long total, commits, expected_commits;
   long *hist; double stale_sum;   /* staleness histogram [STALE_MAX] and sum */
+  double stale_ss; long n_ss;     /* the same after the first p commits (steady state) */
   double uu, uv; float *u_prev;   /* H2: sum <u_t, u_t>, sum <u_{t+1}, u_t>; the previous update [n] */
   long mom_n;
 } agn_t;
@@ -59,6 +61,7 @@ static void agn_summary_json(json_t *j, const loop_t *L, void *arg) {
   json_num(j, "steps_per_worker", steps); json_int(j, "master_clock", H->commits);
   json_num(j, "time_per_step_s", steps > 0 ? L->t_end / steps : 0.0);
   json_num(j, "staleness_mean", H->commits ? H->stale_sum / (double)H->commits : NAN);
+  json_num(j, "staleness_mean_steady", H->n_ss ? H->stale_ss / (double)H->n_ss : NAN);
   int top = STALE_MAX;
   while (top > 1 && H->hist[top - 1] == 0) top--;
   double h[STALE_MAX];
@@ -112,6 +115,7 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
       const float *d = s.vec;                              /* Delta (Alg. 1: then the stale center) */
       long st = H->commits - pulled_at[src];
       H->hist[st < STALE_MAX ? st : STALE_MAX - 1]++; H->stale_sum += (double)st;
+      if (H->commits >= p) { H->stale_ss += (double)st; H->n_ss++; }
       switch (H->variant) {
         case H_DYNSGD: { float k = 1.0f / (float)(st + 1); for (size_t i = 0; i < n; i++) u[i] = k * d[i]; break; }
         case H_ADAG: case H_ADAG_ALG1: {
@@ -168,7 +172,7 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
       lsum += loss; ls++;
       if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; t++; break; }
     }
-    float inv = 1.0f / (float)ls;
+    float inv = H->variant == H_DOWNPOUR_LAMBDA ? 1.0f : 1.0f / (float)ls;
     for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;   /* Delta = (W - W_pulled) / lambda */
     if (H->variant == H_ADAG_ALG1) memcpy(msg + n, W0, n * sizeof(float));
     q.steps = ls; q.loss_sum = lsum; q.clock = t;
@@ -201,6 +205,8 @@ static void agn_node(rt_t *rt, void *arg) {
                                .flags = reads, .help = text};
 AGN_ALGO(agn, "agn", H_AGN, AGN_FLAGS,
          "AGN (Hermans eq. 4.1): lambda local steps, commit Delta = (W - W_pulled) / lambda, the server adds")
+AGN_ALGO(downpour_lambda, "downpour-lambda", H_DOWNPOUR_LAMBDA, AGN_FLAGS,
+         "Hermans' DOWNPOUR: the worker's optimizer, the un-normalised W - W_pulled committed every lambda steps")
 AGN_ALGO(dynsgd, "dynsgd", H_DYNSGD, AGN_FLAGS,
          "DynSGD: AGN's commits scaled by 1 / (staleness + 1) on the server")
 AGN_ALGO(adag, "adag", H_ADAG, AGN_FLAGS " --gamma",

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# bench/hermans/run.sh — `make bench-hermans`: Hermans 2017, AGN / ADAG / DynSGD on a parameter
+# server (docs/PAPERS.md §4, claims H1-H3 and the Booth check), written to results/hermans/,
+# plots/out/hermans-*.png|pdf and results/hermans/table.md.
+#
+# What the thesis ran and what we run (every value below is an environment variable):
+#   thesis: MNIST, MLP 784-1000-2000-1000-10, batch 128, Adam, 40 epochs split over n workers,
+#           n and lambda in {10, 15, ..., 40}, 15 CPU nodes of a Spark cluster (dist-keras);
+#   ours:   Fashion-MNIST, the same MLP (`hermans-mlp`), batch 128, Adam lr 1e-3, EPOCHS = 1
+#           epoch split over n workers per run (40 would take ~13 h here), the (n, lambda) grid
+#           {10, 20, 30, 40}^2 (GRID_N, GRID_L; the thesis' step of 5 doubles the cost), on the
+#           SIMULATED cluster: n worker hosts + 1 server host of RATE GFLOP/s each on links of
+#           BW / LAT (SimGrid; the numerics are real, time is simulated); the server's throughput
+#           on the REAL runtime (MPI ranks on this machine), n = 1..40.
+# QUICK=1 (make test): the MLP at 1/8 width, 1/8 epoch, a 2 x 2 grid, n up to 8 (~40 s).
+set -u
+cd "$(dirname "$0")/../.."
+source bench/lib.sh
+bench_init hermans
+RUNS=$RES/runs${QUICK:+-quick}; mkdir -p "$RUNS"
+if [ -n "$QUICK" ]; then
+  NET=${NET:-"relu F128 F256 F128 S10"}; EPOCHS=${EPOCHS:-0.125}; GRID_N=${GRID_N:-"4 8"}; GRID_L=${GRID_L:-"4 8"}
+  H1_N=${H1_N:-"4 8"}; H2_N=${H2_N:-"2 4 8"}; H3A_N=${H3A_N:-8}; H3A_NDIV=${H3A_NDIV:-16}; H3A_L=${H3A_L:-"4"}
+  H3C_N=${H3C_N:-8}; TP_N=${TP_N:-"1 2 4"}; NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-16000}
+else
+  NET=${NET:-hermans-mlp}; EPOCHS=${EPOCHS:-1}; GRID_N=${GRID_N:-"10 20 30 40"}; GRID_L=${GRID_L:-"10 20 30 40"}
+  H1_N=${H1_N:-"10 20 40"}; H2_N=${H2_N:-"2 4 8 16 32"}; H3A_N=${H3A_N:-10}; H3A_NDIV=${H3A_NDIV:-20}; H3A_L=${H3A_L:-"5 10 20"}
+  H3C_N=${H3C_N:-30}; TP_N=${TP_N:-"1 2 4 8 16 32 40"}; NTEST=${NTEST:-10000}; TRAIN=${TRAIN:-0}
+fi
+DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-128}; LR=${LR:-0.001}; GAMMA=${GAMMA:-1e-4}
+RATE=${RATE:-100Gf}; BW=${BW:-10Gbps}; LAT=${LAT:-0.1ms}; JOBS=${JOBS:-2}
+SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
+export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
+
+h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in the background
+  local name=$1 algo=$2 n=$3 lam=$4 ep=$5; shift 5
+  grep -q '"event":"summary"' "$RUNS/$name.jsonl" 2>/dev/null && [ -z "$FORCE" ] && return 0
+  rm -f "$RUNS/$name.jsonl"
+  local ntrain=${TRAIN/#0/60000} total ev
+  total=$(python3 -c "print(max(1, int($ep * $ntrain / $BATCH)))")
+  ev=$(( total / 10 > 0 ? total / 10 : 1 ))
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  "$PDL" train --algo "$algo" --runtime sim --platform "links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE" \
+    --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "$NET" --batch "$BATCH" --lr "$LR" --epochs "$ep" \
+    --tau "$lam" --gamma "$GAMMA" --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 1200 \
+    --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
+}
+h_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[hermans] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
+
+h1() { # staleness of every commit, homogeneous workers (AGN, lambda = 1)
+  local n names=(); for n in $H1_N; do h_run "h1-n$n" agn "$n" 1 0.25; names+=("h1-n$n"); done; h_wait "${names[@]}"
+}
+h2() { # implicit momentum at the center: DOWNPOUR (lambda = 1, plain SGD workers) on the real net
+  local n names=(); for n in $H2_N; do h_run "h2-n$n" downpour-lambda "$n" 1 0.25 --worker-opt sgd --lr 0.01; names+=("h2-n$n"); done
+  h_wait "${names[@]}" || return 1
+  local f=$RUNS/h2-quadratic.jsonl; rm -f "$f.tmp"
+  for n in $H2_N; do   # the same on a quadratic, where the expectation is clean (pdl toy, random order)
+    for s in 1 2 3; do "$PDL" toy --fn quadratic --rule downpour --workers "$n" --lr 0.01 --commits 20000 --order random --seed "$s" >> "$f.tmp" || return 1; done
+  done
+  mv "$f.tmp" "$f"
+}
+h3a() { # DOWNPOUR (lambda = 1) at n = 10 and 20; n = 10 at larger lambda
+  local l names=(h3a-n$H3A_N-l1 h3a-n$H3A_NDIV-l1)
+  h_run "h3a-n$H3A_N-l1" downpour-lambda "$H3A_N" 1 "$EPOCHS"; h_run "h3a-n$H3A_NDIV-l1" downpour-lambda "$H3A_NDIV" 1 "$EPOCHS"
+  for l in $H3A_L; do h_run "h3a-n$H3A_N-l$l" downpour-lambda "$H3A_N" "$l" "$EPOCHS"; names+=("h3a-n$H3A_N-l$l"); done
+  h_wait "${names[@]}"
+}
+h3b() { # AGN vs asynchronous EASGD over the (n, lambda) grid
+  local n l names=()
+  for n in $GRID_N; do for l in $GRID_L; do
+    h_run "h3b-agn-n$n-l$l" agn "$n" "$l" "$EPOCHS"; h_run "h3b-aeasgd-n$n-l$l" easgd "$n" "$l" "$EPOCHS" --lr 0.05
+    names+=("h3b-agn-n$n-l$l" "h3b-aeasgd-n$n-l$l")
+  done; done
+  h_wait "${names[@]}"
+}
+h3c() { # AGN alone vs ADAG at n = 30 (lambda = (n + #layers) / 2, the thesis' heuristic)
+  local l=$(( (H3C_N + 4) / 2 ))
+  h_run "h3c-agn-n$H3C_N" agn "$H3C_N" "$l" "$EPOCHS"; h_run "h3c-adag-n$H3C_N" adag "$H3C_N" "$l" "$EPOCHS"
+  h_run "h3c-dynsgd-n$H3C_N" dynsgd "$H3C_N" "$l" "$EPOCHS"
+  h_wait "h3c-agn-n$H3C_N" "h3c-adag-n$H3C_N" "h3c-dynsgd-n$H3C_N"
+}
+booth() { # the thesis' own script: 40 asynchronous workers on Booth from (90, 90), lr 0.01
+  local f=$RES/booth.jsonl r; rm -f "$f.tmp"
+  for r in easgd downpour agn adag dynsgd; do
+    "$PDL" toy --fn booth --rule "$r" --workers 40 --lr 0.01 --alpha 1 --lambda 1 --commits 40000 --order round-robin --seed 1 >> "$f.tmp" || return 1
+  done
+  mv "$f.tmp" "$f"
+}
+throughput() { # the server on the REAL runtime: commits/s and bytes/s vs n (MPI ranks, 2 cores)
+  local f=$RES/throughput.jsonl n net
+  rm -f "$f.tmp"
+  for net in tiny "$NET"; do
+    for n in $TP_N; do
+      mpirun_cmd -np $((n + 1)) "$PDL" train --algo agn --data "$DATA" --train-subset 4096 --test-subset 100 --net "$net" \
+        --batch 1 --lr 0.001 --steps $([ "$net" = tiny ] && echo 400 || echo 20) --tau 1 --threads 1 --quiet \
+        --results "$f.tmp" --tag "tp-$net-n$n" --timeout 300 > /dev/null 2>&1 || { echo "[hermans] throughput n=$n $net failed" >&2; return 1; }
+    done
+  done
+  mv "$f.tmp" "$f"
+}
+
+done_or_run h1 h1 && done_or_run h2 h2 && done_or_run h3a h3a && done_or_run h3b h3b && done_or_run h3c h3c \
+  && done_or_run booth booth && done_or_run throughput throughput || exit 1
+python3 bench/hermans/summarize.py "$RES" "$RUNS" "${QUICK:+quick}" "$NET" "$DATA" "$RATE" "$BW" "$LAT" "$EPOCHS" || exit 1
+while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
+for p in staleness momentum curves efficiency throughput adag-scaling; do render_plot "plots/hermans-$p.gp"; done
+table_print

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS — reads the runs of
+bench/hermans/run.sh and writes the .dat files plots/hermans-*.gp read, and rows.tsv (id, thesis,
+ours, data set, real/simulated, verdict) for the table. Verdicts are computed here from the
+measurements against the thesis' claims (docs/PAPERS.md §4); nothing is hard-coded. Stdlib only."""
+import glob
+import json
+import math
+import os
+import sys
+
+RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS = sys.argv[1:10]
+SIM = "SIMULATED: n worker hosts + 1 server of %s on %s / %s links (SimGrid), real numerics" % (RATE, BW, LAT)
+DS = "%s%s, net %s, %s epoch(s) per run" % (DATA, " (subset, QUICK)" if QUICK else "", NET, EPOCHS)
+rows = []
+
+
+def lines(path):
+    try:
+        return [json.loads(l) for l in open(path) if l.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def summary(name):
+    s = [d for d in lines(os.path.join(RUNS, name + ".jsonl")) if d.get("event") == "summary"]
+    return s[-1] if s else None
+
+
+def evals(name):
+    return [d for d in lines(os.path.join(RUNS, name + ".jsonl")) if d.get("event") == "eval"]
+
+
+def runs(prefix):
+    out = {}
+    for f in sorted(glob.glob(os.path.join(RUNS, prefix + "*.jsonl"))):
+        n = os.path.basename(f)[:-6]
+        s = summary(n)
+        if s:
+            out[n] = s
+    return out
+
+
+def row(i, thesis, ours, ds, mode, verdict):
+    rows.append((i, thesis, ours, ds, mode, verdict))
+
+
+def dat(name, header, data):
+    with open(os.path.join(RES, name), "w") as f:
+        f.write("# " + header + "\n")
+        for r in data:
+            f.write(" ".join("%.6g" % v if isinstance(v, float) else str(v) for v in r) + "\n")
+
+
+# ---- H1: staleness --------------------------------------------------------------------------
+h1 = runs("h1-n")
+ns = sorted(int(k.split("-n")[1]) for k in h1)
+hists = {n: h1["h1-n%d" % n]["staleness_hist"] for n in ns}
+top = max((len(h) for h in hists.values()), default=0)
+dat("h1-staleness.dat", "staleness then the fraction of commits at n = " + " ".join(map(str, ns)),
+    [[s] + [float(hists[n][s]) / max(1, sum(hists[n])) if s < len(hists[n]) else 0.0 for n in ns] for s in range(top)])
+parts, ok = [], True
+for n in ns:
+    m = h1["h1-n%d" % n]["staleness_mean_steady"]
+    parts.append("n=%d: mean %.2f after the first n commits, %.2f over all %d (n-1 = %d)" % (
+        n, m, h1["h1-n%d" % n]["staleness_mean"], h1["h1-n%d" % n]["master_clock"], n - 1))
+    ok = ok and abs(m - (n - 1)) <= 0.1 * (n - 1) + 0.5
+row("H1 staleness", "homogeneous asynchronous workers: E[staleness] = n - 1", "; ".join(parts) or "not run",
+    DS, SIM, ("agrees" if ok else "disagrees") if parts else "missing")
+row("H1 heterogeneous", "staleness histogram with heterogeneous workers", "not run: the sim platforms give every worker the same rate",
+    "-", "-", "not built")
+
+# ---- H2: implicit momentum ------------------------------------------------------------------
+h2 = runs("h2-n")
+q = {}
+for d in lines(os.path.join(RUNS, "h2-quadratic.jsonl")):
+    q.setdefault(d["workers"], []).append(d["momentum_slope"])
+data, parts, worst = [], [], 0.0
+for k in sorted(h2, key=lambda k: int(k.split("-n")[1])):
+    n = h2[k]["workers"]
+    e = 1.0 - 1.0 / n
+    qs = q.get(n, [])
+    qm = sum(qs) / len(qs) if qs else float("nan")
+    data.append([n, e, float(h2[k]["momentum_slope"]), qm, min(qs) if qs else qm, max(qs) if qs else qm])
+    parts.append("n=%d: net %.2f, quadratic %.2f (expected %.2f)" % (n, h2[k]["momentum_slope"], qm, e))
+    if qs:
+        worst = max(worst, abs(qm - e))
+dat("h2-momentum.dat", "n expected slope_net slope_quadratic_mean min max", data)
+row("H2 implicit momentum", "slope of E[theta_t+1 - theta_t] on E[theta_t - theta_t-1] = 1 - 1/n",
+    "; ".join(parts) or "not run", DS + "; quadratic: pdl toy, random order, 3 seeds",
+    SIM + "; quadratic: deterministic host simulation",
+    ("quadratic agrees (max |slope - (1-1/n)| %.2f); the net's slope is lower (see plot)" % worst if worst < 0.1
+     else "disagrees (max |slope - (1-1/n)| %.2f)" % worst) if data else "missing")
+
+# ---- H3a: DOWNPOUR ----------------------------------------------------------------------------
+h3a = runs("h3a-")
+def div(k):
+    return h3a[k]["diverged"] or not (h3a[k]["test_err"] < 0.85)
+def nl(k):   # h3a-n10-l5 -> (10, 5)
+    return int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
+parts, verdict = [], []
+n_min = min((nl(k)[0] for k in h3a), default=0)
+for k in sorted(h3a, key=nl):
+    n, l = nl(k)
+    parts.append("n=%d lambda=%d: %s (test err %.3f)" % (n, l, "diverged" if div(k) else "converged", h3a[k]["test_err"]))
+    verdict.append(div(k) == (not (n == n_min and l == 1)))   # only the smaller n at lambda 1 converges
+row("H3 DOWNPOUR", "lambda=1 converges at n=10, diverges at n=20; at n=10 diverges for lambda = 5, 10, 20",
+    "; ".join(parts) or "not run", DS, SIM,
+    ("agrees" if all(verdict) else "agrees in part (%d of %d cases)" % (sum(verdict), len(verdict))) if verdict else "missing")
+
+# ---- H3b: AGN vs AEASGD, temporal efficiency ---------------------------------------------------
+def area(ev, tmax):
+    pts = sorted((d["time_s"], 1.0 - d["test_err"]) for d in ev if d.get("test_err") is not None)
+    a = 0.0
+    for (t0, y0), (t1, y1) in zip(pts, pts[1:]):
+        if t0 >= tmax:
+            break
+        if t1 > tmax:
+            y1 = y0 + (y1 - y0) * (tmax - t0) / (t1 - t0); t1 = tmax
+        a += 0.5 * (y0 + y1) * (t1 - t0)
+    return a
+grid, wins, total = [], 0, 0
+for k in sorted(runs("h3b-agn-")):
+    n, l = int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
+    ke = "h3b-aeasgd-n%d-l%d" % (n, l)
+    ea, ee = evals(k), evals(ke)
+    if not ea or not ee:
+        continue
+    T = min(max(d["time_s"] for d in ea), max(d["time_s"] for d in ee))
+    a, b = area(ea, T), area(ee, T)
+    r = a / b if b > 0 else float("nan")
+    grid.append([n, l, r]); total += 1; wins += r > 1
+dat("h3b-efficiency.dat", "n lambda temporal_efficiency(AGN / AEASGD)", grid)
+row("H3 AGN vs AEASGD", "AGN ahead of asynchronous EASGD in 69.73% of the (n, lambda) configurations (temporal efficiency)",
+    "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s" % (wins, total, 100.0 * wins / max(1, total),
+    sorted({int(g[0]) for g in grid}), sorted({int(g[1]) for g in grid})) if total else "not run",
+    DS + "; AGN with Adam lr 1e-3, AEASGD with its local SGD lr 0.05 (EASGD paper Alg. 1)", SIM,
+    ("agrees (majority)" if wins * 2 > total else "disagrees") if total else "missing")
+
+# ---- H3c: AGN alone vs ADAG at n = 30 ----------------------------------------------------------
+h3c = runs("h3c-")
+def c_desc(k):
+    s = h3c[k]
+    return "%s: %s, test err %.3f" % (s["algo"], "diverged at commit %s" % s.get("diverged_at") if s["diverged"] else "converged", s["test_err"])
+agn = [k for k in h3c if "-agn-" in k]; adag = [k for k in h3c if "-adag-" in k]
+if agn and adag:
+    a, d = h3c[agn[0]], h3c[adag[0]]
+    bad = lambda s: s["diverged"] or s["test_err"] > 0.85
+    v = "agrees" if bad(a) and not bad(d) else ("ADAG not worse, but AGN did not diverge here" if not bad(a) and not bad(d) else "disagrees")
+else:
+    v = "missing"
+row("H3 ADAG at n=%s" % (h3c[agn[0]]["workers"] if agn else "?"), "with n = 30, AGN alone diverges early and ADAG does not",
+    "; ".join(c_desc(k) for k in sorted(h3c)) or "not run", DS + "; lambda = (n + 4) / 2, gamma 1e-4", SIM, v)
+mid = sorted(grid, key=lambda g: (abs(g[0] - 20), abs(g[1] - 20)))[:1]   # the thesis' example n = 20, lambda = 20
+pick = list(h3c) + list(h3a) + (["h3b-agn-n%d-l%d" % (mid[0][0], mid[0][1]), "h3b-aeasgd-n%d-l%d" % (mid[0][0], mid[0][1])] if mid else [])
+for k in pick:
+    ev = evals(k)
+    if ev:
+        dat("curve-%s.dat" % k, "time_s test_acc epoch",
+            [[float(d["time_s"]), 1.0 - (d["test_err"] if d["test_err"] is not None else 1.0), float(d["epoch"])] for d in ev])
+with open(os.path.join(RES, "curves.txt"), "w") as f:
+    f.write(" ".join(sorted(os.path.basename(p)[6:-4] for p in glob.glob(os.path.join(RES, "curve-*.dat")))) + "\n")
+row("H3 ADAG scaling", "ADAG's scaling factor for gamma in {1e-3, 1e-4, 1e-5}", "plotted: 1 / (gamma^-1 e^2 + 1) against the per-weight distance e",
+    "-", "analytic", "shown")
+
+# ---- Booth ---------------------------------------------------------------------------------------
+b = lines(os.path.join(RES, "booth.jsonl"))
+row("Booth", "40 asynchronous workers on Booth from (90, 90), lr 0.01 (the thesis' script: asynchronous EASGD, rho 100)",
+    "; ".join("%s: f = %.3g%s" % (d["rule"], d["final_f"], " (diverged)" if d.get("diverged") else "") for d in b) or "not run",
+    "Booth function", "deterministic host simulation (round-robin)",
+    ("agrees (easgd converges)" if any(d["rule"] == "easgd" and d.get("converged") for d in b) else "disagrees") if b else "missing")
+
+# ---- server throughput ---------------------------------------------------------------------------
+tp = [d for d in lines(os.path.join(RES, "throughput.jsonl")) if d.get("event") == "summary"]
+data, parts = [], []
+for d in tp:
+    n = d["workers"]; c = d["master_clock"]; t = d["time_s"]
+    data.append([d["net"], n, c / t if t > 0 else float("nan")])
+for net in sorted({d[0] for d in data}):
+    pts = sorted((r[1], r[2]) for r in data if r[0] == net)
+    dat("throughput-%s.dat" % net, "workers commits_per_s", [[n, v] for n, v in pts])
+    if pts:
+        parts.append("%s: %s commits/s at n = %d (%.0f at n = %d)" % (net, "%.0f" % pts[-1][1], pts[-1][0], pts[0][1], pts[0][0]))
+row("server throughput", "dist-keras' Python server stopped scaling past 30 workers", "; ".join(parts) or "not run",
+    "commits of the whole model (4 bytes x params each way)", "real (MPI ranks on this machine's 2 cores)",
+    "served every n up to %d" % max(r[1] for r in data) if data else "missing")
+
+with open(os.path.join(RES, "rows.tsv"), "w") as f:
+    for r in rows:
+        f.write("\t".join(str(x) for x in r) + "\n")

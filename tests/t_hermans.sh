@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/t_hermans.sh — the Hermans algorithms (src/algo/agn.c) on both runtimes:
+#  - round-robin service makes staleness exactly p - 1 after the first p commits (H1's setting);
+#  - ADAG's Alg. 1 placement (the worker sends its stale center) and Alg. 2 (the server remembers
+#    it) are the same arithmetic: bit-identical parameters;
+#  - the thesis' DOWNPOUR with window lambda and plain SGD workers is the EASGD paper's mpiT
+#    DOWNPOUR: `downpour-lambda --worker-opt sgd` == `downpour` within float rounding, lambda 1 and
+#    3 (not bit for bit: the commit W - W_pulled is rounded where mpiT's accumulated -lr g is not);
+#  - DynSGD and AGN differ once commits are stale (the scaling acts);
+#  - every algorithm runs under mpirun (3 ranks: a server and 2 workers).
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+C=(--runtime sim --platform links:k=5,bw=1Gbps,lat=1ms --data synthetic:n=2048,seed=3 --net tiny --batch 16 --lr 0.01
+   --steps 24 --test-subset 300 --threads 1 --quiet --ps-order round-robin)
+run() { local name=$1; shift; PDL_DUMP_PARAMS=$T/$name.bin "$PDL" train "$@" 2>"$T/$name.err" | tail -n 1 > "$T/$name.json"; }
+
+run agn --algo agn "${C[@]}" --tau 2
+s=$(jget staleness_mean_steady < "$T/agn.json" 2>/dev/null); h=$(jget staleness_hist < "$T/agn.json" 2>/dev/null)
+[ "$s" = 3 ] && ok "round-robin: staleness exactly p - 1 = 3 after the first p commits (hist $h)" || notok "round-robin staleness" "steady mean '$s', hist $h: $(cat "$T/agn.err" | tail -2)"
+
+run adag2 --algo adag "${C[@]}" --tau 2; run adag1 --algo adag-alg1 "${C[@]}" --tau 2
+cmp -s "$T/adag1.bin" "$T/adag2.bin" && [ -s "$T/adag1.bin" ] && ok "ADAG Alg. 1 == Alg. 2 placement, bit for bit" \
+  || notok "ADAG Alg. 1 vs Alg. 2" "parameters differ: $(jget test_loss < "$T/adag1.json") vs $(jget test_loss < "$T/adag2.json")"
+cmp -s "$T/adag2.bin" "$T/agn.bin" && notok "ADAG scales" "ADAG equals AGN: the scaling did nothing" || ok "ADAG differs from AGN (the scaling acts)"
+
+for l in 1 3; do
+  run dl$l --algo downpour-lambda --worker-opt sgd "${C[@]}" --tau $l; run dp$l --algo downpour "${C[@]}" --tau $l
+  d=$(python3 -c 'import array,sys
+a=array.array("f"); b=array.array("f"); a.frombytes(open(sys.argv[1],"rb").read()); b.frombytes(open(sys.argv[2],"rb").read())
+assert len(a)==len(b)>0; m=max(abs(x) for x in b) or 1; print("%.3g" % (max(abs(x-y) for x,y in zip(a,b))/m))' "$T/dl$l.bin" "$T/dp$l.bin" 2>/dev/null)
+  python3 -c "import sys; sys.exit(0 if float('${d:-nan}') < 1e-4 else 1)" 2>/dev/null \
+    && ok "downpour-lambda (SGD workers) == downpour within rounding, lambda $l (max rel diff $d)" \
+    || notok "downpour-lambda == downpour (lambda $l)" "max rel diff ${d:-?}: $(jget test_loss < "$T/dl$l.json") vs $(jget test_loss < "$T/dp$l.json")"
+done
+run dyn --algo dynsgd "${C[@]}" --tau 2
+cmp -s "$T/dyn.bin" "$T/agn.bin" && notok "DynSGD scales" "DynSGD equals AGN" || ok "DynSGD differs from AGN (stale commits scaled)"
+
+for a in agn downpour-lambda dynsgd adag adag-alg1 adag-agn; do
+  out=$(MPIRUN -np 3 "$PDL" train --algo $a --data synthetic:n=1024,seed=3 --net tiny --batch 16 --lr 0.01 --steps 10 --tau 2 \
+        --test-subset 200 --threads 1 --quiet --timeout 60 2>&1 | tail -n 1)
+  [ "$(jget master_clock <<<"$out" 2>/dev/null)" -ge 1 ] 2>/dev/null && ok "$a under mpirun -np 3" || notok "$a under mpirun" "$out"
+done
+finish
