@@ -40,15 +40,21 @@ h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in 
   total=$(python3 -c "print(max(1, int($ep * $ntrain / $BATCH)))")
   ev=$(( total / 10 > 0 ? total / 10 : 1 ))
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  "$PDL" train --algo "$algo" --runtime sim --platform "links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE" \
+  local plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE"
+  [ -n "${H_RATES:-}" ] && plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rates=$H_RATES"
+  "$PDL" train --algo "$algo" --runtime sim --platform "$plat" \
     --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "$NET" --batch "$BATCH" --lr "$LR" --epochs "$ep" \
     --tau "$lam" --gamma "$GAMMA" --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 1200 \
     --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
 }
 h_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[hermans] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
 
-h1() { # staleness of every commit, homogeneous workers (AGN, lambda = 1)
-  local n names=(); for n in $H1_N; do h_run "h1-n$n" agn "$n" 1 0.25; names+=("h1-n$n"); done; h_wait "${names[@]}"
+h1() { # staleness of every commit, homogeneous workers (AGN, lambda = 1); then heterogeneous:
+       # half the workers at a quarter of the rate (links: rates=LIST, node 0 the server)
+  local n names=(); for n in $H1_N; do h_run "h1-n$n" agn "$n" 1 0.25; names+=("h1-n$n"); done
+  n=${H1_N%% *}; local r=${RATE%Gf} half=$((n / 2))
+  H_RATES="${r}Gf+$(python3 -c "print('%g' % ($r / 4))")Gf*$half+${r}Gf*$((n - half))" h_run "h1het-n$n" agn "$n" 1 0.25
+  h_wait "${names[@]}" "h1het-n$n"
 }
 h2() { # implicit momentum at the center: DOWNPOUR (lambda = 1, plain SGD workers) on the real net
   local n names=(); for n in $H2_N; do h_run "h2-n$n" downpour-lambda "$n" 1 0.25 --worker-opt sgd --lr 0.01; names+=("h2-n$n"); done

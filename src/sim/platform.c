@@ -15,6 +15,8 @@
  *       LIST := item ("+" item)*, item := VALUE["*"COUNT] (COUNT nodes with that bandwidth);
  *       a single item without COUNT applies to all K. Bandwidth default unit Gbps.
  *       k may be left out: it is then the sum of the counts.
+ *       rates=LIST (the same list grammar, GFLOP/s; default unit Gf) gives node i's device its own
+ *       rate (heterogeneous compute; node 0 first); without it every device has rate.
  *   machine:ranks=R[,gflops=X][,membw=GBps][,cores=C][,shmbw=GBps][,shmlat=us][,load=L]
  *       this machine as R nodes with 1 device each, all roles on one host of C cores
  *       (default: online CPUs) at X GFLOP/s per core (default 80); SimGrid shares the cores among
@@ -125,6 +127,7 @@ static const keydef_t CLUSTER_KEYS[] = {
 static const keydef_t LINKS_KEYS[] = {
     {"k", Q_COUNT, 1, 1, MAX_NODES, OFF(nnodes), "a node count"},
     {"bw", Q_BW, 1e9 / 8, 1, 1e15, NO_OFF, "a list VALUE[*COUNT]+... in Gb/s"},
+    {"rates", Q_RATE, 1e9, 1e3, 1e18, NO_OFF, "a list VALUE[*COUNT]+... of device rates in GFLOP/s"},
     {"lat", Q_TIME, 1e-3, 0, 100, OFF(net_lat), "ms per node link"},
     {"rate", Q_RATE, 1e9, 1e3, 1e18, OFF(dev_flops), "GFLOP/s per device"},
     {"pcie", Q_BW, 1e9, 1, 1e15, OFF(pcie_bw), "GB/s"},
@@ -145,7 +148,8 @@ static const keydef_t MACHINE_KEYS[] = {
 
 /* "1Gbps*2+10Gbps*6" or "10Gbps": fills p->net_bw (allocated here) for k nodes (k = 0: the
  * sum of the counts decides). */
-static int parse_bw_list(const char *s, size_t len, int *k, double **out, char *err, size_t errlen) {
+static int parse_list(const char *what, qty_t q, double scale, const char *eg, const char *s, size_t len, int *k,
+                      double **out, char *err, size_t errlen) {
   double vals[MAX_NODES]; long counts[MAX_NODES]; int nitems = 0; long total = 0; int bare = 0;
   size_t i = 0;
   while (i <= len) {
@@ -155,14 +159,12 @@ static int parse_bw_list(const char *s, size_t len, int *k, double **out, char *
     const char *star = memchr(item, '*', ilen);
     size_t vlen = star ? (size_t)(star - item) : ilen;
     if (nitems >= MAX_NODES)
-      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: more than %d items", MAX_NODES);
-    if (parse_qty(item, vlen, Q_BW, 1e9 / 8, &vals[nitems]) || vals[nitems] <= 0)
-      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC,
-                    "bw: bad bandwidth '%.*s' (want e.g. 1Gbps, 10Gbps*6, 1Gbps*2+10Gbps*6)",
-                    (int)vlen, item);
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s: more than %d items", what, MAX_NODES);
+    if (parse_qty(item, vlen, q, scale, &vals[nitems]) || vals[nitems] <= 0)
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s: bad value '%.*s' (want e.g. %s)", what, (int)vlen, item, eg);
     if (star) {
       if (parse_int(star + 1, ilen - vlen - 1, 1, MAX_NODES, &counts[nitems]))
-        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: bad count in '%.*s'", (int)ilen, item);
+        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s: bad count in '%.*s'", what, (int)ilen, item);
     } else {
       counts[nitems] = 1; bare++;
     }
@@ -171,13 +173,13 @@ static int parse_bw_list(const char *s, size_t len, int *k, double **out, char *
     i = j + 1;
   }
   if (nitems == 1 && bare == 1) {          /* one value for all */
-    if (*k <= 0) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "links: a single bw needs k=K");
+    if (*k <= 0) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "links: a single %s needs k=K", what);
     total = *k; counts[0] = *k;
   }
   if (total > MAX_NODES)
-    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: more than %d nodes", MAX_NODES);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s: more than %d nodes", what, MAX_NODES);
   if (*k > 0 && total != *k)
-    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "bw: the list gives %ld nodes but k=%d", total, *k);
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s: the list gives %ld nodes but k=%d", what, total, *k);
   *k = (int)total;
   double *bw = malloc(sizeof(double) * (size_t)total);
   if (!bw) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "out of memory");
@@ -275,7 +277,7 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
   }
   set_defaults(p);
   double ib_bw = FDR_IB_GBITS * 1e9 / 8;
-  const char *bwlist = NULL; size_t bwlen = 0;
+  const char *bwlist = NULL, *ratelist = NULL; size_t bwlen = 0, ratelen = 0;
   const char *s = rest;
   while (*s) {
     const char *comma = strchr(s, ',');
@@ -296,6 +298,7 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
                     spec, (int)kl, s, known);
     }
     if (!strcmp(kd->key, "bw")) { bwlist = v; bwlen = vl; }
+    else if (!strcmp(kd->key, "rates")) { ratelist = v; ratelen = vl; }
     else if (kd->q == Q_COUNT) {
       long c;
       if (parse_int(v, vl, (long)kd->lo, (long)kd->hi, &c))
@@ -334,8 +337,13 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
   if (p->kind == PLAT_LINKS) {
     if (!bwlist) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "links: needs bw=LIST (e.g. bw=1Gbps*2+10Gbps*6)");
     int k = p->nnodes;
-    int rc = parse_bw_list(bwlist, bwlen, &k, &p->net_bw, err, errlen);
+    int rc = parse_list("bw", Q_BW, 1e9 / 8, "1Gbps, 10Gbps*6, 1Gbps*2+10Gbps*6", bwlist, bwlen, &k, &p->net_bw, err, errlen);
     if (rc) return rc;
+    if (ratelist) {
+      int kr = k;
+      rc = parse_list("rates", Q_RATE, 1e9, "100Gf, 50Gf*4+100Gf*4", ratelist, ratelen, &kr, &p->dev_flops_node, err, errlen);
+      if (rc) { free(p->net_bw); p->net_bw = NULL; return rc; }
+    }
     p->nnodes = k;
     p->ndevices = 1;
   }
@@ -365,6 +373,8 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
 void plat_free(plat_t *p) {
   free(p->net_bw);
   p->net_bw = NULL;
+  free(p->dev_flops_node);
+  p->dev_flops_node = NULL;
 }
 
 /* The shortest %g text that reads back as the same double (the XML stays exact and readable). */
@@ -431,7 +441,7 @@ int plat_write_xml(const plat_t *p, const char *path, char *err, size_t errlen) 
       fprintf(f, "  <host id=\"n%d\" speed=\"%sf\" core=\"%d\"/>\n", i, num(nb, p->cpu_flops), p->cpu_cores);
       fprintf(f, "  <host id=\"n%d-mem\" speed=\"%sf\"/>\n", i, num(nb, p->membw));
       for (int d = 0; d < p->ndevices; d++)
-        fprintf(f, "  <host id=\"n%d-g%d\" speed=\"%sf\"/>\n", i, d, num(nb, p->dev_flops));
+        fprintf(f, "  <host id=\"n%d-g%d\" speed=\"%sf\"/>\n", i, d, num(nb, p->dev_flops_node ? p->dev_flops_node[i] : p->dev_flops));
       fprintf(f, "  <router id=\"n%d-r\"/>\n", i);
       snprintf(l, sizeof l, "n%d-bus", i);
       link_xml(f, l, p->membw, 0, "FATPIPE");
@@ -478,10 +488,18 @@ void plat_describe(const plat_t *p, char *out, size_t n) {
       k += (size_t)snprintf(bws + k, sizeof bws - k, "%s%.4gGbps*%d", k ? "+" : "", p->net_bw[i] * 8 / 1e9, j - i);
       i = j;
     }
+    char rates[256] = ""; k = 0;
+    if (!p->dev_flops_node) snprintf(rates, sizeof rates, "%.4g", p->dev_flops / 1e9);
+    for (int i = 0; p->dev_flops_node && i < p->nnodes && k < sizeof rates - 16;) {
+      int j = i;
+      while (j < p->nnodes && p->dev_flops_node[j] == p->dev_flops_node[i]) j++;
+      k += (size_t)snprintf(rates + k, sizeof rates - k, "%s%.4g*%d", k ? "+" : "", p->dev_flops_node[i] / 1e9, j - i);
+      i = j;
+    }
     snprintf(out, n,
-             "simgrid links: %d nodes x 1 device @ %.4g GFLOP/s; node links %s, %.4g ms each to one switch; "
+             "simgrid links: %d nodes x 1 device @ %s GFLOP/s; node links %s, %.4g ms each to one switch; "
              "full duplex; CM02 flow model, no TCP window",
-             p->nnodes, p->dev_flops / 1e9, bws, p->net_lat * 1e3);
+             p->nnodes, rates, bws, p->net_lat * 1e3);
     break;
   }
   case PLAT_MACHINE: {

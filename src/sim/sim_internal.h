@@ -23,6 +23,7 @@ typedef struct {
   double membw;                 /* node memory, bytes/s */
   double pcie_bw, pcie_lat;     /* device <-> node, per device, full duplex */
   double *net_bw;               /* [nnodes] node <-> switch, bytes/s, full duplex */
+  double *dev_flops_node;       /* [nnodes] links: rates=LIST, each node's device; NULL: dev_flops */
   double net_lat;               /* per node link */
   double shm_bw, shm_lat;       /* machine: the loopback that carries messages between ranks */
   double bg_load;               /* machine: other users' busy sessions (load=L, 0: idle) */
