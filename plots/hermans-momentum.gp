@@ -11,7 +11,7 @@ do for [t in "png pdf"] {
   if (t eq "pdf") { set terminal pdfcairo size 6in,3.4in font ",8"; set output outdir.'/hermans-momentum.pdf' }
   set title "Hermans H2: implicit momentum of asynchronous DOWNPOUR (SIMULATED cluster; quadratic: host simulation)"
   plot f using 1:2 with lines lw 2 lc rgb "black" title "1 - 1/n (thesis, eq. 1.1)", \
-       f using 1:4:5:6 with yerrorbars pt 7 lc rgb "#1f77b4" title "quadratic, random order (3 seeds, min-max)", \
-       f using 1:3 with linespoints pt 5 lw 2 lc rgb "#d62728" title "MLP on Fashion-MNIST"
+       f using 1:4 with points pt 7 ps 1.5 lc rgb "#1f77b4" title "quadratic: ensemble fit over random worker orders", \
+       f using 1:3 with linespoints pt 5 lw 2 lc rgb "#d62728" title "MLP: one run's lag-1 slope (not an estimate of mu)"
   set output
 }

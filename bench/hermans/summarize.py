@@ -81,26 +81,29 @@ else:
     row("H1 heterogeneous", "staleness histogram with heterogeneous workers", "not run", "-", "-", "missing")
 
 # ---- H2: implicit momentum ------------------------------------------------------------------
+# The claim is about E over worker orders: on the quadratic, pdl toy's ensemble fit (many random
+# orders, d_t+1 = mu d_t + beta grad, instrumental variables) estimates mu. On the net we have one
+# run per n: the server's lag-1 slope of the center's updates is shown, but it is not an estimate
+# of mu (it follows the slow decay of the trajectory as well; see src/analysis/toy_async.h).
 h2 = runs("h2-n")
-q = {}
-for d in lines(os.path.join(RUNS, "h2-quadratic.jsonl")):
-    q.setdefault(d["workers"], []).append(d["momentum_slope"])
+q = {d["workers"]: d for d in lines(os.path.join(RUNS, "h2-quadratic.jsonl"))}
 data, parts, worst = [], [], 0.0
-for k in sorted(h2, key=lambda k: int(k.split("-n")[1])):
-    n = h2[k]["workers"]
+for n in sorted(set(q) | {h2[k]["workers"] for k in h2}):
     e = 1.0 - 1.0 / n
-    qs = q.get(n, [])
-    qm = sum(qs) / len(qs) if qs else float("nan")
-    data.append([n, e, float(h2[k]["momentum_slope"]), qm, min(qs) if qs else qm, max(qs) if qs else qm])
-    parts.append("n=%d: net %.2f, quadratic %.2f (expected %.2f)" % (n, h2[k]["momentum_slope"], qm, e))
-    if qs:
-        worst = max(worst, abs(qm - e))
-dat("h2-momentum.dat", "n expected slope_net slope_quadratic_mean min max", data)
-row("H2 implicit momentum", "slope of E[theta_t+1 - theta_t] on E[theta_t - theta_t-1] = 1 - 1/n",
-    "; ".join(parts) or "not run", DS + "; quadratic: pdl toy, random order, 3 seeds",
-    SIM + "; quadratic: deterministic host simulation",
-    ("quadratic agrees (max |slope - (1-1/n)| %.2f); the net's slope is lower (see plot)" % worst if worst < 0.1
-     else "disagrees (max |slope - (1-1/n)| %.2f)" % worst) if data else "missing")
+    fit = q[n]["momentum_fit"] if n in q else float("nan")
+    net = [h2[k]["momentum_slope"] for k in h2 if h2[k]["workers"] == n]
+    data.append([n, e, float(net[0]) if net else float("nan"), fit, fit, fit])
+    parts.append("n=%d: quadratic %.4f (1-1/n %.4f); net lag-1 slope %s" % (n, fit, e, "%.2f" % net[0] if net else "-"))
+    if n in q:
+        worst = max(worst, abs(fit - e))
+dat("h2-momentum.dat", "n expected slope_net(single run, lag-1) fit_quadratic min max", data)
+row("H2 implicit momentum", "E[theta_t+1 - theta_t] = (1 - 1/n) E[theta_t - theta_t-1] - (eta/n) E[grad] (eq. 1.1)",
+    "; ".join(parts) or "not run",
+    "quadratic 0.5 (x1^2 + 0.1 x2^2): pdl toy, random order, ensemble of %s runs; net: %s" % (
+        next(iter(q.values()))["ensemble"] if q else "-", DS),
+    "deterministic host simulation (quadratic); " + SIM + " (net)",
+    ("agrees on the quadratic (max |mu - (1-1/n)| %.4f); the net's single-run slope is not an estimate of mu" % worst
+     if worst < 0.02 else "disagrees (max |mu - (1-1/n)| %.4f)" % worst) if q else "missing")
 
 # ---- H3a: DOWNPOUR ----------------------------------------------------------------------------
 h3a = runs("h3a-")

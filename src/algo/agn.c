@@ -24,9 +24,12 @@
  * window lambda with the EASGD paper's local SGD is `downpour --tau lambda` in easgd.c.)
  *
  * Measured on the server for the thesis' H1 and H2: the staleness of every commit (histogram and
- * mean; about p - 1 for homogeneous workers) and the momentum that asynchrony induces at the
- * center, the least-squares slope of u_{t+1} on u_t pooled over weights, u_t the update commit t
- * applied (expected 1 - 1/p, Mitliagkas et al.), after the first 10% of the commits. */
+ * mean; about p - 1 for homogeneous workers) and, for H2, the lag-1 slope of the center's
+ * updates, sum <u_t+1, u_t> / sum <u_t, u_t> over the commits after the first 10% (u_t the update
+ * commit t applied). That slope is what one run offers; it is NOT an estimate of the thesis'
+ * 1 - 1/p, which is a statement about the expectation over worker orders (one run's slope also
+ * follows the slow decay of the trajectory): the ensemble fit that does estimate it is in
+ * src/analysis/toy_async.c, on a quadratic. */
 #include <math.h>
 #include <string.h>
 #include "algo/algo.h"

@@ -14,6 +14,7 @@ WEAK int cmd_calibrate(int argc, char **argv);
 WEAK int cmd_stability(int argc, char **argv);
 WEAK int cmd_coll(int argc, char **argv);
 WEAK int cmd_ppasgd_probe(int argc, char **argv);
+WEAK int cmd_toy(int argc, char **argv);
 
 static const struct { const char *name; cmd_fn fn; const char *help; } cmds[] = {
   {"train", cmd_train, "train a net (sequential or distributed: --algo, --runtime real|sim)"},
@@ -23,6 +24,7 @@ static const struct { const char *name; cmd_fn fn; const char *help; } cmds[] = 
   {"stability", cmd_stability, "EASGD/ADMM round-robin stability maps (EASGD paper Sec. 4)"},
   {"coll", cmd_coll, "MPI/NCCL collective benchmark (OSU/nccl-tests style)"},
   {"ppasgd-probe", cmd_ppasgd_probe, "PP-ASGD prediction-error measurement (P1)"},
+  {"toy", cmd_toy, "async PS workers on Booth/a quadratic (Hermans: staleness, momentum)"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 
