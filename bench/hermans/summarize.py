@@ -179,7 +179,7 @@ row("H3 ADAG scaling", "ADAG's scaling factor for gamma in {1e-3, 1e-4, 1e-5}", 
 # ---- Booth ---------------------------------------------------------------------------------------
 b = lines(os.path.join(RES, "booth.jsonl"))
 row("Booth", "40 asynchronous workers on Booth from (90, 90), lr 0.01 (the thesis' script: asynchronous EASGD, rho 100)",
-    "; ".join("%s: f = %.3g%s" % (d["rule"], d["final_f"], " (diverged)" if d.get("diverged") else "") for d in b) or "not run",
+    "; ".join("%s: %s" % (d["rule"], "diverged" if d.get("diverged") or d["final_f"] is None else "f = %.3g" % d["final_f"]) for d in b) or "not run",
     "Booth function", "deterministic host simulation (round-robin)",
     ("agrees (easgd converges)" if any(d["rule"] == "easgd" and d.get("converged") for d in b) else "disagrees") if b else "missing")
 
