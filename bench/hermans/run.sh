@@ -6,30 +6,36 @@
 # What the thesis ran and what we run (every value below is an environment variable):
 #   thesis: MNIST, MLP 784-1000-2000-1000-10, batch 128, Adam, 40 epochs split over n workers,
 #           n and lambda in {10, 15, ..., 40}, 15 CPU nodes of a Spark cluster (dist-keras);
-#   ours:   Fashion-MNIST, the same MLP (`hermans-mlp`), batch 128, Adam lr 1e-3, EPOCHS = 1
-#           epoch split over n workers per run (40 would take ~13 h here), the (n, lambda) grid
-#           {10, 20, 30, 40}^2 (GRID_N, GRID_L; the thesis' step of 5 doubles the cost), on the
-#           SIMULATED cluster: n worker hosts + 1 server host of RATE GFLOP/s each on links of
-#           BW / LAT (SimGrid; the numerics are real, time is simulated); the server's throughput
-#           on the REAL runtime (MPI ranks on this machine), n = 1..40.
-# QUICK=1 (make test): the MLP at 1/8 width, 1/8 epoch, a 2 x 2 grid, n up to 8 (~40 s).
+#   ours:   Fashion-MNIST, batch 128, Adam lr 1e-3, on the SIMULATED cluster: n worker hosts +
+#           1 server host of RATE GFLOP/s each on links of BW / LAT (SimGrid; the numerics are
+#           real, time is simulated); the server's throughput on the REAL runtime (MPI ranks here).
+#           H1/H2 (staleness, momentum: many commits, few epochs): the thesis' MLP (`hermans-mlp`),
+#           a quarter epoch per run. H3 (convergence over (n, lambda)): what matters is how many
+#           commits each worker makes (local steps / lambda), so we keep the thesis' structure,
+#           EPOCHS_H3 = 20 epochs split over n workers (thesis: 40), on the MLP at 1/8 width
+#           (NET_H3 = 784-128-256-128-10: 40 epochs of the full MLP for 37 runs would take ~15 h
+#           here); the grid {10, 20, 30, 40}^2 (GRID_N, GRID_L; the thesis' step of 5 doubles it).
+# QUICK=1 (make test): 1/8-width MLP everywhere, few epochs, a 2 x 2 grid, n up to 16 (~20 s).
 set -u
 cd "$(dirname "$0")/../.."
 source bench/lib.sh
 bench_init hermans
-RUNS=$RES/runs${QUICK:+-quick}; mkdir -p "$RUNS"
 if [ -n "$QUICK" ]; then
-  NET=${NET:-"relu F128 F256 F128 S10"}; EPOCHS=${EPOCHS:-0.125}; GRID_N=${GRID_N:-"4 8"}; GRID_L=${GRID_L:-"4 8"}
+  NET=${NET:-"relu F128 F256 F128 S10"}; NET_H3=${NET_H3:-$NET}; EPOCHS=${EPOCHS:-1}; GRID_N=${GRID_N:-"4 8"}; GRID_L=${GRID_L:-"2 4"}
   H1_N=${H1_N:-"4 8"}; H2_N=${H2_N:-"2 4 8"}; H3A_N=${H3A_N:-8}; H3A_NDIV=${H3A_NDIV:-16}; H3A_L=${H3A_L:-"4"}
   H3C_N=${H3C_N:-8}; TP_N=${TP_N:-"1 2 4"}; NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-16000}
 else
-  NET=${NET:-hermans-mlp}; EPOCHS=${EPOCHS:-1}; GRID_N=${GRID_N:-"10 20 30 40"}; GRID_L=${GRID_L:-"10 20 30 40"}
+  NET=${NET:-hermans-mlp}; NET_H3=${NET_H3:-"relu F128 F256 F128 S10"}; EPOCHS=${EPOCHS:-20}
+  GRID_N=${GRID_N:-"10 20 30 40"}; GRID_L=${GRID_L:-"10 20 30 40"}
   H1_N=${H1_N:-"10 20 40"}; H2_N=${H2_N:-"2 4 8 16 32"}; H3A_N=${H3A_N:-10}; H3A_NDIV=${H3A_NDIV:-20}; H3A_L=${H3A_L:-"5 10 20"}
   H3C_N=${H3C_N:-30}; TP_N=${TP_N:-"1 2 4 8 16 32 40"}; NTEST=${NTEST:-10000}; TRAIN=${TRAIN:-0}
 fi
 DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-128}; LR=${LR:-0.001}; GAMMA=${GAMMA:-1e-4}
 RATE=${RATE:-100Gf}; BW=${BW:-10Gbps}; LAT=${LAT:-0.1ms}; JOBS=${JOBS:-2}
 SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
+# runs live in a directory named by the settings, so runs of other settings are never mixed in
+SIG=$(echo "$NET $NET_H3 $EPOCHS $GRID_N $GRID_L $H1_N $H2_N $H3A_N $H3A_NDIV $H3A_L $H3C_N $NTEST $TRAIN $DATA $BATCH $LR $GAMMA $RATE $BW $LAT" | md5sum | cut -c1-8)
+RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
 
 h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in the background
@@ -43,7 +49,7 @@ h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in 
   local plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE"
   [ -n "${H_RATES:-}" ] && plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rates=$H_RATES"
   "$PDL" train --algo "$algo" --runtime sim --platform "$plat" \
-    --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "$NET" --batch "$BATCH" --lr "$LR" --epochs "$ep" \
+    --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "${H_NET:-$NET}" --batch "$BATCH" --lr "$LR" --epochs "$ep" \
     --tau "$lam" --gamma "$GAMMA" --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 1200 \
     --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
 }
@@ -69,12 +75,14 @@ h2() { # implicit momentum at the center: DOWNPOUR (lambda = 1, plain SGD worker
   mv "$f.tmp" "$f"
 }
 h3a() { # DOWNPOUR (lambda = 1) at n = 10 and 20; n = 10 at larger lambda
+  local H_NET=$NET_H3
   local l names=(h3a-n$H3A_N-l1 h3a-n$H3A_NDIV-l1)
   h_run "h3a-n$H3A_N-l1" downpour-lambda "$H3A_N" 1 "$EPOCHS"; h_run "h3a-n$H3A_NDIV-l1" downpour-lambda "$H3A_NDIV" 1 "$EPOCHS"
   for l in $H3A_L; do h_run "h3a-n$H3A_N-l$l" downpour-lambda "$H3A_N" "$l" "$EPOCHS"; names+=("h3a-n$H3A_N-l$l"); done
   h_wait "${names[@]}"
 }
 h3b() { # AGN vs asynchronous EASGD over the (n, lambda) grid
+  local H_NET=$NET_H3
   local n l names=()
   for n in $GRID_N; do for l in $GRID_L; do
     h_run "h3b-agn-n$n-l$l" agn "$n" "$l" "$EPOCHS"; h_run "h3b-aeasgd-n$n-l$l" easgd "$n" "$l" "$EPOCHS" --lr 0.05
@@ -83,6 +91,7 @@ h3b() { # AGN vs asynchronous EASGD over the (n, lambda) grid
   h_wait "${names[@]}"
 }
 h3c() { # AGN alone vs ADAG at n = 30 (lambda = (n + #layers) / 2, the thesis' heuristic)
+  local H_NET=$NET_H3
   local l=$(( (H3C_N + 4) / 2 ))
   h_run "h3c-agn-n$H3C_N" agn "$H3C_N" "$l" "$EPOCHS"; h_run "h3c-adag-n$H3C_N" adag "$H3C_N" "$l" "$EPOCHS"
   h_run "h3c-dynsgd-n$H3C_N" dynsgd "$H3C_N" "$l" "$EPOCHS"
@@ -108,9 +117,9 @@ throughput() { # the server on the REAL runtime: commits/s and bytes/s vs n (MPI
   mv "$f.tmp" "$f"
 }
 
-done_or_run h1 h1 && done_or_run h2 h2 && done_or_run h3a h3a && done_or_run h3b h3b && done_or_run h3c h3c \
+done_or_run h1-$SIG h1 && done_or_run h2-$SIG h2 && done_or_run h3a-$SIG h3a && done_or_run h3b-$SIG h3b && done_or_run h3c-$SIG h3c \
   && done_or_run booth booth && done_or_run throughput throughput || exit 1
-python3 bench/hermans/summarize.py "$RES" "$RUNS" "${QUICK:+quick}" "$NET" "$DATA" "$RATE" "$BW" "$LAT" "$EPOCHS" || exit 1
+python3 bench/hermans/summarize.py "$RES" "$RUNS" "${QUICK:+quick}" "$NET" "$DATA" "$RATE" "$BW" "$LAT" "$EPOCHS" "$NET_H3" || exit 1
 while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
 for p in staleness momentum curves efficiency throughput adag-scaling; do render_plot "plots/hermans-$p.gp"; done
 table_print

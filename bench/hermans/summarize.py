@@ -9,9 +9,10 @@ import math
 import os
 import sys
 
-RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS = sys.argv[1:10]
+RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS, NET_H3 = sys.argv[1:11]
 SIM = "SIMULATED: n worker hosts + 1 server of %s on %s / %s links (SimGrid), real numerics" % (RATE, BW, LAT)
-DS = "%s%s, net %s, %s epoch(s) per run" % (DATA, " (subset, QUICK)" if QUICK else "", NET, EPOCHS)
+DS = "%s%s, net %s, a quarter epoch per run" % (DATA, " (subset, QUICK)" if QUICK else "", NET)
+DS3 = "%s%s, net %s, %s epochs split over the n workers" % (DATA, " (subset, QUICK)" if QUICK else "", NET_H3, EPOCHS)
 rows = []
 
 
@@ -118,7 +119,7 @@ for k in sorted(h3a, key=nl):
     parts.append("n=%d lambda=%d: %s (test err %.3f)" % (n, l, "diverged" if div(k) else "converged", h3a[k]["test_err"]))
     verdict.append(div(k) == (not (n == n_min and l == 1)))   # only the smaller n at lambda 1 converges
 row("H3 DOWNPOUR", "lambda=1 converges at n=10, diverges at n=20; at n=10 diverges for lambda = 5, 10, 20",
-    "; ".join(parts) or "not run", DS, SIM,
+    "; ".join(parts) or "not run", DS3, SIM,
     ("agrees" if all(verdict) else "agrees in part (%d of %d cases)" % (sum(verdict), len(verdict))) if verdict else "missing")
 
 # ---- H3b: AGN vs AEASGD, temporal efficiency ---------------------------------------------------
@@ -147,7 +148,7 @@ dat("h3b-efficiency.dat", "n lambda temporal_efficiency(AGN / AEASGD)", grid)
 row("H3 AGN vs AEASGD", "AGN ahead of asynchronous EASGD in 69.73% of the (n, lambda) configurations (temporal efficiency)",
     "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s" % (wins, total, 100.0 * wins / max(1, total),
     sorted({int(g[0]) for g in grid}), sorted({int(g[1]) for g in grid})) if total else "not run",
-    DS + "; AGN with Adam lr 1e-3, AEASGD with its local SGD lr 0.05 (EASGD paper Alg. 1)", SIM,
+    DS3 + "; AGN with Adam lr 1e-3, AEASGD with its local SGD lr 0.05 (EASGD paper Alg. 1)", SIM,
     ("agrees (majority)" if wins * 2 > total else "disagrees") if total else "missing")
 
 # ---- H3c: AGN alone vs ADAG at n = 30 ----------------------------------------------------------
@@ -163,7 +164,7 @@ if agn and adag:
 else:
     v = "missing"
 row("H3 ADAG at n=%s" % (h3c[agn[0]]["workers"] if agn else "?"), "with n = 30, AGN alone diverges early and ADAG does not",
-    "; ".join(c_desc(k) for k in sorted(h3c)) or "not run", DS + "; lambda = (n + 4) / 2, gamma 1e-4", SIM, v)
+    "; ".join(c_desc(k) for k in sorted(h3c)) or "not run", DS3 + "; lambda = (n + 4) / 2, gamma 1e-4", SIM, v)
 mid = sorted(grid, key=lambda g: (abs(g[0] - 20), abs(g[1] - 20)))[:1]   # the thesis' example n = 20, lambda = 20
 pick = list(h3c) + list(h3a) + (["h3b-agn-n%d-l%d" % (mid[0][0], mid[0][1]), "h3b-aeasgd-n%d-l%d" % (mid[0][0], mid[0][1])] if mid else [])
 for k in pick:
