@@ -104,12 +104,13 @@ booth() { # the thesis' own script: 40 asynchronous workers on Booth from (90, 9
   done
   mv "$f.tmp" "$f"
 }
-throughput() { # the server on the REAL runtime: commits/s and bytes/s vs n (MPI ranks, 2 cores)
+throughput() { # the server on the REAL runtime: commits/s and bytes/s vs n (MPI ranks on this machine;
+               # they yield when idle: n + 1 busy-polling ranks on 2 cores would measure the scheduler)
   local f=$RES/throughput.jsonl n net
   rm -f "$f.tmp"
   for net in tiny "$NET"; do
     for n in $TP_N; do
-      mpirun_cmd -np $((n + 1)) "$PDL" train --algo agn --data "$DATA" --train-subset 4096 --test-subset 100 --net "$net" \
+      OMPI_MCA_mpi_yield_when_idle=1 mpirun_cmd -np $((n + 1)) "$PDL" train --algo agn --data "$DATA" --train-subset 4096 --test-subset 100 --net "$net" \
         --batch 1 --lr 0.001 --steps $([ "$net" = tiny ] && echo 400 || echo 20) --tau 1 --threads 1 --quiet \
         --results "$f.tmp" --tag "tp-$net-n$n" --timeout 300 > /dev/null 2>&1 || { echo "[hermans] throughput n=$n $net failed" >&2; return 1; }
     done

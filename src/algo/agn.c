@@ -59,6 +59,7 @@ static void agn_summary_json(json_t *j, const loop_t *L, void *arg) {
   const agn_t *H = arg; const train_cfg_t *c = &L->r->cfg;
   double steps = (double)H->total / H->p;
   json_int(j, "nodes", L->rt->nnodes); json_int(j, "workers", H->p); json_int(j, "lambda", H->lambda);
+  json_int(j, "params", (long long)L->r->net.nparams);
   json_str(j, "worker_opt", c->worker_opt);
   if (H->variant >= H_ADAG) json_num(j, "gamma", H->gamma);
   json_num(j, "steps_per_worker", steps); json_int(j, "master_clock", H->commits);
