@@ -2,7 +2,7 @@
 # distance e = center - stale center of one weight, for gamma in {1e-3, 1e-4, 1e-5} (analytic).
 if (!exists("outdir")) outdir = 'plots/out'
 s(e, g) = 1.0 / (e * e / g + 1.0)
-set logscale x; set xrange [1e-5:1]; set yrange [0:1.05]; set samples 400; set grid
+set logscale x; set xrange [1e-5:1]; set yrange [0:1.05]; set samples 400; set grid; set format x "10^{%L}"
 set xlabel "|center - stale center| of a weight"; set ylabel "scaling factor"; set key bottom left
 do for [t in "png pdf"] {
   if (t eq "png") { set terminal pngcairo size 900,500 font ",10"; set output outdir.'/hermans-adag-scaling.png' }
