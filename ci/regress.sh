@@ -139,44 +139,6 @@ ab() {
 }
 # unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).
 unknown_algo() { grep -q "unknown --algo '$1'" "$PLOG"; }
-# ref_pdl: the reference revision's pdl (REGRESS_REF_PDL, or ci/perf-ref.sh builds and caches it);
-# fails with perf-ref.sh's plain message when the revision is missing or does not build.
-ref_pdl() {
-  if [ -n "${REGRESS_REF_PDL:-}" ]; then
-    [ -x "$REGRESS_REF_PDL" ] || { echo "REGRESS_REF_PDL=$REGRESS_REF_PDL is not an executable" >&2; return 1; }
-    echo "$REGRESS_REF_PDL"; return 0
-  fi
-  BUILD=${BUILD:-build} bash ci/perf-ref.sh
-}
-# ab NAME rate|time MEASURE [ARGS...]: the same-run, same-machine throughput comparison.
-# MEASURE ARGS prints one number for the pdl in $PDL: a rate (higher = faster) or a time
-# (lower = faster). REPEATS pairs run it once with the reference revision's pdl and once with
-# this tree's, in ABBA order (pair i: reference first when i is even, this tree first when odd,
-# so a steady drift of the machine's speed cancels); each pair gives this/ref (rates) or ref/this
-# (times): above 1 means this tree is faster. NAME records every pair's ratio, and the median is
-# judged. The absolute figures go to the probe log only.
-ab() {
-  local name=$1 kind=$2 ref cur=$PDL i a b r; shift 2
-  case $kind in rate|time) ;; *) echo "ab $name: kind must be rate or time, got '$kind'" >&2; return 2 ;; esac
-  ref=$(ref_pdl 2>>"$PLOG") || { echo "reference revision unavailable: $(tail -n 3 "$PLOG" | tr '\n' ' ')" >&2; return 1; }
-  for ((i = 0; i < REPEATS; i++)); do
-    if [ $((i % 2)) = 0 ]; then PDL=$ref; a=$("$@"); PDL=$cur; b=$("$@")
-    else PDL=$cur; b=$("$@"); PDL=$ref; a=$("$@"); PDL=$cur; fi
-    r=$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print("%.6g" % ((b / a) if sys.argv[3] == "rate" else (a / b)))' "$a" "$b" "$kind") \
-      || { echo "ab $name: not numbers: reference '$a', this tree '$b'" >&2; return 1; }
-    printf 'ab %s pair %d: reference %s, this tree %s (%s) -> %s\n' "$name" "$i" "$a" "$b" "$kind" "$r" >> "$PLOG"
-    metric "$name" "$r"
-  done
-}
-# unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).
-unknown_algo() { grep -q "unknown --algo '$1'" "$PLOG"; }
-# sgemm_ref T: OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured now, the throughput reference.
-sgemm_ref() { local j; j=$(pdl_json speed --net tiny --batch 1 --threads "$1" --repeats 1) && jnum "$j" 'd["sgemm_gflops"]'; }
-# memcpy_ref: memcpy bandwidth of one process (64 MiB, GB/s) measured now, the memory reference.
-memcpy_ref() {
-  local f=$WORK/memcpy-ref.jsonl; rm -f "$f"
-  "$PDL" coll --op memcpy -m 64M -i 10 -x 2 --json "$f" >> "$PLOG" 2>&1 && jnum "$(tail -n 1 "$f")" 'd["busbw_gbs"]'
-}
 
 # ---- run the probes ---------------------------------------------------------------------------
 shopt -s nullglob
