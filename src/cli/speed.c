@@ -8,12 +8,30 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 #include "core/model.h"
 #include "kernels/cpu/cpu.h"
 #include "optim/optim.h"
 #include "util/util.h"
+
+/* --input CxHxW: three positive integers (C <= 4096, H and W <= 65536), nothing else. */
+static void parse_input(const char *v, int *c, int *h, int *w) {
+  if (!v) die_usage("--input needs a value CxHxW");
+  long d[3]; const char *p = v;
+  for (int k = 0; k < 3; k++) {
+    char *end; errno = 0;
+    if (!isdigit((unsigned char)*p)) die_usage("--input '%s': want CxHxW of positive integers, e.g. 1x28x28", v);
+    d[k] = strtol(p, &end, 10);
+    if (errno || d[k] < 1 || d[k] > (k ? 65536 : 4096)) die_usage("--input '%s': %s out of range (C 1..4096, H and W 1..65536)", v, k ? (k == 1 ? "H" : "W") : "C");
+    p = end;
+    if (k < 2 && *p++ != 'x') die_usage("--input '%s': want CxHxW, e.g. 1x28x28", v);
+  }
+  if (*p) die_usage("--input '%s': want CxHxW, e.g. 1x28x28 (trailing '%s')", v, p);
+  *c = (int)d[0]; *h = (int)d[1]; *w = (int)d[2];
+}
 
 /* Median GFLOP/s of an n x n x n sgemm on `threads` OpenBLAS threads. */
 double measure_sgemm_gflops(int n, int threads, int repeats) {
@@ -156,11 +174,12 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
     else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
     else if (!strcmp(a, "--profile")) profile = 1;
-    else if (!strcmp(a, "--input")) { if (!v || sscanf(v, "%dx%dx%d", &c, &h, &w) != 3) die_usage("--input wants CxHxW"); i++; }
+    else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
   }
   net_t net; net_build(&net, netname, c, h, w);
+  net_check_memory(&net, B);
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long steps = 0;
@@ -207,6 +226,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   printf("%s\n", line);
   return 0;
 }
+
 
 int cmd_speed(int argc, char **argv) { return speed_main(argc, argv, 0); }
 int cmd_calibrate(int argc, char **argv) { return speed_main(argc, argv, 1); }

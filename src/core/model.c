@@ -2,9 +2,11 @@
  * See model.h for the spec grammar and buffer conventions. */
 #include "core/model.h"
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "util/util.h"
 
 /* Widths the papers leave out are chosen here, for 28x28 (Fashion-MNIST) or 32x32 inputs. */
@@ -24,11 +26,21 @@ const preset_t net_presets[] = {
 };
 const int net_npresets = (int)(sizeof net_presets / sizeof net_presets[0]);
 
-static int parse_int_at(const char **p) {
+/* The spec's one integer reader: digits only, checked for overflow and against [lo, hi]; -1 if
+ * there is no number or it is out of range (the caller names the token). Advances *p. */
+static int spec_int(const char **p, long lo, long hi) {
   if (!isdigit((unsigned char)**p)) return -1;
+  errno = 0;
   long v = strtol(*p, (char **)p, 10);
-  return v > 0 && v < 1000000 ? (int)v : -1;
+  return errno || v < lo || v > hi ? -1 : (int)v;
 }
+static int parse_int_at(const char **p) { return spec_int(p, 1, 999999); }
+
+/* Limits that keep every size product of a layer far from overflow (size_t and the int shapes
+ * the kernels take): per layer at most NET_MAX_ELEMS output elements per image and weights. */
+#define NET_MAX_K 255
+#define NET_MAX_PAD 255
+#define NET_MAX_ELEMS (1L << 30)
 
 void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
   memset(net, 0, sizeof *net);
@@ -42,7 +54,9 @@ void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
   snprintf(net->spec, sizeof net->spec, "%s", spec);
   net->in_c = c; net->in_h = h; net->in_w = w;
   float slope = 0.01f;
-  char buf[256]; snprintf(buf, sizeof buf, "%s", spec);
+  char buf[sizeof net->spec];
+  if (strlen(spec) >= sizeof buf) die_usage("net spec is %zu characters; at most %zu are allowed", strlen(spec), sizeof buf - 1);
+  snprintf(buf, sizeof buf, "%s", spec);
   size_t off = 0;
   int cc = c, hh = h, ww = w, done = 0;
   double ff = 0, ft = 0;
@@ -62,12 +76,15 @@ void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
       if (n < 0) goto bad;
       while (*p) {
         char f = *p++;
-        int v = isdigit((unsigned char)*p) ? (int)strtol(p, (char **)&p, 10) : -1;
-        if (f == 'k' && v > 0) k = v; else if (f == 'p' && v >= 0) pad = v; else goto bad;
+        if (f == 'k' && (k = spec_int(&p, 1, NET_MAX_K)) > 0) continue;
+        if (f == 'p' && (pad = spec_int(&p, 0, NET_MAX_PAD)) >= 0) continue;
+        die_usage("net spec '%s': conv '%s': k must be 1..%d and p 0..%d", spec, tok, NET_MAX_K, NET_MAX_PAD);
       }
       if (pad < 0) pad = k / 2;
       int oh = hh + 2 * pad - k + 1, ow = ww + 2 * pad - k + 1;
       if (oh < 1 || ow < 1) die_usage("net spec '%s': conv '%s' on %dx%d input gives an empty output", spec, tok, hh, ww);
+      if ((double)n * oh * ow > NET_MAX_ELEMS || (double)n * cc * k * k > NET_MAX_ELEMS)
+        die_usage("net spec '%s': conv '%s' on %dx%dx%d is too large (over %ld outputs or weights per image)", spec, tok, cc, hh, ww, NET_MAX_ELEMS);
       L->type = L_CONV; L->k = k; L->pad = pad; L->oc = n; L->oh = oh; L->ow = ow;
       L->w_off = off; L->n_w = (size_t)n * cc * k * k; L->b_off = off + L->n_w; L->n_b = (size_t)n;
       off += L->n_w + L->n_b;
@@ -82,7 +99,7 @@ void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
     }
     case 'P': {
       int s = 2, cm = 0;
-      if (isdigit((unsigned char)*p)) s = parse_int_at(&p);
+      if (isdigit((unsigned char)*p)) s = spec_int(&p, 1, 65536);
       if (*p == 'c') { cm = 1; p++; }
       if (*p || s < 1) goto bad;
       int oh = cm ? (hh + s - 1) / s : hh / s, ow = cm ? (ww + s - 1) / s : ww / s;
@@ -95,6 +112,8 @@ void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
       int n = parse_int_at(&p);
       if (n < 0 || *p) goto bad;
       size_t m = (size_t)cc * hh * ww;
+      if ((double)n * (double)m > NET_MAX_ELEMS)
+        die_usage("net spec '%s': '%s' on %zu inputs is too large (over %ld weights)", spec, tok, m, NET_MAX_ELEMS);
       L->type = tok[0] == 'F' ? L_FC : L_SOFTMAX; L->oc = n; L->oh = L->ow = 1;
       L->w_off = off; L->n_w = (size_t)n * m; L->b_off = off + L->n_w; L->n_b = (size_t)n;
       off += L->n_w + L->n_b;
@@ -121,6 +140,26 @@ void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
   }
   if (!done) die_usage("net spec '%s' must end with an S<classes> layer (or name a preset: pdl nets)", spec);
   net->nparams = off; net->flops_fwd = ff; net->flops_train = ft;
+}
+
+double net_memory_bytes(const net_t *net, int batch) {
+  double params = (double)net->nparams, act = 0, col = 0;
+  for (int i = 0; i < net->nlayers; i++) {
+    const layer_t *L = &net->L[i];
+    act += (double)L->oc * L->oh * L->ow;
+    if (L->type == L_CONV) { double c = (double)L->c * L->k * L->k * L->oh * L->ow; if (c > col) col = c; }
+  }
+  /* parameters, gradients, two optimizer vectors (Adam's M and V); activations and their
+   * gradients for the batch; one image's im2col buffer per core */
+  return 4.0 * (4 * params + 2 * act * (batch > 0 ? batch : 1) + col * sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+void net_check_memory(const net_t *net, int batch) {
+  double need = net_memory_bytes(net, batch);
+  double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+  if (ram > 0 && need > ram)
+    die_usage("net '%s' at batch %d needs about %.1f GiB (parameters, gradients, optimizer state, activations); "
+              "this machine has %.1f GiB of RAM", net->spec, batch, need / 1073741824.0, ram / 1073741824.0);
 }
 
 void net_init_params(const net_t *net, float *params, uint64_t seed) {

@@ -56,6 +56,11 @@ extern const int net_npresets;
 /* Build from a preset name or spec for inputs c x h x w; bad spec -> die_usage naming the token. */
 void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w);
 /* He-uniform weights from seed (fan-in scaled), zero biases. */
+/* Up-front memory estimate of training net at batch (bytes: parameters, gradients, optimizer
+ * state, activations and their gradients, im2col scratch); net_check_memory refuses (exit 2,
+ * naming both figures) a net that would not fit this machine's RAM, before anything is allocated. */
+double net_memory_bytes(const net_t *net, int batch);
+void net_check_memory(const net_t *net, int batch);
 void net_init_params(const net_t *net, float *params, uint64_t seed);
 
 /* Kernel implementation table (reference oracle or fast CPU path). */

@@ -74,7 +74,9 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else snprintf(key, sizeof key, "%s", a);
 #define FLAG(name) (!strcmp(key, name))
 #define VAL() (val ? val : (i + 1 < argc ? argv[++i] : (die_usage("train: %s needs a value", key), (char *)0)))
-#define STR(dst) snprintf(dst, sizeof dst, "%s", VAL())
+#define STR(dst) do { const char *v_ = VAL(); \
+    if (strlen(v_) >= sizeof dst) { die_usage("train: %s: %zu characters; at most %zu are allowed", key, strlen(v_), sizeof dst - 1); } \
+    snprintf(dst, sizeof dst, "%s", v_); } while (0)
     if (FLAG("--resume")) { c->resume = 1; continue; }
     if (FLAG("--quiet")) { c->quiet = 1; continue; }
     if (FLAG("--with-replacement")) { c->with_replacement = 1; continue; }
@@ -141,6 +143,7 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   data_truncate(&r->data, c->train_subset, c->test_subset);
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
+  net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
   if (r->net.classes != tr->classes)
     die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
   if (c->threads > 0) r->threads = c->threads;

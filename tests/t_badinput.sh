@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tests/t_badinput.sh — hostile flags never crash pdl (issue: bad input never crashes anything):
+# net specs whose sizes would overflow (k, p, widths) or not fit in RAM, over-long string flags
+# (refused, never truncated), and pdl speed --input. Each must exit 2 with one line naming the
+# problem; a signal (crash) or exit 0 fails.
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+# bad NAME PATTERN CMD...: exit 2 and a message matching PATTERN
+bad() { local n=$1 pat=$2; shift 2; local out rc; out=$("$@" 2>&1); rc=$?
+  if [ $rc -eq 2 ] && grep -qE -- "$pat" <<<"$out"; then ok "$n"; else notok "$n" "exit $rc (want 2), output: $(tail -n 2 <<<"$out")"; fi; }
+S=(train --data synthetic:n=64 --steps 2 --batch 8 --quiet)
+bad "conv k of 2^30 (was a heap overflow)" "k must be 1..255" "$PDL" "${S[@]}" --net "C4k1073741824 S10"
+bad "speed: conv k of 2^30" "k must be 1..255" "$PDL" speed --net "C4k1073741824 S10" --batch 1
+bad "conv with 0 weights (k 2^30, 16 channels)" "k must be 1..255" "$PDL" speed --net "C16k1073741824 S10" --batch 1
+bad "p of 2^32+1 (was silently p1)" "p 0..255" "$PDL" "${S[@]}" --net "C4p4294967297 S10"
+bad "k of 2^32+3 (was silently k3)" "k must be 1..255" "$PDL" "${S[@]}" --net "C4k4294967299 S10"
+bad "fc layer over 2^30 weights" "too large" "$PDL" speed --net "F100000 F100000 S10" --batch 1
+# enough F30000 layers (9e8 weights, ~14 GB with gradients and optimizer state each) to exceed this machine's RAM
+nl=$(( $(awk '/MemTotal/ {print int($2 / 1000000 / 14)}' /proc/meminfo) + 2 ))
+big="$(for _ in $(seq 1 "$nl"); do printf 'F30000 '; done)S10"
+bad "net over this machine's RAM ($nl x F30000): refused by the memory estimate" "needs about .* GiB" "$PDL" speed --net "$big" --batch 1
+bad "a 256-character --net is refused, not cut to S10" "at most 255" "$PDL" "${S[@]}" --net "C4$(printf '%*s' 250 '')S100"
+bad "an over-long --results path is refused, not truncated" "--results: .* at most" "$PDL" "${S[@]}" --net tiny --results "/tmp/$(printf 'r%.0s' $(seq 1 1100))"
+for i in 0x28x28 -1x28x28 1x28x28x3 1x28 abc 1x99999x28; do
+  bad "speed --input $i" "--input" "$PDL" speed --net tiny --batch 1 --input "$i"
+done
+out=$("$PDL" speed --net tiny --batch 1 --repeats 1 --input 1x28x28 2>&1); rc=$?
+[ $rc -eq 0 ] && ok "speed --input 1x28x28 still works" || notok "speed --input 1x28x28" "exit $rc: $(tail -1 <<<"$out")"
+out=$("$PDL" "${S[@]}" --net "C4k5p2 S10" 2>&1); rc=$?
+[ $rc -eq 0 ] && ok "a sane k/p spec still trains" || notok "sane spec" "exit $rc: $(tail -1 <<<"$out")"
+finish
