@@ -28,4 +28,27 @@ out=$("$PDL" speed --net tiny --batch 1 --repeats 1 --input 1x28x28 2>&1); rc=$?
 [ $rc -eq 0 ] && ok "speed --input 1x28x28 still works" || notok "speed --input 1x28x28" "exit $rc: $(tail -1 <<<"$out")"
 out=$("$PDL" "${S[@]}" --net "C4k5p2 S10" 2>&1); rc=$?
 [ $rc -eq 0 ] && ok "a sane k/p spec still trains" || notok "sane spec" "exit $rc: $(tail -1 <<<"$out")"
+
+# ---- outputs never replace what is not theirs; FIFOs never hang a run -------------------------
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+E=(train --data synthetic:n=256 --net tiny --epochs 1 --batch 16 --quiet)
+touch "$T/target.ck"; ln -s target.ck "$T/link.ck"
+out=$("$PDL" "${E[@]}" --checkpoint "$T/link.ck" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -L "$T/link.ck" ] && [ -s "$T/target.ck" ] && ok "a symlinked checkpoint: the link stays, its target is written" \
+  || notok "symlinked checkpoint" "exit $rc, $(ls -la "$T" | tr '\n' ' ')"
+mkfifo "$T/fifo"; mkdir "$T/dir"
+for p in "$T/fifo" "$T/dir"; do
+  out=$(timeout 20 "$PDL" "${E[@]}" --checkpoint "$p" 2>&1); rc=$?
+  [ $rc -eq 1 ] && grep -q "refusing to replace" <<<"$out" && ok "checkpoint onto $(basename "$p") refused up front (exit 1)" || notok "checkpoint onto $p" "exit $rc: $out"
+done
+out=$(timeout 20 "$PDL" "${E[@]}" --checkpoint /dev/null 2>&1); rc=$?
+[ $rc -eq 1 ] && [ -c /dev/null ] && ok "--checkpoint /dev/null refused; /dev/null is still a device" || notok "/dev/null checkpoint" "exit $rc: $out"
+out=$(timeout 20 "$PDL" "${E[@]}" --results "$T/fifo" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "FIFO" <<<"$out" && ok "--results onto a FIFO refused, no hang (exit 1)" || notok "--results FIFO" "exit $rc: $out"
+if [ -f "${BUILD:-build}/libpdlsim.so" ]; then
+  out=$(timeout 20 "$PDL" train --algo ssgd --runtime sim --platform "file:$T/fifo" --data synthetic:n=256 --net tiny --steps 2 --quiet 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "not a regular file" <<<"$out" && ok "--platform file:FIFO refused, no hang (exit 2)" || notok "--platform file:FIFO" "exit $rc: $out"
+fi
+left=$(find "$T" -name '.*.??????' | head -3)
+[ -z "$left" ] && ok "no temp files left behind" || notok "temp files left" "$left"
 finish

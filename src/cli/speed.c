@@ -216,11 +216,9 @@ static int speed_main(int argc, char **argv, int calibrate) {
     char path[1024], host[256] = "host";
     gethostname(host, sizeof host);
     if (!out) { snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, net.name); out = path; }
-    FILE *f; char tmp[1100]; snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    char dir[1024]; snprintf(dir, sizeof dir, "%s", out);
-    char *sl = strrchr(dir, '/'); if (sl) { *sl = 0; mkdir_p(dir); }
-    if (!(f = fopen(tmp, "w")) || fprintf(f, "%s\n", line) < 0 || fclose(f) || rename(tmp, out))
-      die("cannot write calibration %s", out);
+    outfile_t of; outfile_open(&of, out, "calibration");
+    if (fprintf(of.f, "%s\n", line) < 0) { outfile_abort(&of); die("cannot write calibration %s", out); }
+    outfile_commit(&of);
     fprintf(stderr, "calibration written to %s\n", out);
   }
   printf("%s\n", line);

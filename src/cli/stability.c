@@ -106,36 +106,28 @@ static double range_at(const range_t *r, long k) {
 }
 
 /* ---- output file: FILE.tmp, renamed over FILE on commit ----------------------------------------- */
-typedef struct { FILE *f; char path[1024]; char tmp[1100]; } out_t;
+typedef struct { FILE *f; outfile_t of; } out_t;
 
 static void out_open(out_t *o, const char *path) {
   o->f = NULL;
   if (!path) return;
-  if (strlen(path) >= sizeof o->path) die_usage("--json: path too long");
-  snprintf(o->path, sizeof o->path, "%s", path);
-  snprintf(o->tmp, sizeof o->tmp, "%s.tmp", path);
-  char dir[1024]; snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
-  o->f = fopen(o->tmp, "w");
-  if (!o->f) die("cannot open %s: %s", o->tmp, strerror(errno));
+  outfile_open(&o->of, path, "--json/--results file");
+  o->f = o->of.f;
 }
 
 static void out_line(out_t *o, const char *line) {
-  if (o->f && fprintf(o->f, "%s\n", line) < 0) die("cannot write %s: %s", o->tmp, strerror(errno));
+  if (o->f && fprintf(o->f, "%s\n", line) < 0) die("cannot write %s: %s", o->of.tmp, strerror(errno));
 }
 
 static void out_commit(out_t *o) {
   if (!o->f) return;
-  if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) die("cannot write %s: %s", o->tmp, strerror(errno));
-  fclose(o->f); o->f = NULL;
-  if (rename(o->tmp, o->path) != 0) die("cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
+  outfile_commit(&o->of); o->f = NULL;
 }
 
 static void out_abort_if_stopped(out_t *o) {
   if (!pdl_stop_signal) return;
-  if (o->f) { fclose(o->f); o->f = NULL; unlink(o->tmp); }
-  die("interrupted by signal %d; %s left unchanged", pdl_stop_signal, o->path[0] ? o->path : "(no file)");
+  if (o->f) { outfile_abort(&o->of); o->f = NULL; }
+  die("interrupted by signal %d; %s left unchanged", pdl_stop_signal, o->of.path[0] ? o->of.path : "(no file)");
 }
 
 static void json_head(json_t *j, const char *kind) {

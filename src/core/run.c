@@ -144,6 +144,7 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
+  if (c->checkpoint[0]) outfile_check(c->checkpoint, "checkpoint");
   if (r->net.classes != tr->classes)
     die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
   if (c->threads > 0) r->threads = c->threads;
@@ -253,18 +254,16 @@ typedef struct {
 } ckpt_hdr_t;
 
 void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos) {
-  char tmp[1100]; snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) die("cannot write checkpoint %s: %s", tmp, strerror(errno));
+  outfile_t out; outfile_open(&out, path, "checkpoint");
+  FILE *f = out.f;
   ckpt_hdr_t h; memset(&h, 0, sizeof h);
   memcpy(h.magic, CKPT_MAGIC, 8); h.version = 1; h.nparams = r->net.nparams;
   snprintf(h.spec, sizeof h.spec, "%s", r->net.spec); snprintf(h.algo, sizeof h.algo, "%s", r->cfg.algo);
   h.seed = r->cfg.seed;
   int bad = fwrite(&h, sizeof h, 1, f) != 1 || fwrite(pos, sizeof *pos, 1, f) != 1 ||
             fwrite(w, sizeof(float), r->net.nparams, f) != r->net.nparams || optim_save(o, f) != 0;
-  bad |= fflush(f) != 0; if (!bad) fsync(fileno(f));
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) die("cannot write checkpoint %s: %s", path, strerror(errno));
+  if (bad) { outfile_abort(&out); die("cannot write checkpoint %s: %s", path, strerror(errno)); }
+  outfile_commit(&out);
 }
 
 int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {

@@ -31,6 +31,7 @@
  * Values take an optional unit: rates f/kf/Mf/Gf/Tf, bandwidths bps/Kbps/Mbps/Gbps/Tbps (bits)
  * or Bps/KBps/MBps/GBps/TBps (bytes), times s/ms/us/ns; a bare number is in the key's unit
  * above. nodes/k/ranks may be left out when the caller gives a node count (nnodes_hint). */
+#include <sys/stat.h>
 #include "sim/sim_internal.h"
 #include "sim/pdlsim.h"
 #include <ctype.h>
@@ -211,6 +212,9 @@ static void set_defaults(plat_t *p) {
 /* Host names in a file: platform: n<i> for i = 0.. and n0-g<d> for d = 0.. (checked fully when
  * the platform is loaded). */
 static int file_shape(const char *path, int *nnodes, int *ndev, char *err, size_t errlen) {
+  struct stat st;   /* a FIFO would block fopen, a directory reads as empty */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: not a regular file", path);
   FILE *f = fopen(path, "r");
   if (!f) return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: %s", path, strerror(errno));
   fseek(f, 0, SEEK_END);

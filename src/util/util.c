@@ -131,6 +131,83 @@ void mkdir_p(const char *dir) {
   if (mkdir(tmp, 0755) != 0 && errno != EEXIST) die("cannot create directory %s: %s", dir, strerror(errno));
 }
 
+/* The file a path names, following symlinks (also a dangling one: its target, resolved against
+ * the link's directory). */
+static void resolve_target(const char *path, char *out, size_t n) {
+  snprintf(out, n, "%s", path);
+  for (int hops = 0; hops < 40; hops++) {
+    struct stat st;
+    if (lstat(out, &st) != 0 || !S_ISLNK(st.st_mode)) return;
+    char link[4096]; ssize_t k = readlink(out, link, sizeof link - 1);
+    if (k < 0) return;
+    link[k] = 0;
+    size_t keep = 0;   /* a relative target is resolved against the link's directory */
+    if (link[0] != '/') { char *slash = strrchr(out, '/'); keep = slash ? (size_t)(slash - out) + 1 : 0; }
+    size_t ll = strlen(link);
+    if (keep + ll + 1 > n) die("%s: the symbolic link's target is too long", path);
+    memcpy(out + keep, link, ll + 1);
+  }
+  die("%s: too many levels of symbolic links", path);
+}
+
+static const char *kind_of_file(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
+       : S_ISBLK(m) ? "a block device" : "not a regular file";
+}
+
+void path_refuse_special(const char *path, const char *what) {
+  struct stat st;
+  if (!path || !*path || stat(path, &st) != 0) return;
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISDIR(st.st_mode))
+    die("%s %s is %s (it would block or cannot be written); give a regular file", what, path, kind_of_file(st.st_mode));
+}
+
+void outfile_check(const char *path, const char *what) {
+  char t[4096];
+  if (strlen(path) >= sizeof t - 16) die("%s %s: path too long", what, path);
+  resolve_target(path, t, sizeof t);
+  struct stat st;
+  if (stat(t, &st) == 0 && !S_ISREG(st.st_mode))
+    die("%s %s is %s; refusing to replace it (give a regular file)", what, t, kind_of_file(st.st_mode));
+}
+
+void outfile_open(outfile_t *o, const char *path, const char *what) {
+  memset(o, 0, sizeof *o);
+  o->what = what;
+  if (strlen(path) >= sizeof o->path - 16) die("%s %s: path too long", what, path);
+  resolve_target(path, o->path, sizeof o->path);
+  struct stat st;
+  if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode))
+    die("%s %s is %s; refusing to replace it (give a regular file)", what, o->path, kind_of_file(st.st_mode));
+  /* the temp file: ".<name>.XXXXXX" in the target's directory (o->path fits sizeof - 16) */
+  const char *slash = strrchr(o->path, '/');
+  size_t dl = slash ? (size_t)(slash - o->path) + 1 : 0;
+  if (dl > 1) { char dir[4096]; memcpy(dir, o->path, dl - 1); dir[dl - 1] = 0; mkdir_p(dir); }
+  memcpy(o->tmp, o->path, dl);
+  o->tmp[dl] = '.';
+  size_t bl = strlen(o->path + dl);
+  memcpy(o->tmp + dl + 1, o->path + dl, bl);
+  memcpy(o->tmp + dl + 1 + bl, ".XXXXXX", 8);
+  int fd = mkstemp(o->tmp);
+  if (fd < 0) die("cannot write %s %s (temp file %s): %s", what, o->path, o->tmp, strerror(errno));
+  o->f = fdopen(fd, "wb");
+  if (!o->f) { close(fd); unlink(o->tmp); die("cannot write %s %s: %s", what, o->path, strerror(errno)); }
+}
+
+void outfile_commit(outfile_t *o) {
+  if (!o->f) return;
+  int bad = fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
+  bad |= fclose(o->f) != 0;
+  o->f = NULL;
+  if (!bad) {
+    struct stat st;   /* keep the permissions of the file we replace */
+    if (stat(o->path, &st) == 0) chmod(o->tmp, st.st_mode & 07777); else chmod(o->tmp, 0644);
+  }
+  if (bad || rename(o->tmp, o->path) != 0) { int e = errno; unlink(o->tmp); die("cannot write %s %s: %s", o->what, o->path, strerror(e)); }
+}
+
+void outfile_abort(outfile_t *o) { if (o->f) { fclose(o->f); o->f = NULL; } if (o->tmp[0]) unlink(o->tmp); }
+
 void results_open(results_t *r, const char *path) {
   r->f = NULL; r->path[0] = 0;
   if (!path || !*path) return;
@@ -138,6 +215,7 @@ void results_open(results_t *r, const char *path) {
   char dir[1024]; snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
+  path_refuse_special(path, "results file");
   r->f = fopen(path, "a");
   if (!r->f) die("cannot open results file %s: %s", path, strerror(errno));
 }

@@ -56,6 +56,23 @@ void results_write(results_t *r, const char *line);
 void results_close(results_t *r);
 void mkdir_p(const char *dir);
 
+/* Whole-file outputs (checkpoints, calibration, pdl stability's JSON), written safely:
+ *  - a symlink is followed: its target is written and the link stays;
+ *  - an existing path that is not a regular file (a device, a FIFO, a directory, a socket) is
+ *    refused (exit 1 naming it): /dev/null is never replaced, a FIFO never blocks the run;
+ *  - the content goes to a unique temp file beside the target (mkstemp) and is renamed over it
+ *    by outfile_commit, so an interrupt never leaves a half-written file and two runs never
+ *    share a temp name. `what` names the output in messages ("checkpoint", "--json"). */
+typedef struct { FILE *f; char path[4096], tmp[4096]; const char *what; } outfile_t;
+void outfile_open(outfile_t *o, const char *path, const char *what);
+void outfile_commit(outfile_t *o);
+void outfile_abort(outfile_t *o);      /* removes the temp file */
+/* The same refusal, up front (before a long run ever reaches its first write). */
+void outfile_check(const char *path, const char *what);
+/* An input or append path that must not block or be a directory: refuses (exit 1) a FIFO, a
+ * socket or a directory; a missing path is allowed (the caller creates or reports it). */
+void path_refuse_special(const char *path, const char *what);
+
 /* Common run metadata added to a json_t: git revision, host, CPU model ("cpu"), widest vector
  * ISA ("isa": avx512f|avx2|avx|sse4_2), and "gpu" once json_meta_set_gpu named the device used. */
 void json_meta(json_t *j);
