@@ -49,6 +49,14 @@ if [ -f "${BUILD:-build}/libpdlsim.so" ]; then
   out=$(timeout 20 "$PDL" train --algo ssgd --runtime sim --platform "file:$T/fifo" --data synthetic:n=256 --net tiny --steps 2 --quiet 2>&1); rc=$?
   [ $rc -eq 2 ] && grep -q "not a regular file" <<<"$out" && ok "--platform file:FIFO refused, no hang (exit 2)" || notok "--platform file:FIFO" "exit $rc: $out"
 fi
+R=(train --data synthetic:n=256 --net tiny --batch 16 --quiet --checkpoint "$T/r.ck")
+a=$("$PDL" "${R[@]}" --epochs 2 2>/dev/null | tail -n 1); b=$("$PDL" "${R[@]}" --epochs 2 --resume 2>/dev/null | tail -n 1)
+[ "$(jget test_acc <<<"$b")" = "$(jget test_acc <<<"$a")" ] && [ "$(jget updates <<<"$b")" = 32 ] \
+  && ok "resuming a finished run reports it (test_acc and updates of the run, not null / 0)" \
+  || notok "resume a finished run" "first: $(jget test_acc <<<"$a") $(jget updates <<<"$a"); resumed: $b"
+out=$("$PDL" "${R[@]}" --epochs 1 --resume 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "past this run's 16 updates" <<<"$out" && ok "a checkpoint past --steps/--epochs: exit 1 naming both counts" \
+  || notok "checkpoint past the run" "exit $rc: $out"
 left=$(find "$T" -name '.*.??????' | head -3)
 [ -z "$left" ] && ok "no temp files left behind" || notok "temp files left" "$left"
 finish

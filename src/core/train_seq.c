@@ -27,8 +27,13 @@ int train_sequential(run_t *r) {
     step = pos.step; loss_acc = pos.train_loss_acc; loss_n = pos.train_loss_n;
     if (c->with_replacement) s.rng = pos.sampler_rng; else sampler_seek(&s, pos.sampler_epoch, pos.sampler_pos);
     ws.rng = pos.ws_rng;
-    if (!c->quiet) fprintf(stderr, "pdl: resumed from %s at update %ld\n", c->checkpoint, step);
+    if (step > r->total_steps)
+      die("checkpoint %s is at update %ld, past this run's %ld updates: nothing to resume (ask for more "
+          "--steps/--epochs, or drop --resume to start over)", c->checkpoint, step, r->total_steps);
+    if (!c->quiet) fprintf(stderr, "pdl: resumed from %s at update %ld%s\n", c->checkpoint, step,
+                           step == r->total_steps ? " (the run is complete: evaluating it)" : "");
   }
+  int resumed_complete = step > 0 && step == r->total_steps;
   if (r->rank == 0) {
     json_t j; run_json_common(r, &j, "config");
     json_int(&j, "nparams", (long long)n);
@@ -74,6 +79,11 @@ int train_sequential(run_t *r) {
     run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
   }
   if (r->diverged && loss_n) r->train_loss = loss_acc / (double)loss_n;
+  if (resumed_complete) {   /* a finished run resumed: its summary, from the checkpoint's parameters */
+    r->updates = step; r->epochs_done = (double)step / (double)r->steps_per_epoch;
+    if (loss_n) r->train_loss = loss_acc / (double)loss_n;
+    run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
+  }
   run_summary(r, now_s() - t_start, NULL);
   run_dump_params(w, n);
   sampler_free(&s); ws_free(&ws); optim_free(&o);
