@@ -57,6 +57,17 @@ a=$("$PDL" "${R[@]}" --epochs 2 2>/dev/null | tail -n 1); b=$("$PDL" "${R[@]}" -
 out=$("$PDL" "${R[@]}" --epochs 1 --resume 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "past this run's 16 updates" <<<"$out" && ok "a checkpoint past --steps/--epochs: exit 1 naming both counts" \
   || notok "checkpoint past the run" "exit $rc: $out"
+# checkpoints carry what a resume must match, a checksum, and an exact length
+C=(train --data synthetic:n=256 --net tiny --batch 16 --quiet --checkpoint "$T/c.ck" --epochs 2)
+"$PDL" "${C[@]}" --epochs 1 >/dev/null 2>&1; cp "$T/c.ck" "$T/c.orig"
+ck() { local n=$1 pat=$2; shift 2; local out rc; out=$("$PDL" "${C[@]}" --resume "$@" 2>&1); rc=$?
+  [ $rc -eq 1 ] && grep -qE -- "$pat" <<<"$out" && ok "$n" || notok "$n" "exit $rc: $(tail -1 <<<"$out")"; cp "$T/c.orig" "$T/c.ck"; }
+ck "resume with another --seed names the field" "--seed is 1 in the checkpoint but 2" --seed 2
+ck "resume with another --batch names the field" "--batch is 16 in the checkpoint but 32" --batch 32
+ck "resume with another --data names the field" "--data is" --data synthetic:n=512
+printf 'x' | dd of="$T/c.ck" bs=1 seek=5000 conv=notrunc 2>/dev/null; ck "a flipped byte fails the checksum" "checksum mismatch"
+head -c 3000 "$T/c.orig" > "$T/c.ck"; ck "a truncated checkpoint is refused" "checksum mismatch|too short"
+echo junk >> "$T/c.ck"; ck "trailing bytes are refused" "checksum mismatch|trailing"
 left=$(find "$T" -name '.*.??????' | head -3)
 [ -z "$left" ] && ok "no temp files left behind" || notok "temp files left" "$left"
 finish
