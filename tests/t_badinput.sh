@@ -68,6 +68,22 @@ ck "resume with another --data names the field" "--data is" --data synthetic:n=5
 printf 'x' | dd of="$T/c.ck" bs=1 seek=5000 conv=notrunc 2>/dev/null; ck "a flipped byte fails the checksum" "checksum mismatch"
 head -c 3000 "$T/c.orig" > "$T/c.ck"; ck "a truncated checkpoint is refused" "checksum mismatch|too short"
 echo junk >> "$T/c.ck"; ck "trailing bytes are refused" "checksum mismatch|trailing"
+# broken file: platforms are refused before SimGrid's parser can abort pdl (exit 2, SimGrid's reason)
+if [ -f "${BUILD:-build}/libpdlsim.so" ]; then
+  G=src/sim/platforms/gossip-8.xml
+  head -c 600 "$G" > "$T/trunc.xml"
+  sed 's/speed="[^"]*"/speed="0f"/' "$G" > "$T/zero.xml"
+  sed 's/bandwidth="[^"]*"/bandwidth="-1Gbps"/' "$G" > "$T/negbw.xml"
+  sed 's/link_ctn id="[^"]*"/link_ctn id="nosuchlink"/' "$G" > "$T/unk.xml"
+  { head -n -2 "$G"; echo '<bad'; } > "$T/badxml.xml"
+  for f in trunc zero negbw unk badxml; do
+    out=$(timeout 60 "$PDL" train --algo ssgd --runtime sim --platform "file:$T/$f.xml" --data synthetic:n=256 --net tiny --steps 2 --quiet 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "file:$T/$f.xml" <<<"$out" && ok "broken platform ($f): exit 2 naming the file, no abort" \
+      || notok "broken platform $f" "exit $rc: $(grep -v '^{' <<<"$out" | head -2)"
+  done
+  out=$("$PDL" train --algo ssgd --runtime sim --platform "file:$G" --data synthetic:n=256 --net tiny --steps 2 --quiet 2>&1); rc=$?
+  [ $rc -eq 0 ] && ok "a good file: platform still runs" || notok "good file: platform" "exit $rc: $(tail -2 <<<"$out")"
+fi
 left=$(find "$T" -name '.*.??????' | head -3)
 [ -z "$left" ] && ok "no temp files left behind" || notok "temp files left" "$left"
 finish

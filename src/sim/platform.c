@@ -229,6 +229,20 @@ static int file_shape(const char *path, int *nnodes, int *ndev, char *err, size_
   size_t got = fread(txt, 1, (size_t)sz, f);
   fclose(f);
   txt[got] = 0;
+  /* SimGrid accepts a zero or negative speed or bandwidth and then aborts in the middle of the
+   * run ("The Impossible Did Happen"): refuse them here, naming the attribute */
+  static const char *const positive[] = {"speed=\"", "bandwidth=\""};
+  for (int a = 0; a < 2; a++)
+    for (const char *q = txt; (q = strstr(q, positive[a])) != NULL; q++) {
+      const char *v = q + strlen(positive[a]);
+      char *end; double x = strtod(v, &end);
+      if (end == v || !(x > 0)) {
+        int vl = 0; while (v[vl] && v[vl] != '"' && vl < 40) vl++;
+        free(txt);
+        return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: %s%.*s\": must be a positive number with a unit",
+                             path, positive[a], vl, v);
+      }
+    }
   int n = 0, g = 0;
   char pat[64];
   for (;;) {

@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_TAG 1024
@@ -369,7 +371,57 @@ static void describe_loaded_file(char *out, size_t n) {
            h1 ? sg_host_get_route_latency(n0->cpu, h1) * 1e6 : 0.0);
 }
 
+/* SimGrid's platform parser aborts the whole process on a bad file (truncated XML, an unknown
+ * link, a zero speed, a duplicate host, ...). So a file: platform is parsed first in a forked
+ * child, with its own SimGrid, whose output is captured: if the child does not exit 0, its last
+ * lines become our error message and this process never hands the file to SimGrid. */
+static int check_platform_file(const char *path, char *err, size_t errlen) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "file:%s: pipe: %s", path, strerror(errno));
+  fflush(stdout); fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) { close(pfd[0]); close(pfd[1]); return pdlsim_seterr(err, errlen, PDL_SIM_EFAIL, "file:%s: fork: %s", path, strerror(errno)); }
+  if (pid == 0) {
+    dup2(pfd[1], 1); dup2(pfd[1], 2); close(pfd[0]); close(pfd[1]);
+    sg_init_once();
+    simgrid_load_platform(path);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char out[8192]; size_t len = 0; ssize_t k;
+  while ((k = read(pfd[0], out + len, sizeof out - 1 - len)) > 0 || (k < 0 && errno == EINTR)) {
+    if (k > 0) len += (size_t)k;
+    if (len >= sizeof out - 1) { memmove(out, out + sizeof out / 2, len - sizeof out / 2); len -= sizeof out / 2; }
+  }
+  close(pfd[0]);
+  out[len] = 0;
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  /* SimGrid's own error line (its "[...CRITICAL] " or "[...ERROR] " message, before the backtrace),
+   * else the first line it printed */
+  char *last = out;
+  for (char *q = out; *q; ) {
+    char *nl = strchr(q, '\n'); if (nl) *nl = 0;
+    if (strstr(q, "CRITICAL]") || strstr(q, "ERROR]") || strstr(q, "rror:")) { last = q; break; }
+    if (!nl) break;
+    *nl = '\n'; q = nl + 1;
+  }
+  char *nl = strchr(last, '\n'); if (nl) *nl = 0;
+  char *tag = strstr(last, "] ");   /* drop "[0.000000] file.cpp:99: [root/CRITICAL] " */
+  while (tag && strstr(tag + 2, "] ")) tag = strstr(tag + 2, "] ");
+  if (tag) last = tag + 2;
+  return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "file:%s: SimGrid cannot load it (%s%s): %s", path,
+                       WIFSIGNALED(st) ? "its parser aborted, signal " : "exit ",
+                       WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : (WEXITSTATUS(st) ? "non-zero" : "0"),
+                       *last ? last : "no message");
+}
+
 static int load_platform(const plat_t *p, char *err, size_t errlen) {
+  if (p->kind == PLAT_FILE && !G.loaded) {
+    int rc = check_platform_file(p->file, err, errlen);
+    if (rc) return rc;
+  }
   sg_init_once();
   if (p->kind == PLAT_FILE) {
     simgrid_load_platform(p->file);
