@@ -77,7 +77,7 @@ PDL := $(if $(SAN),$(BUILD)/pdl,bin/pdl)
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
-        bench-easgd bench-collectives bench-hermans plots regress regress-update cuda-emu FORCE
+        bench-easgd bench-collectives bench-hermans plots regress regress-update cuda-emu fuzz FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
 # builds in a fresh make so that detection sees what was installed.
@@ -171,6 +171,12 @@ tsan: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-tsan SAN=tsan build
 	@PDL=build-tsan/pdl BUILD=build-tsan TESTS_ONLY=threads bash tests/run.sh
 
+# libFuzzer targets (tests/fuzz) under ASan + UBSan, FUZZ_S seconds each, random seeds; findings
+# in build-fuzz/findings/. make test runs them briefly and deterministically (tests/t_fuzz.sh).
+FUZZ_S ?= 60
+fuzz:
+	@bash tests/fuzz/run.sh --seconds $(FUZZ_S)
+
 # The CUDA kernels on the CPU (kernels/cuda/emu): the only check they get without a GPU;
 # tests/t_cuda_emu.sh runs it in make test.
 cuda-emu:
@@ -193,4 +199,4 @@ regress-update: build
 	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh --update
 
 clean:
-	rm -rf build build-asan build-tsan bin
+	rm -rf build build-asan build-tsan build-fuzz bin

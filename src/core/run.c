@@ -286,13 +286,14 @@ void checkpoint_save(const char *path, const run_t *r, const float *w, const opt
 int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
   FILE *f = fopen(path, "rb");
   if (!f) { if (errno == ENOENT) return -1; die("cannot read checkpoint %s: %s", path, strerror(errno)); }
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) die("checkpoint %s: not a regular file", path);
+  struct stat st;   /* read whole, closed before any check can fail */
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) { fclose(f); die("checkpoint %s: not a regular file", path); }
   size_t len = (size_t)st.st_size;
-  if (len < sizeof(ckpt_hdr_t) + 4) die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len);
+  if (len < sizeof(ckpt_hdr_t) + 4) { fclose(f); die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len); }
   char *buf = xmalloc(len);
-  if (fread(buf, 1, len, f) != len) die("checkpoint %s: cannot read it: %s", path, strerror(errno));
+  size_t got = fread(buf, 1, len, f);
   fclose(f);
+  if (got != len) die("checkpoint %s: cannot read it", path);
   ckpt_hdr_t h; memcpy(&h, buf, sizeof h);
   if (memcmp(h.magic, CKPT_MAGIC, 8)) die("checkpoint %s: not a pdl checkpoint (bad magic)", path);
   if (h.version != 2) die("checkpoint %s: format version %u, this pdl reads version 2 (start over without --resume)", path, h.version);

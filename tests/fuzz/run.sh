@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh — builds the libFuzzer targets (tests/fuzz/fuzz_*.c) against pdl's parsers
+# with clang, ASan and UBSan into $BUILD_FUZZ (build-fuzz), then runs each from its seed corpus
+# (tests/fuzz/corpus/<target>/; new inputs go to $BUILD_FUZZ/corpus/<target>/, never into git).
+#   --seconds N   each target for N seconds, random seeds (make fuzz FUZZ_S=N)
+#   --runs N      each target for N inputs with -seed=1: deterministic (make test's check)
+# Exit non-zero on any finding; crash inputs are kept in $BUILD_FUZZ/findings/.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+mode=runs; count=2000
+case "${1:-}" in --seconds) mode=seconds; count=${2:?}; ;; --runs) count=${2:?}; ;; "") ;; *) echo "usage: $0 [--seconds N | --runs N]" >&2; exit 2 ;; esac
+command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+B=${BUILD_FUZZ:-build-fuzz}
+mkdir -p "$B/obj" "$B/findings"
+CF=(-std=c11 -g -O1 -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
+SRC=(src/core/*.c src/util/*.c src/optim/*.c kernels/cpu/*.c reference/*.c src/sim/platform.c)
+objs=()
+for s in "${SRC[@]}"; do
+  o=$B/obj/$(echo "$s" | tr / _).o; objs+=("$o")
+  if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find src kernels reference -name '*.h' -newer "$o" 2>/dev/null | head -1)" ]; then
+    clang "${CF[@]}" -c "$s" -o "$o" 2>"$B/build.log" || { echo "fuzz: cannot compile $s:"; tail -5 "$B/build.log"; exit 2; }
+  fi
+done
+rc=0
+for t in tests/fuzz/fuzz_*.c; do
+  name=$(basename "$t" .c); exe=$B/$name
+  if [ ! -x "$exe" ] || [ "$t" -nt "$exe" ] || [ tests/fuzz/fuzz.h -nt "$exe" ] || [ "$0" -nt "$exe" ] || [ -n "$(find "$B/obj" -newer "$exe" | head -1)" ]; then
+    clang "${CF[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" -o "$exe" -Wl,--wrap=exit,--wrap=gzopen,--wrap=gzclose,--wrap=fopen,--wrap=fclose -llapacke -lopenblas -lz -lm -lpthread 2>"$B/build.log" \
+      || { echo "fuzz: cannot build $name:"; tail -5 "$B/build.log"; exit 2; }
+  fi
+  corpus=$B/corpus/${name#fuzz_}; mkdir -p "$corpus"
+  args=(-detect_leaks=0 -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$B/findings/$name-" -print_final_stats=1)
+  if [ "$mode" = runs ]; then args+=(-runs="$count" -seed=1); else args+=(-max_total_time="$count" -rss_limit_mb=12000); fi
+  log=$B/$name.log
+  if ASAN_OPTIONS=detect_leaks=0 "$exe" "${args[@]}" "$corpus" "tests/fuzz/corpus/${name#fuzz_}" >"$log" 2>&1; then
+    echo "ok - fuzz $name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs, no finding"
+  else
+    echo "not ok - fuzz $name: finding (see $log and $B/findings/): $(grep -m1 -E 'ERROR|runtime error|deadly signal|timeout' "$log")"; rc=1
+  fi
+done
+exit $rc
