@@ -32,10 +32,11 @@ for t in tests/fuzz/fuzz_*.c; do
   args=(-detect_leaks=0 -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$B/findings/$name-" -print_final_stats=1)
   if [ "$mode" = runs ]; then args+=(-runs="$count" -seed=1); else args+=(-max_total_time="$count" -rss_limit_mb=12000); fi
   log=$B/$name.log
-  if ASAN_OPTIONS=detect_leaks=0 "$exe" "${args[@]}" "$corpus" "tests/fuzz/corpus/${name#fuzz_}" >"$log" 2>&1; then
+  seeds=tests/fuzz/corpus/${name#fuzz_}; dirs=("$corpus"); [ -d "$seeds" ] && dirs+=("$seeds")
+  if ASAN_OPTIONS=detect_leaks=0 "$exe" "${args[@]}" "${dirs[@]}" >"$log" 2>&1; then
     echo "ok - fuzz $name: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs, no finding"
   else
-    echo "not ok - fuzz $name: finding (see $log and $B/findings/): $(grep -m1 -E 'ERROR|runtime error|deadly signal|timeout' "$log")"; rc=1
+    echo "not ok - fuzz $name: finding or failure (see $log and $B/findings/): $(grep -m1 -E 'ERROR|runtime error|deadly signal|timeout|No such file' "$log")"; rc=1
   fi
 done
 exit $rc
