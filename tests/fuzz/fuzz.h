@@ -39,14 +39,29 @@ gzFile __wrap_gzopen(const char *path, const char *mode) { gzFile g = __real_gzo
 int __wrap_gzclose(gzFile g) { fuzz_untrack(g); return __real_gzclose(g); }
 FILE *__wrap_fopen(const char *path, const char *mode) { FILE *f = __real_fopen(path, mode); fuzz_track(f, 0); return f; }
 int __wrap_fclose(FILE *f) { fuzz_untrack(f); return __real_fclose(f); }
+/* pdl's own allocations (xmalloc, xcalloc, xfree: also wrapped) made during a call: freed when
+ * an exit() abandons it, as ending the process would. */
+void *__real_xmalloc(size_t bytes);
+void *__real_xcalloc(size_t n, size_t size);
+void __real_xfree(void *p);
+#define FUZZ_MAXALLOC 4096
+static void *fuzz_alloc[FUZZ_MAXALLOC]; static int fuzz_nalloc;
+static void fuzz_track_alloc(void *p) { if (p && fuzz_inside && fuzz_nalloc < FUZZ_MAXALLOC) fuzz_alloc[fuzz_nalloc++] = p; }
+void *__wrap_xmalloc(size_t bytes) { void *p = __real_xmalloc(bytes); fuzz_track_alloc(p); return p; }
+void *__wrap_xcalloc(size_t n, size_t size) { void *p = __real_xcalloc(n, size); fuzz_track_alloc(p); return p; }
+void __wrap_xfree(void *p) {
+  for (int i = fuzz_nalloc - 1; p && i >= 0; i--) if (fuzz_alloc[i] == p) { fuzz_alloc[i] = fuzz_alloc[--fuzz_nalloc]; break; }
+  __real_xfree(p);
+}
 static void fuzz_close_all(void) {
+  while (fuzz_nalloc > 0) __real_xfree(fuzz_alloc[--fuzz_nalloc]);
   while (fuzz_nopen > 0) { fuzz_nopen--; if (fuzz_open_gz[fuzz_nopen]) __real_gzclose(fuzz_open[fuzz_nopen]); else __real_fclose(fuzz_open[fuzz_nopen]); }
 }
 /* FUZZ_CALL(stmt): runs stmt; an exit() inside it returns here, closing what the call left open. */
-#define FUZZ_CALL(stmt) do { fuzz_nopen = 0; \
+#define FUZZ_CALL(stmt) do { fuzz_nopen = 0; fuzz_nalloc = 0; \
   if (setjmp(fuzz_env) == 0) { fuzz_inside = 1; stmt; fuzz_inside = 0; } \
   else fuzz_close_all(); \
-  fuzz_inside = 0; fuzz_nopen = 0; } while (0)
+  fuzz_inside = 0; fuzz_nopen = 0; fuzz_nalloc = 0; } while (0)
 
 /* The input as a NUL-terminated string of at most cap bytes (a static buffer). */
 static inline const char *fuzz_str(const uint8_t *d, size_t n, size_t cap) {
