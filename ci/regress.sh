@@ -121,21 +121,28 @@ ref_pdl() {
 # MEASURE ARGS prints one number for the pdl in $PDL: a rate (higher = faster) or a time
 # (lower = faster). REPEATS pairs run it once with the reference revision's pdl and once with
 # this tree's, in ABBA order (pair i: reference first when i is even, this tree first when odd,
-# so a steady drift of the machine's speed cancels); each pair gives this/ref (rates) or ref/this
-# (times): above 1 means this tree is faster. NAME records every pair's ratio, and the median is
-# judged. The absolute figures go to the probe log only.
+# so a steady drift of the machine's speed touches both sides alike). NAME records each side's
+# BEST sample over the pairs, as this/ref (rates) or ref/this (times): above 1 means this tree is
+# faster. Best-of-N, not the median of pair ratios: another process on a 2-core machine slows
+# single samples of either side at random (pairs from 0.66 to 1.12 around an unchanged tree),
+# the best sample of each side is its uncontended speed, and a real slowdown lowers it too. The
+# pairs go to the probe log.
 ab() {
-  local name=$1 kind=$2 ref cur=$PDL i a b r; shift 2
+  local name=$1 kind=$2 ref cur=$PDL i a b as=() bs=(); shift 2
   case $kind in rate|time) ;; *) echo "ab $name: kind must be rate or time, got '$kind'" >&2; return 2 ;; esac
   ref=$(ref_pdl 2>>"$PLOG") || { echo "reference revision unavailable: $(tail -n 3 "$PLOG" | tr '\n' ' ')" >&2; return 1; }
   for ((i = 0; i < REPEATS; i++)); do
     if [ $((i % 2)) = 0 ]; then PDL=$ref; a=$("$@"); PDL=$cur; b=$("$@")
     else PDL=$cur; b=$("$@"); PDL=$ref; a=$("$@"); PDL=$cur; fi
-    r=$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print("%.6g" % ((b / a) if sys.argv[3] == "rate" else (a / b)))' "$a" "$b" "$kind") \
-      || { echo "ab $name: not numbers: reference '$a', this tree '$b'" >&2; return 1; }
-    printf 'ab %s pair %d: reference %s, this tree %s (%s) -> %s\n' "$name" "$i" "$a" "$b" "$kind" "$r" >> "$PLOG"
-    metric "$name" "$r"
+    printf 'ab %s pair %d: reference %s, this tree %s (%s)\n' "$name" "$i" "$a" "$b" "$kind" >> "$PLOG"
+    as+=("$a"); bs+=("$b")
   done
+  r=$(python3 -c 'import sys
+k, n = sys.argv[1], int(sys.argv[2]); a = [float(x) for x in sys.argv[3:3 + n]]; b = [float(x) for x in sys.argv[3 + n:]]
+print("%.6g" % (max(b) / max(a) if k == "rate" else min(a) / min(b)))' "$kind" "${#as[@]}" "${as[@]}" "${bs[@]}") \
+    || { echo "ab $name: not numbers: reference ${as[*]}, this tree ${bs[*]}" >&2; return 1; }
+  printf 'ab %s: best %s -> %s\n' "$name" "$kind" "$r" >> "$PLOG"
+  metric "$name" "$r"
 }
 # unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).
 unknown_algo() { grep -q "unknown --algo '$1'" "$PLOG"; }
