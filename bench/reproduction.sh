@@ -20,19 +20,16 @@ section() { [ -f "$out" ] && awk -v t="$1" '$0 == t {on = 1; next} on && /^## / 
   echo "$(git rev-parse --short HEAD 2>/dev/null), host $(hostname). Re-run the benches to refresh it."
   for paper in core ppasgd easgd collectives hermans; do
     t=$RESROOT/$paper/table.md
-    echo
     case $paper in
-      core) echo "## Training core speed (bench-core)";;
-      ppasgd) echo "## PP-ASGD, Sato et al. 2017 (bench-ppasgd)";;
-      easgd) echo "## EASGD, Zhang et al. 2015 (bench-easgd)";;
-      collectives) echo "## Collectives, K-FAC paper K1 (bench-collectives)";;
-      hermans) echo "## AGN / ADAG, Hermans 2017 (bench-hermans)";;
+      core) title="## Training core speed (bench-core)";;
+      ppasgd) title="## PP-ASGD, Sato et al. 2017 (bench-ppasgd)";;
+      easgd) title="## EASGD, Zhang et al. 2015 (bench-easgd)";;
+      collectives) title="## Collectives, K-FAC paper K1 (bench-collectives)";;
+      hermans) title="## AGN / ADAG, Hermans 2017 (bench-hermans)";;
     esac
+    echo; echo "$title"
     if [ -f "$t" ]; then echo; cat "$t"
     else
-      title=$(case $paper in core) echo "## Training core speed (bench-core)";; ppasgd) echo "## PP-ASGD, Sato et al. 2017 (bench-ppasgd)";;
-        easgd) echo "## EASGD, Zhang et al. 2015 (bench-easgd)";; collectives) echo "## Collectives, K-FAC paper K1 (bench-collectives)";;
-        hermans) echo "## AGN / ADAG, Hermans 2017 (bench-hermans)";; esac)
       kept=$(section "$title")
       if [ -n "$(printf '%s' "$kept" | tr -d '[:space:]')" ]; then printf '%s\n' "$kept" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
       else echo; echo "_not run yet: \`make bench-$paper\`_"; fi

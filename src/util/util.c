@@ -162,23 +162,21 @@ void path_refuse_special(const char *path, const char *what) {
     die("%s %s is %s (it would block or cannot be written); give a regular file", what, path, kind_of_file(st.st_mode));
 }
 
-void outfile_check(const char *path, const char *what) {
-  char t[4096];
-  if (strlen(path) >= sizeof t - 16) die("%s %s: path too long", what, path);
-  resolve_target(path, t, sizeof t);
+/* The target path names (symlinks followed) into out; dies unless it is a regular file or absent. */
+static void output_target(const char *path, const char *what, char *out, size_t n) {
+  if (strlen(path) >= n - 16) die("%s %s: path too long", what, path);
+  resolve_target(path, out, n);
   struct stat st;
-  if (stat(t, &st) == 0 && !S_ISREG(st.st_mode))
-    die("%s %s is %s; refusing to replace it (give a regular file)", what, t, kind_of_file(st.st_mode));
+  if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+    die("%s %s is %s; refusing to replace it (give a regular file)", what, out, kind_of_file(st.st_mode));
 }
+
+void outfile_check(const char *path, const char *what) { char t[4096]; output_target(path, what, t, sizeof t); }
 
 void outfile_open(outfile_t *o, const char *path, const char *what) {
   memset(o, 0, sizeof *o);
   o->what = what;
-  if (strlen(path) >= sizeof o->path - 16) die("%s %s: path too long", what, path);
-  resolve_target(path, o->path, sizeof o->path);
-  struct stat st;
-  if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode))
-    die("%s %s is %s; refusing to replace it (give a regular file)", what, o->path, kind_of_file(st.st_mode));
+  output_target(path, what, o->path, sizeof o->path);
   /* the temp file: ".<name>.XXXXXX" in the target's directory (o->path fits sizeof - 16) */
   const char *slash = strrchr(o->path, '/');
   size_t dl = slash ? (size_t)(slash - o->path) + 1 : 0;
