@@ -63,5 +63,10 @@ else notok "SIGINT" "rc=$rc ck=$(ls "$T") $(tail -2 "$T/int.out")"; fi
 PDL_DUMP_PARAMS=$T/res.bin "$PDL" train "${SLOW[@]}" --epochs 3 --checkpoint "$T/ck2" --resume >/dev/null
 cmp -s "$T/full.bin" "$T/res.bin" && ok "SIGINT + resume == uninterrupted" || notok "SIGINT resume" "params differ"
 
+# the watchdog covers sequential runs: a hang (test hook) ends in exit 124 naming the step
+out=$(PDL_TEST_HANG_STEP=5 timeout 60 "$PDL" train "${COMMON[@]}" --steps 50 --timeout 2 2>&1); rc=$?
+[ $rc -eq 124 ] && grep -q "watchdog: no progress for 2 s while sequential nag: step 5 of 50" <<<"$out" \
+  && ok "sequential --timeout: a hang exits 124 naming the step" || notok "sequential watchdog" "rc=$rc $out"
+
 out=$("$PDL" nets); echo "$out" | grep -q ppasgd-cifar && ok "nets lists presets" || notok "nets" "$out"
 finish

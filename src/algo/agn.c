@@ -104,6 +104,15 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
   ps_server_t s; ps_server_init(&s, rt, n, c->ps_round_robin);
   if (H->variant == H_ADAG_ALG1) ps_server_set_vec_len(&s, 2 * n);
   float ginv = 1.0f / H->gamma;
+  loop_state(&L, "center", x, n * sizeof(float));
+  if (stale) loop_state(&L, "stale_centers", stale, (size_t)p * n * sizeof(float));
+  loop_state(&L, "pulled_at", pulled_at, ((size_t)p + 1) * sizeof(long));
+  loop_state(&L, "staleness_hist", H->hist, STALE_MAX * sizeof(long));
+  loop_state(&L, "previous_update", H->u_prev, n * sizeof(float));
+#define STATE(f) loop_state(&L, #f, &H->f, sizeof H->f)
+  STATE(total); STATE(commits); STATE(stale_sum); STATE(stale_ss); STATE(n_ss); STATE(uu); STATE(uv); STATE(mom_n);
+#undef STATE
+  loop_resume(&L);
   loop_begin(&L, x);
   while (ps_server_active(&s)) {
     watchdog_context("%s server: %ld local steps, %ld commits", c->algo, H->total, H->commits);
@@ -139,9 +148,10 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
       if (q.steps >= 0) pulled_at[src] = H->commits;   /* steps -1: ADAG-AGN's look at the center, not a new base */
       if (stale) { memcpy(stale + (size_t)(src - 1) * n, x, n * sizeof(float)); rt->ops->work(rt, 8.0 * n); }
     }
-    if (pdl_stop_signal) s.stop = 1;
+    if (pdl_stop_signal && !s.stop) s.stop = pdl_stop_signal;
     if (!s.stop && loop_progress(&L, x, H->total, (double)H->total * c->batch, 0)) s.stop = 1;
   }
+  loop_checkpoint(&L, 1);    /* every worker has left */
   loop_finish(&L, x, x);
   ps_server_free(&s);
   xfree(x); xfree(u); xfree(stale); xfree(pulled_at); xfree(H->hist); xfree(H->u_prev);
@@ -161,11 +171,14 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
   ps_client_t pc; ps_client_init(&pc, rt, n);
   if (H->variant == H_ADAG_ALG1) ps_client_set_vec_len(&pc, 2 * n);
   ps_req_t q; memset(&q, 0, sizeof q);
-  int stop = ps_pull(&pc, &q);                             /* W = Pull() */
-  long t = 0, K = r->total_steps;
+  loop_state_optim(&L, "optimizer", &o);
+  loop_state_replica(&L, "worker", &rep);
+  long t = loop_resume(&L) ? L.updates : 0, K = r->total_steps;   /* L.updates: this worker's clock */
+  int stop = t < K ? ps_pull(&pc, &q) : 0, stopped = 0;    /* W = Pull() */
   float ginv = 1.0f / H->gamma;
   while (!stop && t < K) {
     watchdog_context("%s worker %d: step %ld of %ld", c->algo, me, t, K);
+    if (pdl_stop_signal) { stopped = 1; break; }           /* a signal here: leave, telling the server */
     memcpy(W, pc.reply, n * sizeof(float)); memcpy(W0, W, n * sizeof(float));   /* W_pulled */
     optim_refresh(&o, W);
     double lsum = 0; int ls = 0, bad = 0;
@@ -176,6 +189,7 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
       lsum += loss; ls++;
       if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; t++; break; }
     }
+    loop_advance(&L, t, 0);
     float inv = H->variant == H_DOWNPOUR_LAMBDA ? 1.0f : 1.0f / (float)ls;
     for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;   /* Delta = (W - W_pulled) / lambda */
     if (H->variant == H_ADAG_ALG1) memcpy(msg + n, W0, n * sizeof(float));
@@ -190,7 +204,8 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
     q.steps = 0; q.loss_sum = 0;
     rt->ops->work(rt, 4.0 * n * 3);
   }
-  ps_done(&pc, &q);
+  if (stopped) ps_stopped(&pc, &q); else ps_done(&pc, &q);
+  loop_checkpoint(&L, 1);   /* its optimizer and sampler at t; the next window starts with a pull */
   ps_client_free(&pc); optim_free(&o); replica_free(&rep);
   xfree(W); xfree(W0); xfree(g); xfree(msg);
 }
@@ -206,7 +221,7 @@ static void agn_node(rt_t *rt, void *arg) {
 #define AGN_FLAGS "--tau (lambda) --worker-opt --momentum --wd --ps-order --with-replacement"
 #define AGN_ALGO(cname, aname, kind, reads, text) \
   const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = agn_node, .variant = kind, \
-                               .flags = reads, .help = text};
+                               .flags = reads, .help = text, .checkpoint = 1};
 AGN_ALGO(agn, "agn", H_AGN, AGN_FLAGS,
          "AGN (Hermans eq. 4.1): lambda local steps, commit Delta = (W - W_pulled) / lambda, the server adds")
 AGN_ALGO(downpour_lambda, "downpour-lambda", H_DOWNPOUR_LAMBDA, AGN_FLAGS,

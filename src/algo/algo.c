@@ -88,6 +88,13 @@ int algo_train(const train_cfg_t *c) {
     for (int o = OPT_SGD; o <= OPT_MVASGD; o++) k += (size_t)snprintf(seq + k, sizeof seq - k, "%s%s", k ? " " : "", optim_name((opt_kind_t)o));
     die_usage("train: unknown --algo '%s'; sequential: %s; distributed: %s (pdl train --help)", c->algo, seq, names);
   }
+  if (c->checkpoint[0] && !A->checkpoint) {
+    char names[1024]; size_t k = 0; names[0] = 0;
+    for (int i = 0; i < algo_count; i++)
+      if (algo_table[i]->checkpoint) k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? " " : "", algo_table[i]->name);
+    die_usage("train: --algo %s does not save checkpoints (--checkpoint); distributed algorithms that do: %s; "
+              "sequential ones all do", c->algo, names);
+  }
   job_t *job = xcalloc(1, sizeof *job);
   job->algo = A;
   job->param = -1;
@@ -111,10 +118,11 @@ int algo_train(const train_cfg_t *c) {
     job->r.simulated = 1; job->r.nranks = N;
     rt_sim_cfg_t sc; memset(&sc, 0, sizeof sc);
     sc.platform = cf.platform; sc.device_gflops = algo_device_rate(&cf, &job->r.net); sc.seed = cf.seed;
+    install_stop_handlers();   /* (rt_sim keeps them across SimGrid's own set-up) */
     int rc = rt_sim_run(&sc, N, A->node, job);
     run_free(&job->r);
     xfree(job);
-    return rc;
+    return rc == 0 && pdl_stop_signal ? 128 + pdl_stop_signal : rc;
   }
   int argc = 0; char **argv = NULL;
 #ifdef PDL_HAVE_MPI

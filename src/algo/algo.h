@@ -14,6 +14,7 @@
 #include "algo/replica.h"
 #include "util/vec.h"
 #include "core/run.h"
+#include "core/snap.h"
 #include "rt/rt.h"
 
 typedef enum {
@@ -35,6 +36,9 @@ typedef struct algo {
   /* Optional: runs once in this process before the runtime starts (own flags, set-up). Returns
    * -1 to go on to the runtime, or an exit status that ends the run here. */
   int (*prepare)(job_t *job);
+  /* 1: the node programs keep their state in the node loop's snapshot (loop_state...) and
+   * save it (loop_checkpoint), so --checkpoint/--resume work; 0: --checkpoint is refused. */
+  int checkpoint;
 } algo_t;
 
 /* The table (algos.def, in --help order). */
@@ -93,6 +97,18 @@ struct loop {
   long next_epoch, next_eval_ex;  /* LOOP_EXAMPLES */
   int stop;                  /* reporter: stop requested (divergence seen at an evaluation) */
   double t_end;              /* loop_finish: the run's time, for the summary hook */
+  /* checkpoints */
+  snap_t snap;               /* this node's state: the loop's own section, then the algorithm's */
+  long gen;                  /* generation of the last snapshot saved or resumed (0: none) */
+  long saved_epoch;          /* epoch boundary of the last periodic save */
+  long saved_updates;        /* progress at the last save or resume (-1: none) */
+  double time_base;          /* run time before a resume */
+  int resumed;
+  struct loop_persist {      /* the loop's and the run's figures, as saved */
+    long updates, loss_n, last_eval, next_eval, next_epoch, next_eval_ex, saved_epoch, diverged_at, r_updates;
+    double examples, loss_acc, time, test_err, test_loss, train_loss, epochs_done;
+    int reached, diverged;
+  } persist;
 };
 
 void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn eval_json,
@@ -122,4 +138,27 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. */
 void loop_finish(loop_t *L, const float *w_eval, const float *w_final);
+
+/* ---- checkpoints (--checkpoint FILE, --resume) --------------------------------------------
+ * A node registers the state it needs to continue (parameters, centers, counters, optimizers,
+ * replicas: their samplers and dropout rngs) once, after allocating it; the loop adds its own
+ * (progress, evaluation schedule, loss accumulators, run time, latest figures). Node k's file
+ * is snap.h's (PATH for node 0, PATH.node<k>), so every rank writes its own; the algorithm
+ * decides where a cut is consistent and calls loop_checkpoint there. */
+void loop_state(loop_t *L, const char *name, void *p, size_t bytes);
+void loop_state_optim(loop_t *L, const char *name, optim_t *o);
+void loop_state_replica(loop_t *L, const char *name, replica_t *rp);
+/* Every node calls it once, after registering its state and before its first message. With
+ * --resume, the nodes agree (one allreduce) on the newest generation that every node holds
+ * (its file or the kept .prev) and load it; returns 1 if resumed, 0 for a fresh start (no file
+ * anywhere). Dies naming the file on a mismatch or an inconsistent set. */
+int loop_resume(loop_t *L);
+/* Saves this node's snapshot when --checkpoint is given and `now` is set (a stop, the run's
+ * end) or an epoch boundary was crossed since the last save. No communication: the caller
+ * calls it where every node's state belongs to the same cut. Returns 1 if it saved. */
+int loop_checkpoint(loop_t *L, int now);
+/* The signal a node passes along with its stop flag (pdl_stop_signal as a float), and what a
+ * node does with one it receives: records it as its own, so every rank ends "interrupted". */
+float loop_signal_flag(void);
+void loop_interrupted(float flag);
 #endif

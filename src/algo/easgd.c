@@ -130,6 +130,12 @@ static void ea_server(rt_t *rt, job_t *job, ea_t *A) {
   loop_threads(&L, 1);   /* the workers' budget: the "threads" figure */
   ps_server_t s; ps_server_init(&s, rt, n, c->ps_round_robin);
   float delta = A->delta;
+  loop_state(&L, "center", x, n * sizeof(float));
+  if (v) loop_state(&L, "master_momentum", v, n * sizeof(float));
+  if (avg) { loop_state(&L, "average", za, n * sizeof(float)); loop_state(&L, "moving_average", zm, n * sizeof(float)); }
+  loop_state(&L, "local_steps", &A->total, sizeof A->total);
+  loop_state(&L, "master_clock", &A->master_clock, sizeof A->master_clock);
+  loop_resume(&L);
   loop_begin(&L, evalp);     /* the common start point (step 0) */
   while (ps_server_active(&s)) {
     watchdog_context("%s server: %ld local steps, %ld commits", c->algo, A->total, A->master_clock);
@@ -152,9 +158,10 @@ static void ea_server(rt_t *rt, job_t *job, ea_t *A) {
       if (v) { for (size_t i = 0; i < n; i++) pt[i] = x[i] + delta * v[i]; point = pt; rt->ops->work(rt, 12.0 * n); }
       ps_server_reply(&s, src, point);
     }
-    if (pdl_stop_signal) s.stop = 1;
+    if (pdl_stop_signal && !s.stop) s.stop = pdl_stop_signal;
     if (!s.stop && loop_progress(&L, evalp, A->total, (double)A->total * c->batch, 0)) s.stop = 1;
   }
+  loop_checkpoint(&L, 1);    /* every worker has left: the center and clocks are final for this cut */
   loop_finish(&L, evalp, x);
   ps_server_free(&s);
   xfree(x); xfree(v); xfree(pt); xfree(za); xfree(zm);
@@ -174,10 +181,16 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
   optim_t o; optim_init(&o, A->kind == K_EAMSGD ? OPT_NAG : OPT_SGD, n, A->delta, c->wd);
   ps_client_t pc; ps_client_init(&pc, rt, n);
   ps_req_t q; memset(&q, 0, sizeof q);
-  double lsum = 0; int ls = 0, stop = 0, bad = 0;
-  long t = 0;
+  double lsum = 0; int ls = 0, stop = 0, bad = 0, stopped = 0;
+  loop_state(&L, "x", x, n * sizeof(float));
+  loop_state(&L, dp ? "accumulated" : "elastic", buf, n * sizeof(float));
+  loop_state_optim(&L, "optimizer", &o);
+  loop_state_replica(&L, "worker", &rep);
+  long t = loop_resume(&L) ? L.updates : 0;   /* L.updates: this worker's clock t_i */
+  optim_refresh(&o, x);
   while (t < A->K) {
     watchdog_context("%s worker %d: step %ld of %ld", c->algo, me, t, A->K);
+    if (pdl_stop_signal) { stopped = 1; break; }    /* a signal here: leave, telling the server */
     if (!dp && t % tau == 0) {                       /* elastic step (Alg. 1/2): if tau | t_i */
       q.steps = ls; q.loss_sum = lsum; q.clock = t; ls = 0; lsum = 0;
       if ((stop = ps_pull(&pc, &q))) break;          /* x = x~ */
@@ -198,6 +211,7 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
     } else optim_step(&o, x, g, lr);                 /* x_i -= eta g(x_i), or EAMSGD's Nesterov step */
     rt->ops->work(rt, 4.0 * n * 6);
     t++; lsum += loss; ls++;
+    loop_advance(&L, t, 0);
     if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; break; }
     if (dp && t % tau == 0) {                        /* DOWNPOUR: commit a_i, take x~ back */
       q.steps = ls; q.loss_sum = lsum; q.clock = t; ls = 0; lsum = 0;
@@ -206,12 +220,14 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
       if (stop) break;
     }
   }
-  if (dp && !stop && !bad && t % tau != 0) {         /* commit the last partial period */
+  if (dp && !stop && !bad && !stopped && t % tau != 0) {   /* commit the last partial period */
     q.steps = ls; q.loss_sum = lsum; q.clock = t; ls = 0; lsum = 0;
     ps_push(&pc, &q, buf);
+    vec_zero(buf, n);
   }
   q.steps = ls; q.loss_sum = lsum; q.clock = t;
-  ps_done(&pc, &q);
+  if (stopped) ps_stopped(&pc, &q); else ps_done(&pc, &q);
+  loop_checkpoint(&L, 1);   /* x, a_i, momentum, sampler at t_i; the server has its share */
   ps_client_free(&pc); optim_free(&o); replica_free(&rep);
   xfree(x); xfree(buf); xfree(g);
 }
@@ -223,7 +239,7 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
   int me = rt->node, tau = A->tau;
   float *x = xmalloc(n * sizeof(float));              /* [n] x~ on the server, x_i on worker i */
   float *bb = xmalloc((n + 1) * sizeof(float));       /* [n + 1] x~, stop flag */
-  float *rb = xmalloc((n + 2) * sizeof(float));       /* [n + 2] sum of d_i, loss sum, steps */
+  float *rb = xmalloc((n + 3) * sizeof(float));       /* [n + 3] sum of d_i, loss sum, steps, signals */
   float *g = xmalloc(n * sizeof(float));
   net_init_params(&r->net, x, c->seed);
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, ea_eval_json, ea_summary_json, A);
@@ -234,15 +250,26 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
     rep.overlap = 1;   /* sim: the helper pool, as in ea_worker */
     optim_init(&o, OPT_SGD, n, 0, c->wd);
   }
-  long rounds = (A->K + tau - 1) / tau, t = 0;
+  long rounds = (A->K + tau - 1) / tau, t = 0, k = 0;
   int stop = 0;
+  loop_state(&L, me == 0 ? "center" : "x", x, n * sizeof(float));
+  loop_state(&L, "round", &k, sizeof k);
+  if (me == 0) {
+    loop_state(&L, "local_steps", &A->total, sizeof A->total);
+    loop_state(&L, "master_clock", &A->master_clock, sizeof A->master_clock);
+  } else {
+    loop_state(&L, "clock", &t, sizeof t);
+    loop_state_optim(&L, "optimizer", &o);
+    loop_state_replica(&L, "worker", &rep);
+  }
+  loop_resume(&L);
   loop_begin(&L, x);
-  for (long k = 0; k < rounds; k++) {
+  for (; k < rounds; k++) {
     watchdog_context("easgd-sync node %d: round %ld of %ld", me, k, rounds);
-    if (me == 0) { vec_copy(bb, x, n); bb[n] = stop || pdl_stop_signal ? 1.0f : 0.0f; }
+    if (me == 0) { vec_copy(bb, x, n); bb[n] = stop ? (float)stop : loop_signal_flag(); }
     rt->ops->bcast(rt, bb, n + 1, 0);                 /* every worker gets x~ */
-    if (bb[n] != 0) break;
-    vec_zero(rb, n + 2);
+    if (bb[n] != 0) { loop_interrupted(bb[n]); break; }   /* before the round: every node's state is round k's start */
+    vec_zero(rb, n + 3);
     if (me > 0) {
       float *d = rb;
       for (size_t i = 0; i < n; i++) d[i] = A->alpha * (x[i] - bb[i]);   /* d_i = alpha (x_i - x~) */
@@ -255,18 +282,20 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
         rt->ops->work(rt, 4.0 * n * (j == 0 ? 8 : 4));
         lsum += loss;
       }
-      rb[n] = (float)lsum; rb[n + 1] = (float)steps;
+      rb[n] = (float)lsum; rb[n + 1] = (float)steps; rb[n + 2] = loop_signal_flag();
     }
-    rt->ops->reduce(rt, rb, n + 2, 0);                /* x~ += sum_i d_i */
+    rt->ops->reduce(rt, rb, n + 3, 0);                /* x~ += sum_i d_i */
     if (me != 0) continue;
     vec_add(x, rb, n);
     A->master_clock++;
-    ps_req_t q = {0, (int32_t)rb[n + 1], (int64_t)((k + 1) * tau), rb[n]};
+    ps_req_t q = {0, (int32_t)rb[n + 1], (int64_t)((k + 1) * tau), rb[n], 0, 0};
     if (q.clock > A->K) q.clock = A->K;
     if (ea_account(&L, A, &q)) stop = 1;
-    if (pdl_stop_signal) stop = 1;
+    if (!stop && rb[n + 2] > 0) stop = rb[n + 2] < 64 ? (int)rb[n + 2] : 15;   /* a worker's signal */
+    if (!stop && pdl_stop_signal) stop = pdl_stop_signal;
     if (!stop && loop_progress(&L, x, A->total, (double)A->total * c->batch, 0)) stop = 1;
   }
+  if (k == rounds || pdl_stop_signal) loop_checkpoint(&L, 1);
   loop_finish(&L, x, x);
   if (me > 0) { optim_free(&o); replica_free(&rep); }
   xfree(x); xfree(bb); xfree(rb); xfree(g);
@@ -283,7 +312,7 @@ static void easgd_node(rt_t *rt, void *arg) {
 #define EA_FLAGS "--tau --alpha --beta --wd --ps-order --with-replacement"
 #define EA_ALGO(cname, aname, kind, reads, text) \
   const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = easgd_node, .variant = kind, \
-                               .flags = reads, .help = text};
+                               .flags = reads, .help = text, .checkpoint = 1};
 EA_ALGO(easgd, "easgd", K_EASGD, EA_FLAGS,
         "asynchronous EASGD (EASGD paper Alg. 1): elastic pull/commit with the server every tau steps")
 EA_ALGO(easgd_sync, "easgd-sync", K_EASGD_SYNC, "--tau --alpha --beta --wd",

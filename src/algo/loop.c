@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 #include "algo/algo.h"
 #include "rt/mpi_util.h"
@@ -25,6 +26,9 @@ void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn
   L->next_eval = L->eval_every;
   L->next_epoch = 1;
   L->next_eval_ex = c->eval_every_examples;
+  L->saved_updates = -1;
+  snap_init(&L->snap);
+  snap_add(&L->snap, "loop", &L->persist, sizeof L->persist);
 }
 
 int loop_threads(loop_t *L, int roles_per_rank) {
@@ -48,7 +52,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
 float loop_stop_flag(const loop_t *L) { return pdl_stop_signal || L->job->reached ? 1.0f : 0.0f; }
 
 double loop_time(const loop_t *L) {
-  return L->rt->ops->now(L->rt) - (L->rt->ops->simulated ? 0 : L->job->eval_time);
+  return L->time_base + L->rt->ops->now(L->rt) - (L->rt->ops->simulated ? 0 : L->job->eval_time);
 }
 
 void loop_loss(loop_t *L, double loss_sum, long count) { L->loss_acc += loss_sum; L->loss_n += count; }
@@ -92,7 +96,7 @@ static void evaluate(loop_t *L, const float *w) {
 }
 
 void loop_begin(loop_t *L, const float *w_eval) {
-  if (L->reporter && L->sched == LOOP_CLOCK) evaluate(L, w_eval);
+  if (L->reporter && !L->resumed && L->sched == LOOP_CLOCK) evaluate(L, w_eval);
 }
 
 void loop_advance(loop_t *L, long updates, double examples) { L->updates = updates; L->examples = examples; }
@@ -142,4 +146,113 @@ void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
   }
   run_summary(r, L->t_end, json_frag(&x));
   run_dump_params(w_final, r->net.nparams);
+}
+
+/* ---- checkpoints ---------------------------------------------------------------------------- */
+void loop_state(loop_t *L, const char *name, void *p, size_t bytes) { snap_add(&L->snap, name, p, bytes); }
+void loop_state_optim(loop_t *L, const char *name, optim_t *o) { snap_add_optim(&L->snap, name, o); }
+void loop_state_replica(loop_t *L, const char *name, replica_t *rp) {
+  char b[32];
+  snprintf(b, sizeof b, "%.20s.sampler", name); snap_add_sampler(&L->snap, b, &rp->s);
+  snprintf(b, sizeof b, "%.20s.rng", name); snap_add(&L->snap, b, &rp->ws.rng, sizeof rp->ws.rng);
+}
+
+float loop_signal_flag(void) { return (float)pdl_stop_signal; }
+void loop_interrupted(float flag) {
+  if (flag >= 2 && !pdl_stop_signal) pdl_stop_signal = flag < 64 ? (int)flag : SIGTERM;
+}
+
+static void persist_out(loop_t *L) {   /* loop -> the saved section */
+  struct loop_persist *P = &L->persist; run_t *r = L->r;
+  P->updates = L->updates; P->examples = L->examples; P->loss_acc = L->loss_acc; P->loss_n = L->loss_n;
+  P->last_eval = L->last_eval; P->next_eval = L->next_eval; P->next_epoch = L->next_epoch;
+  P->next_eval_ex = L->next_eval_ex; P->saved_epoch = L->saved_epoch; P->time = loop_time(L);
+  P->reached = L->job->reached;
+  P->test_err = r->test_err; P->test_loss = r->test_loss; P->train_loss = r->train_loss;
+  P->r_updates = r->updates; P->epochs_done = r->epochs_done; P->diverged = r->diverged; P->diverged_at = r->diverged_at;
+}
+
+static void persist_in(loop_t *L) {
+  const struct loop_persist *P = &L->persist; run_t *r = L->r;
+  L->updates = P->updates; L->examples = P->examples; L->loss_acc = P->loss_acc; L->loss_n = P->loss_n;
+  L->last_eval = P->last_eval; L->next_eval = P->next_eval; L->next_epoch = P->next_epoch;
+  L->next_eval_ex = P->next_eval_ex; L->saved_epoch = P->saved_epoch; L->time_base = P->time;
+  if (L->reporter) {
+    L->job->reached = P->reached;
+    r->test_err = P->test_err; r->test_loss = P->test_loss; r->train_loss = P->train_loss;
+    r->updates = P->r_updates; r->epochs_done = P->epochs_done; r->diverged = P->diverged; r->diverged_at = P->diverged_at;
+  }
+}
+
+int loop_resume(loop_t *L) {
+  const train_cfg_t *c = &L->r->cfg;
+  if (!c->checkpoint[0] || !c->resume) return 0;
+  rt_t *rt = L->rt;
+  int me = rt->node, N = rt->nnodes;
+  char cur[4200], prev[4200];
+  snap_path(cur, sizeof cur, c->checkpoint, me, N, 0);
+  snap_path(prev, sizeof prev, c->checkpoint, me, N, 1);
+  long gc = snap_read(cur, L->r, me, N, &L->snap, 0), gp = snap_read(prev, L->r, me, N, &L->snap, 0);
+  /* every node's two generations (0: no file), summed into one vector that all nodes see */
+  float *v = xcalloc(2 * (size_t)N, sizeof(float));
+  v[2 * me] = (float)(gc + 1); v[2 * me + 1] = (float)(gp + 1);
+  rt->ops->allreduce(rt, v, 2 * (size_t)N);
+  long best = 0; int any = 0;
+  for (int k = 0; k < 2 * N; k++) {   /* the newest generation every node holds */
+    long g = (long)v[k] - 1;
+    if (g > 0) any = 1;
+    if (g <= best) continue;
+    int all = 1;
+    for (int i = 0; i < N && all; i++) all = (long)v[2 * i] - 1 == g || (long)v[2 * i + 1] - 1 == g;
+    if (all) best = g;
+  }
+  if (!best && any) {
+    char list[2048]; size_t o = 0; list[0] = 0;
+    for (int i = 0; i < N && o < sizeof list - 64; i++)
+      o += (size_t)snprintf(list + o, sizeof list - o, "%snode %d: %ld/%ld", i ? ", " : "", i, (long)v[2 * i] - 1, (long)v[2 * i + 1] - 1);
+    xfree(v);
+    die("checkpoint %s: the nodes' files hold no common snapshot generation (file/.prev per node, -1 = missing: %s); "
+        "start over without --resume", c->checkpoint, list);
+  }
+  xfree(v);
+  if (!best) {
+    if (L->reporter && !c->quiet) fprintf(stderr, "pdl: no checkpoint at %s: starting from update 0\n", c->checkpoint);
+    return 0;
+  }
+  snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
+  L->gen = best;
+  persist_in(L);
+  L->resumed = 1;
+  L->saved_updates = L->updates;
+  if (L->reporter) {
+    long limit = L->sched == LOOP_CLOCK ? L->r->total_steps * clock_workers(L) : L->r->total_steps;
+    if (L->sched != LOOP_EXAMPLES && L->updates > limit)
+      die("checkpoint %s is at update %ld, past this run's %ld updates: nothing to resume (ask for more "
+          "--steps/--epochs, or drop --resume to start over)", c->checkpoint, L->updates, limit);
+    if (!c->quiet) fprintf(stderr, "pdl: resumed from %s (snapshot %ld%s, %d node file%s) at update %ld\n", c->checkpoint, best,
+                           best == gc ? "" : ", the kept .prev generation", N, N > 1 ? "s" : "", L->updates);
+    json_t j; run_json_common(L->r, &j, "resume");
+    json_int(&j, "resumed_at", L->updates); json_int(&j, "snapshot", best); json_int(&j, "nodes", N);
+    results_write(&L->r->res, json_end(&j));
+  }
+  return 1;
+}
+
+int loop_checkpoint(loop_t *L, int now) {
+  const train_cfg_t *c = &L->r->cfg;
+  if (!c->checkpoint[0]) return 0;
+  long epoch = L->sched == LOOP_UPDATES ? L->updates / L->r->steps_per_epoch
+             : (long)(L->examples / (double)L->r->data.train.n);
+  if (!now && (L->sched == LOOP_CLOCK || epoch <= L->saved_epoch)) return 0;
+  if (now && L->updates == L->saved_updates && !pdl_stop_signal) return 0;   /* this state is saved already */
+  L->saved_epoch = epoch; L->saved_updates = L->updates;
+  L->gen++;
+  persist_out(L);
+  char path[4200];
+  snap_path(path, sizeof path, c->checkpoint, L->rt->node, L->rt->nnodes, 0);
+  snap_save(path, L->r, L->rt->node, L->rt->nnodes, L->gen, &L->snap, 1);
+  if (L->reporter && pdl_stop_signal)
+    fprintf(stderr, "pdl: signal %d: checkpoint saved to %s%s at update %ld\n", pdl_stop_signal, c->checkpoint,
+            L->rt->nnodes > 1 ? " (and .node<k> per node)" : "", L->updates);
+  return 1;
 }

@@ -1,5 +1,6 @@
 /* ps.c — parameter server transport: see ps.h for the protocol and why it is point-to-point. */
 #include "algo/ps.h"
+#include "algo/algo.h"
 #include <string.h>
 #include "util/util.h"
 
@@ -35,7 +36,10 @@ int ps_server_next(ps_server_t *s, int *src, ps_req_t *q) {
   }
   if (from < 1 || from > s->p || s->left[from]) die("parameter server: request from node %d, which is not an active worker", from);
   if (q->op == PS_PUSH || q->op == PS_PUSH_PULL) o->recv(s->rt, from, s->vec, s->vec_n * sizeof(float), PS_TAG_VEC);
-  else if (q->op == PS_DONE) { s->left[from] = 1; s->active--; }
+  else if (q->op == PS_DONE || q->op == PS_STOPPED) {
+    s->left[from] = 1; s->active--;
+    if (q->op == PS_STOPPED) { s->stop = q->sig >= 2 ? q->sig : 2; loop_interrupted((float)s->stop); }
+  }
   else if (q->op != PS_PULL) die("parameter server: bad request op %d from node %d", q->op, from);
   *src = from;
   return q->op;
@@ -43,7 +47,7 @@ int ps_server_next(ps_server_t *s, int *src, ps_req_t *q) {
 
 void ps_server_reply(ps_server_t *s, int dst, const float *point) {
   memcpy(s->reply, point, s->n * sizeof(float));
-  s->reply[s->n] = s->stop ? 1.0f : 0.0f;
+  s->reply[s->n] = (float)s->stop;
   s->rt->ops->send(s->rt, dst, s->reply, (s->n + 1) * sizeof(float), PS_TAG_REPLY);
 }
 
@@ -62,6 +66,7 @@ static void send_req(ps_client_t *c, const ps_req_t *q, ps_op_t op) {
 
 static int get_reply(ps_client_t *c) {
   c->rt->ops->recv(c->rt, 0, c->reply, (c->n + 1) * sizeof(float), PS_TAG_REPLY);
+  loop_interrupted(c->reply[c->n]);   /* a signal elsewhere is this node's too */
   return c->reply[c->n] != 0.0f;
 }
 
@@ -79,3 +84,8 @@ int ps_push_pull(ps_client_t *c, const ps_req_t *q, const float *vec) {
 }
 
 void ps_done(ps_client_t *c, const ps_req_t *q) { send_req(c, q, PS_DONE); }
+
+void ps_stopped(ps_client_t *c, const ps_req_t *q) {
+  ps_req_t h = *q; h.sig = pdl_stop_signal;
+  send_req(c, &h, PS_STOPPED);
+}

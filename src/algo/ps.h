@@ -6,9 +6,13 @@
  *   PUSH       worker -> server: header, then n floats on PS_TAG_VEC.       no reply
  *   PUSH_PULL  worker -> server: header, then n floats on PS_TAG_VEC.       reply
  *   DONE       worker -> server: header (the worker leaves).                no reply
+ *   STOPPED    worker -> server: header (the worker leaves: a signal reached it; `sig` says
+ *              which). The server stops the run: every later reply carries the signal.
  * A reply is n + 1 floats: the point the server hands out (the center, or what the algorithm
- * says, e.g. x~ + delta v for MDOWNPOUR) followed by a stop flag (1: stop now, e.g. the run
- * diverged or was interrupted). Every header carries the local steps and the sum of mini-batch
+ * says, e.g. x~ + delta v for MDOWNPOUR) followed by a stop flag (0: go on; 1: stop now, e.g.
+ * the run diverged; >= 2: stop, the run was interrupted by that signal on some node, which the
+ * client records as its own). A worker told to stop does not apply the reply's point, so the
+ * state it then saves is the state it had before the request. Every header carries the local steps and the sum of mini-batch
  * losses since the worker's previous header and the worker's clock t_i, so the server knows
  * the run's progress (evaluation points, divergence) without extra messages.
  * The server handles one request at a time, in the order they arrive (recv_any), or in a fixed
@@ -31,13 +35,14 @@
 #include "rt/rt.h"
 
 enum { PS_TAG_REQ = 700, PS_TAG_VEC = 701, PS_TAG_REPLY = 702 };
-typedef enum { PS_PULL = 1, PS_PUSH = 2, PS_PUSH_PULL = 3, PS_DONE = 4 } ps_op_t;
+typedef enum { PS_PULL = 1, PS_PUSH = 2, PS_PUSH_PULL = 3, PS_DONE = 4, PS_STOPPED = 5 } ps_op_t;
 
 typedef struct {
   int32_t op;          /* ps_op_t */
   int32_t steps;       /* local steps since this worker's previous header */
   int64_t clock;       /* the worker's clock t_i (local steps done) */
   double loss_sum;     /* sum of the mini-batch mean losses of those steps (NaN/Inf if diverged) */
+  int32_t sig, pad;    /* STOPPED: the signal */
 } ps_req_t;
 
 typedef struct {
@@ -50,7 +55,8 @@ typedef struct {
   size_t vec_n;        /* floats of a PUSH / PUSH_PULL vector (n unless ps_server_set_vec_len) */
   float *vec;          /* [vec_n] the vector of the last PUSH / PUSH_PULL */
   float *reply;        /* [n + 1] */
-  int stop;            /* set by the caller: every later reply carries the stop flag */
+  int stop;            /* every later reply carries it as the stop flag: set by the caller (1,
+                          or a signal number), or by a STOPPED request (its signal) */
 } ps_server_t;
 
 void ps_server_init(ps_server_t *s, rt_t *rt, size_t n, int round_robin);
@@ -80,4 +86,6 @@ int ps_pull(ps_client_t *c, const ps_req_t *q);
 void ps_push(ps_client_t *c, const ps_req_t *q, const float *vec);
 int ps_push_pull(ps_client_t *c, const ps_req_t *q, const float *vec);
 void ps_done(ps_client_t *c, const ps_req_t *q);
+/* The worker leaves because a signal reached it (pdl_stop_signal). */
+void ps_stopped(ps_client_t *c, const ps_req_t *q);
 #endif

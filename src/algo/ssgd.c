@@ -3,8 +3,12 @@
  *   update thread:  D_L = sum_g D_g; D_g = 0; D_A = Allreduce(D_L);
  *                   M = mu M - lambda D_A; w = w + M; w_hat = w + mu M   (NAG)
  * The update is optim.c's NAG step, so one worker is bit-identical to sequential `--algo nag`.
- * The allreduce buffer carries two extra floats, the summed loss and a stop flag, so every node
- * stops at the same update. The summary splits node 0's time per update into grad_s_per_update
+ * The allreduce buffer carries three extra floats, the summed loss, a stop flag (--target-err
+ * reached: stop before this update) and a signal flag (SIGINT/SIGTERM on any node: apply this
+ * update, then every node saves its snapshot and stops), so every node stops at the same
+ * update. Checkpoints: w, M and every grad role's sampler and dropout rng, saved by each node at
+ * epoch ends and on a signal; a resumed run is bit-identical to an uninterrupted one (same
+ * runtime, node count and thread count). The summary splits node 0's time per update into grad_s_per_update
  * (grad roles started .. last joined) and allreduce_s_per_update (waiting for the slowest node
  * included): bench/runtimes/validate.sh compares them between the runtimes. */
 #include <string.h>
@@ -36,7 +40,7 @@ static void ssgd_node(rt_t *rt, void *arg) {
   ssgd_stats_t st = {N, G, 0, 0};
   loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, ssgd_summary, &st);
   int threads = loop_threads(&L, G);
-  float *w = xmalloc(n * sizeof(float)), *buf = xmalloc((n + 2) * sizeof(float));   /* [n] D_L, loss, stop */
+  float *w = xmalloc(n * sizeof(float)), *buf = xmalloc((n + 3) * sizeof(float));   /* [n] D_L, loss, stop, signal */
   ssgd_role_t *roles = xcalloc((size_t)G, sizeof(ssgd_role_t));
   void **th = xmalloc((size_t)G * sizeof(void *));
   for (int g = 0; g < G; g++) {
@@ -46,8 +50,12 @@ static void ssgd_node(rt_t *rt, void *arg) {
   }
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
-  long step;
-  for (step = 0; step < r->total_steps; step++) {
+  loop_state(&L, "w", w, n * sizeof(float));
+  loop_state_optim(&L, "nag", &o);
+  for (int g = 0; g < G; g++) { char nm[24]; snprintf(nm, sizeof nm, "role%d", g); loop_state_replica(&L, nm, &roles[g].rep); }
+  long step = 0;
+  if (loop_resume(&L)) { optim_refresh(&o, w); step = L.updates; }
+  for (; step < r->total_steps; step++) {
     watchdog_context("ssgd update %ld on node %d", step, me);
     const float *what = optim_grad_point(&o, w);                      /* w_hat = w + mu M */
     double t0 = rt->ops->now(rt);
@@ -57,10 +65,10 @@ static void ssgd_node(rt_t *rt, void *arg) {
     vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);           /* D_L = sum_g D_g; D_g = 0 */
     double ls = roles[0].loss;
     for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
-    buf[n] = (float)ls; buf[n + 1] = loop_stop_flag(&L);
+    buf[n] = (float)ls; buf[n + 1] = L.job->reached ? 1.0f : 0.0f; buf[n + 2] = loop_signal_flag();
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     double t2 = rt->ops->now(rt);
-    rt->ops->allreduce(rt, buf, n + 2);                               /* D_A = Allreduce(D_L) */
+    rt->ops->allreduce(rt, buf, n + 3);                               /* D_A = Allreduce(D_L) */
     st.t_grad += t1 - t0; st.t_comm += rt->ops->now(rt) - t2;
     if (buf[n + 1] > 0) break;
     double loss = buf[n] / (double)(c->batch * G * N);
@@ -69,7 +77,10 @@ static void ssgd_node(rt_t *rt, void *arg) {
     loop_loss(&L, loss, 1);
     if (loop_diverged(&L, loss, step)) break;   /* the same allreduced loss on every node */
     loop_progress(&L, w, step + 1, (double)(step + 1) * c->batch * G * N, step + 1 == r->total_steps);
+    if (buf[n + 2] > 0) { loop_interrupted(buf[n + 2]); step++; break; }   /* every node: this update done */
+    loop_checkpoint(&L, 0);                                           /* epoch ends */
   }
+  loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   loop_finish(&L, w, w);
   for (int g = 0; g < G; g++) { replica_free(&roles[g].rep); xfree(roles[g].D); }
   optim_free(&o);
@@ -79,5 +90,5 @@ static void ssgd_node(rt_t *rt, void *arg) {
 const algo_t algo_ssgd = {
   .name = "ssgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ssgd_node,
   .help = "synchronous data-parallel SGD with allreduce and NAG (PP-ASGD paper Alg. 4)",
-  .flags = "--grad-threads",
+  .flags = "--grad-threads", .checkpoint = 1,
 };

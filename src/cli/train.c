@@ -4,6 +4,7 @@
 #include <string.h>
 #include "algo/algo.h"
 #include "core/run.h"
+#include "rt/watchdog.h"
 
 int cmd_train(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
@@ -13,8 +14,11 @@ int cmd_train(int argc, char **argv) {
   opt_kind_t k;
   if (optim_parse(c.algo, &k) == 0) {
     if (strcmp(c.runtime, "real")) die_usage("train: --algo %s is sequential; --runtime sim needs a distributed algo", c.algo);
+    if (c.timeout > 0) watchdog_start(c.timeout);   /* --timeout covers sequential runs too */
+    watchdog_context("sequential %s: loading data and building the net", c.algo);
     run_t r; run_setup(&r, &c, c.batch);
     int rc = train_sequential(&r);
+    watchdog_stop();
     run_free(&r);
     return rc;
   }

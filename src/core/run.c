@@ -1,6 +1,7 @@
 /* run.c — configuration parsing, set-up, evaluation, summary and checkpoints shared by every
  * training run (see run.h). */
 #include "core/run.h"
+#include "core/snap.h"
 #include <sys/stat.h>
 #include <zlib.h>
 #include <errno.h>
@@ -41,8 +42,9 @@ void train_usage(FILE *f) {
     "  --eval-every N    also evaluate every N updates                                 (each epoch)\n"
     "  --train-subset N, --test-subset N   use only the first N examples\n"
     "  --results FILE    append JSON lines (config, eval, summary)\n"
-    "  --checkpoint FILE save state each epoch and on SIGINT/SIGTERM (temp file + rename)\n"
-    "  --resume          continue from --checkpoint FILE if it exists\n"
+    "  --checkpoint FILE save state each epoch and on SIGINT/SIGTERM (temp file + rename);\n"
+    "                    distributed: one file per node (FILE, FILE.node<k>), previous kept as .prev\n"
+    "  --resume          continue from --checkpoint FILE if it exists (all nodes' files)\n"
     "  --diverge-loss X  stop as diverged when the train loss exceeds X or is NaN       (1000)\n"
     "  --tag T           free-form label copied into every JSON line\n"
     " distributed:\n"
@@ -248,80 +250,23 @@ int run_check_diverged(run_t *r, double loss, long step) {
   return 1;
 }
 
-/* ---- checkpoints ---- */
-#define CKPT_MAGIC "PDLCKPT1"
-/* Version 2: the header carries the configuration a resume must match (a mismatch names the
- * field); the body is the position, the parameters and the optimizer state; a CRC32 (zlib) of
- * everything before it ends the file, and the file must be exactly that long. */
-typedef struct {
-  char magic[8]; uint32_t version; uint32_t batch;
-  uint64_t nparams, seed;
-  char spec[256], algo[32], data[512];
-  int64_t train_subset;
-  float momentum, wd, lr, pad_;
-} ckpt_hdr_t;
+/* ---- checkpoints (sequential: one node's file; the format is snap.c's) ---- */
+static void seq_snap(snap_t *s, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
+  snap_init(s);
+  snap_add(s, "position", pos, sizeof *pos);
+  snap_add(s, "params", w, r->net.nparams * sizeof(float));
+  snap_add_optim(s, "optimizer", o);
+}
 
 void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos) {
-  ckpt_hdr_t h; memset(&h, 0, sizeof h);
-  memcpy(h.magic, CKPT_MAGIC, 8); h.version = 2; h.nparams = r->net.nparams; h.batch = (uint32_t)r->cfg.batch;
-  snprintf(h.spec, sizeof h.spec, "%s", r->net.spec); snprintf(h.algo, sizeof h.algo, "%s", r->cfg.algo);
-  snprintf(h.data, sizeof h.data, "%s", r->cfg.data);
-  h.seed = r->cfg.seed; h.train_subset = r->cfg.train_subset;
-  h.momentum = r->cfg.momentum; h.wd = r->cfg.wd; h.lr = r->cfg.lr;
-  char *buf = NULL; size_t len = 0;                 /* the whole body in memory, then its CRC */
-  FILE *m = open_memstream(&buf, &len);
-  if (!m) die("cannot write checkpoint %s: out of memory", path);
-  int bad = fwrite(&h, sizeof h, 1, m) != 1 || fwrite(pos, sizeof *pos, 1, m) != 1 ||
-            fwrite(w, sizeof(float), r->net.nparams, m) != r->net.nparams || optim_save(o, m) != 0;
-  bad |= fclose(m) != 0;
-  if (bad) { free(buf); die("cannot write checkpoint %s: out of memory", path); }
-  uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len);
-  outfile_t out; outfile_open(&out, path, "checkpoint");
-  bad = fwrite(buf, 1, len, out.f) != len || fwrite(&crc, sizeof crc, 1, out.f) != 1;
-  free(buf);
-  if (bad) { outfile_abort(&out); die("cannot write checkpoint %s: %s", path, strerror(errno)); }
-  outfile_commit(&out);
+  snap_t s; seq_snap(&s, r, (float *)w, (optim_t *)o, (ckpt_pos_t *)pos);   /* only read */
+  snap_save(path, r, 0, 1, pos->step, &s, 0);
 }
 
 int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
-  FILE *f = fopen(path, "rb");
-  if (!f) { if (errno == ENOENT) return -1; die("cannot read checkpoint %s: %s", path, strerror(errno)); }
-  struct stat st;   /* read whole, closed before any check can fail */
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) { fclose(f); die("checkpoint %s: not a regular file", path); }
-  size_t len = (size_t)st.st_size;
-  if (len < sizeof(ckpt_hdr_t) + 4) { fclose(f); die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len); }
-  char *buf = xmalloc(len);
-  size_t got = fread(buf, 1, len, f);
-  fclose(f);
-  if (got != len) die("checkpoint %s: cannot read it", path);
-  ckpt_hdr_t h; memcpy(&h, buf, sizeof h);
-  if (memcmp(h.magic, CKPT_MAGIC, 8)) die("checkpoint %s: not a pdl checkpoint (bad magic)", path);
-  if (h.version != 2) die("checkpoint %s: format version %u, this pdl reads version 2 (start over without --resume)", path, h.version);
-  uint32_t crc; memcpy(&crc, buf + len - 4, 4);
-  if (crc != (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)(len - 4)))
-    die("checkpoint %s: checksum mismatch (corrupted or truncated)", path);
-  const train_cfg_t *c = &r->cfg;
-#define CK(cond, field, fmt, a, b) do { if (!(cond)) die("checkpoint %s: %s is " fmt " in the checkpoint but " fmt " in this run", path, field, a, b); } while (0)
-  CK(!strcmp(h.spec, r->net.spec), "the net", "'%s'", h.spec, r->net.spec);
-  CK(h.nparams == r->net.nparams, "the parameter count", "%llu", (unsigned long long)h.nparams, (unsigned long long)r->net.nparams);
-  CK(!strcmp(h.algo, c->algo), "--algo", "'%s'", h.algo, c->algo);
-  CK(!strcmp(h.data, c->data), "--data", "'%s'", h.data, c->data);
-  CK(h.seed == c->seed, "--seed", "%llu", (unsigned long long)h.seed, (unsigned long long)c->seed);
-  CK(h.batch == (uint32_t)c->batch, "--batch", "%u", h.batch, (unsigned)c->batch);
-  CK(h.train_subset == c->train_subset, "--train-subset", "%lld", (long long)h.train_subset, (long long)c->train_subset);
-  CK(h.momentum == c->momentum, "--momentum", "%g", (double)h.momentum, (double)c->momentum);
-  CK(h.wd == c->wd, "--wd", "%g", (double)h.wd, (double)c->wd);
-  CK(h.lr == c->lr, "--lr", "%g", (double)h.lr, (double)c->lr);
-#undef CK
-  FILE *m = fmemopen(buf + sizeof h, len - 4 - sizeof h, "rb");
-  if (!m) die("checkpoint %s: out of memory", path);
-  if (fread(pos, sizeof *pos, 1, m) != 1 || fread(w, sizeof(float), r->net.nparams, m) != r->net.nparams ||
-      optim_load(o, m) != 0)
-    die("checkpoint %s: shorter than its header says", path);
-  long used = ftell(m);
-  fclose(m);
-  if (used < 0 || (size_t)used != len - 4 - sizeof h) die("checkpoint %s: %zu trailing bytes", path, len - 4 - sizeof h - (size_t)used);
-  xfree(buf);
+  snap_t s; seq_snap(&s, r, w, o, pos);
+  if (snap_read(path, r, 0, 1, &s, 0) < 0) return -1;   /* everything checked before anything changes */
+  snap_read(path, r, 0, 1, &s, 1);
   optim_refresh(o, w);
   return 0;
 }

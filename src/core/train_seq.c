@@ -4,7 +4,9 @@
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "core/run.h"
+#include "rt/watchdog.h"
 
 int train_sequential(run_t *r) {
   const train_cfg_t *c = &r->cfg;
@@ -44,7 +46,11 @@ int train_sequential(run_t *r) {
   }
   install_stop_handlers();
   double t_start = now_s() - 0.0;
+  const char *hang = getenv("PDL_TEST_HANG_STEP");   /* test hook: a hang at that step (t_train_cli.sh) */
+  long hang_at = hang ? atol(hang) : -1;
   for (; step < r->total_steps && !pdl_stop_signal; step++) {
+    watchdog_context("sequential %s: step %ld of %ld", c->algo, step, r->total_steps);
+    while (step == hang_at) sleep(1);
     sampler_next(&s, B, x, y);
     const float *gp = optim_grad_point(&o, w);
     double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;

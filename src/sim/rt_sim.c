@@ -323,7 +323,10 @@ static void sg_init_once(void) {
                          "--cfg=network/crosstraffic:0", stack, NULL, NULL};
   int argc = 5;
   if (cx && *cx) argv[argc++] = factory;
+  struct sigaction old_int, old_term;   /* SimGrid installs a SIGINT handler that exit(1)s: */
+  sigaction(SIGINT, NULL, &old_int); sigaction(SIGTERM, NULL, &old_term);
   simgrid_init(&argc, argv);
+  sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);   /* pdl's own stop handlers stay */
   on_exit(exit_during_sim, NULL);
 }
 
@@ -504,7 +507,10 @@ int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, 
     snprintf(name, sizeof name, "n%d", i);
     role_start(r, name, G.nodes[i].cpu);
   }
+  struct sigaction old_int, old_term;   /* in case the engine installs its handlers late */
+  sigaction(SIGINT, NULL, &old_int); sigaction(SIGTERM, NULL, &old_term);
   simgrid_run();
+  sigaction(SIGINT, &old_int, NULL); sigaction(SIGTERM, &old_term, NULL);
   G.active = 0;
   if (G.desc_file && !G.desc[0]) describe_loaded_file(G.desc, sizeof G.desc);
   snprintf(cfg->platform_desc, sizeof cfg->platform_desc, "%s", G.desc);

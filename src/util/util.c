@@ -133,7 +133,7 @@ void mkdir_p(const char *dir) {
 
 /* The file a path names, following symlinks (also a dangling one: its target, resolved against
  * the link's directory). */
-static void resolve_target(const char *path, char *out, size_t n) {
+void path_resolve(const char *path, char *out, size_t n) {
   snprintf(out, n, "%s", path);
   for (int hops = 0; hops < 40; hops++) {
     struct stat st;
@@ -165,7 +165,7 @@ void path_refuse_special(const char *path, const char *what) {
 /* The target path names (symlinks followed) into out; dies unless it is a regular file or absent. */
 static void output_target(const char *path, const char *what, char *out, size_t n) {
   if (strlen(path) >= n - 16) die("%s %s: path too long", what, path);
-  resolve_target(path, out, n);
+  path_resolve(path, out, n);
   struct stat st;
   if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
     die("%s %s is %s; refusing to replace it (give a regular file)", what, out, kind_of_file(st.st_mode));
@@ -202,6 +202,15 @@ void outfile_commit(outfile_t *o) {
     if (stat(o->path, &st) == 0) chmod(o->tmp, st.st_mode & 07777); else chmod(o->tmp, 0644);
   }
   if (bad || rename(o->tmp, o->path) != 0) { int e = errno; unlink(o->tmp); die("cannot write %s %s: %s", o->what, o->path, strerror(e)); }
+}
+
+void outfile_commit_keep(outfile_t *o, const char *suffix) {
+  char prev[4200];
+  snprintf(prev, sizeof prev, "%s%s", o->path, suffix);
+  if (rename(o->path, prev) != 0 && errno != ENOENT) {
+    int e = errno; outfile_abort(o); die("cannot keep the previous %s %s as %s: %s", o->what, o->path, prev, strerror(e));
+  }
+  outfile_commit(o);
 }
 
 void outfile_abort(outfile_t *o) { if (o->f) { fclose(o->f); o->f = NULL; } if (o->tmp[0]) unlink(o->tmp); }

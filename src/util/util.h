@@ -67,6 +67,11 @@ typedef struct { FILE *f; char path[4096], tmp[4096]; const char *what; } outfil
 void outfile_open(outfile_t *o, const char *path, const char *what);
 void outfile_commit(outfile_t *o);
 void outfile_abort(outfile_t *o);      /* removes the temp file */
+/* outfile_commit, after renaming the file it replaces (if any) to "<target><suffix>": the
+ * previous generation of a checkpoint survives a crash between two nodes' commits. */
+void outfile_commit_keep(outfile_t *o, const char *suffix);
+/* The file a path names, following symlinks (a dangling one too). */
+void path_resolve(const char *path, char *out, size_t n);
 /* The same refusal, up front (before a long run ever reaches its first write). */
 void outfile_check(const char *path, const char *what);
 /* An input or append path that must not block or be a directory: refuses (exit 1) a FIFO, a

@@ -1,0 +1,200 @@
+/* snap.c — checkpoint files, format version 3 (snap.h). */
+#include "core/snap.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define SNAP_MAGIC "PDLCKPT1"
+#define SNAP_VERSION 3
+
+typedef struct {
+  char magic[8]; uint32_t version; uint32_t batch;
+  uint64_t nparams, seed;
+  char spec[256], algo[32], data[512];
+  int64_t train_subset;
+  float momentum, wd, lr, alpha, beta, delta, gamma, pad0;
+  int32_t tau, grad_threads, with_replacement, round_robin, node, nnodes, nsec, pad1;
+  int64_t gen;
+  char runtime[16], platform[256], worker_opt[16];
+} snap_hdr_t;
+
+typedef struct { char name[32]; uint32_t kind, pad; uint64_t bytes; } snap_rec_t;
+
+typedef struct { int64_t epoch; int32_t pos, with_replacement; rng_t rng; } sampler_state_t;
+
+void snap_init(snap_t *s) { memset(s, 0, sizeof *s); }
+
+static snap_sec_t *add(snap_t *s, const char *name, snap_kind_t kind, void *p, size_t bytes) {
+  if (s->n >= SNAP_MAX) die("internal: more than %d checkpoint sections", SNAP_MAX);
+  snap_sec_t *x = &s->sec[s->n++];
+  memset(x, 0, sizeof *x);
+  snprintf(x->name, sizeof x->name, "%s", name);
+  x->kind = kind; x->p = p; x->bytes = bytes;
+  return x;
+}
+void snap_add(snap_t *s, const char *name, void *p, size_t bytes) { add(s, name, SNAP_MEM, p, bytes); }
+void snap_add_optim(snap_t *s, const char *name, optim_t *o) { add(s, name, SNAP_OPTIM, o, 0); }
+void snap_add_sampler(snap_t *s, const char *name, sampler_t *sm) { add(s, name, SNAP_SAMPLER, sm, sizeof(sampler_state_t)); }
+
+void snap_path(char *out, size_t n, const char *base, int node, int nnodes, int prev) {
+  int k = nnodes > 1 && node > 0 ? snprintf(out, n, "%s.node%d%s", base, node, prev ? ".prev" : "")
+                                 : snprintf(out, n, "%s%s", base, prev ? ".prev" : "");
+  if (k < 0 || (size_t)k >= n) die("checkpoint %s: path too long", base);
+}
+
+static void fill_header(snap_hdr_t *h, const run_t *r, int node, int nnodes, long gen, int nsec) {
+  const train_cfg_t *c = &r->cfg;
+  memset(h, 0, sizeof *h);
+  memcpy(h->magic, SNAP_MAGIC, 8); h->version = SNAP_VERSION;
+  h->batch = (uint32_t)c->batch; h->nparams = r->net.nparams; h->seed = c->seed;
+  snprintf(h->spec, sizeof h->spec, "%s", r->net.spec); snprintf(h->algo, sizeof h->algo, "%s", c->algo);
+  snprintf(h->data, sizeof h->data, "%s", c->data);
+  h->train_subset = c->train_subset;
+  h->momentum = c->momentum; h->wd = c->wd; h->lr = c->lr;
+  h->alpha = c->alpha; h->beta = c->beta; h->delta = c->delta; h->gamma = c->gamma;
+  h->tau = c->tau; h->grad_threads = c->grad_threads; h->with_replacement = c->with_replacement;
+  h->round_robin = c->ps_round_robin; h->node = node; h->nnodes = nnodes; h->nsec = nsec; h->gen = gen;
+  snprintf(h->runtime, sizeof h->runtime, "%s", c->runtime);
+  snprintf(h->platform, sizeof h->platform, "%s", !strcmp(c->runtime, "sim") ? c->platform : "");
+  snprintf(h->worker_opt, sizeof h->worker_opt, "%s", c->worker_opt);
+}
+
+/* A section's payload into the memory stream m. */
+static int put_section(FILE *m, const snap_sec_t *x) {
+  char *buf = NULL; size_t len = 0;
+  const void *p = x->p;
+  sampler_state_t ss;
+  if (x->kind == SNAP_OPTIM) {
+    FILE *o = open_memstream(&buf, &len);
+    if (!o) return -1;
+    int bad = optim_save((const optim_t *)x->p, o) != 0;
+    if (fclose(o) != 0 || bad) { free(buf); return -1; }
+    p = buf;
+  } else if (x->kind == SNAP_SAMPLER) {
+    const sampler_t *sm = x->p;
+    memset(&ss, 0, sizeof ss);
+    ss.epoch = sm->epoch; ss.pos = sm->pos; ss.with_replacement = sm->with_replacement; ss.rng = sm->rng;
+    p = &ss; len = sizeof ss;
+  } else len = x->bytes;
+  snap_rec_t rec; memset(&rec, 0, sizeof rec);
+  memcpy(rec.name, x->name, sizeof rec.name); rec.kind = (uint32_t)x->kind; rec.bytes = len;
+  int bad = fwrite(&rec, sizeof rec, 1, m) != 1 || (len && fwrite(p, 1, len, m) != len);
+  free(buf);
+  return bad ? -1 : 0;
+}
+
+void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen, const snap_t *s, int keep_prev) {
+  snap_hdr_t h; fill_header(&h, r, node, nnodes, gen, s->n);
+  char *buf = NULL; size_t len = 0;                 /* the whole body in memory, then its CRC */
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) die("cannot write checkpoint %s: out of memory", path);
+  int bad = fwrite(&h, sizeof h, 1, m) != 1;
+  for (int i = 0; i < s->n && !bad; i++) bad = put_section(m, &s->sec[i]) != 0;
+  bad |= fclose(m) != 0;
+  if (bad) { free(buf); die("cannot write checkpoint %s: out of memory", path); }
+  uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len);
+  outfile_t out; outfile_open(&out, path, "checkpoint");
+  bad = fwrite(buf, 1, len, out.f) != len || fwrite(&crc, sizeof crc, 1, out.f) != 1;
+  free(buf);
+  if (bad) { int e = errno; outfile_abort(&out); die("cannot write checkpoint %s: %s", path, strerror(e)); }
+  if (keep_prev) outfile_commit_keep(&out, ".prev"); else outfile_commit(&out);
+}
+
+static void check_header(const char *path, snap_hdr_t *h, const run_t *r, int node, int nnodes) {
+  const train_cfg_t *c = &r->cfg;
+  snap_hdr_t m; fill_header(&m, r, node, nnodes, 0, 0);
+  h->spec[sizeof h->spec - 1] = h->algo[sizeof h->algo - 1] = h->data[sizeof h->data - 1] = 0;   /* hostile files */
+  h->runtime[sizeof h->runtime - 1] = h->platform[sizeof h->platform - 1] = h->worker_opt[sizeof h->worker_opt - 1] = 0;
+#define CK(cond, field, fmt, a, b) do { if (!(cond)) die("checkpoint %s: %s is " fmt " in the checkpoint but " fmt " in this run", path, field, a, b); } while (0)
+#define CKS(f, field) CK(!strcmp(h->f, m.f), field, "'%s'", h->f, m.f)
+#define CKF(f, field) CK(h->f == m.f, field, "%g", (double)h->f, (double)m.f)
+#define CKI(f, field) CK(h->f == m.f, field, "%lld", (long long)h->f, (long long)m.f)
+  CKS(algo, "--algo");
+  CKS(spec, "the net");
+  CKI(nparams, "the parameter count");
+  CKS(data, "--data");
+  CK(h->seed == m.seed, "--seed", "%llu", (unsigned long long)h->seed, (unsigned long long)c->seed);
+  CKI(batch, "--batch");
+  CKI(train_subset, "--train-subset");
+  CKF(momentum, "--momentum"); CKF(wd, "--wd"); CKF(lr, "--lr");
+  CKF(alpha, "--alpha"); CKF(beta, "--beta"); CKF(delta, "--delta"); CKF(gamma, "--gamma");
+  CKI(tau, "--tau"); CKI(grad_threads, "--grad-threads"); CKI(with_replacement, "--with-replacement");
+  CKI(round_robin, "--ps-order round-robin");
+  CKS(worker_opt, "--worker-opt");
+  CKS(runtime, "--runtime");
+  CKS(platform, "--platform");
+  CKI(nnodes, "the node count (ranks or platform nodes)");
+  CKI(node, "the node");
+#undef CK
+#undef CKS
+#undef CKF
+#undef CKI
+}
+
+long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { if (errno == ENOENT) return -1; die("cannot read checkpoint %s: %s", path, strerror(errno)); }
+  struct stat st;   /* read whole, closed before any check can fail */
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) { fclose(f); die("checkpoint %s: not a regular file", path); }
+  size_t len = (size_t)st.st_size;
+  if (len < 8 + 4 + 4) { fclose(f); die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len); }
+  char *buf = xmalloc(len);
+  size_t got = fread(buf, 1, len, f);
+  fclose(f);
+  if (got != len) die("checkpoint %s: cannot read it", path);
+  if (memcmp(buf, SNAP_MAGIC, 8)) die("checkpoint %s: not a pdl checkpoint (bad magic)", path);
+  uint32_t version; memcpy(&version, buf + 8, 4);
+  if (version != SNAP_VERSION)
+    die("checkpoint %s: format version %u, this pdl reads version %d (start over without --resume)", path, version, SNAP_VERSION);
+  if (len < sizeof(snap_hdr_t) + 4) die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len);
+  uint32_t crc; memcpy(&crc, buf + len - 4, 4);
+  if (crc != (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)(len - 4)))
+    die("checkpoint %s: checksum mismatch (corrupted or truncated)", path);
+  snap_hdr_t h; memcpy(&h, buf, sizeof h);
+  check_header(path, &h, r, node, nnodes);
+  if (h.nsec != s->n) die("checkpoint %s: %d sections, this run keeps %d (a different pdl version?)", path, h.nsec, s->n);
+  size_t off = sizeof h, end = len - 4;
+  for (int i = 0; i < s->n; i++) {
+    snap_sec_t *x = &s->sec[i];
+    snap_rec_t rec;
+    if (end - off < sizeof rec) die("checkpoint %s: shorter than its header says", path);
+    memcpy(&rec, buf + off, sizeof rec); off += sizeof rec;
+    if (strncmp(rec.name, x->name, sizeof rec.name) || rec.kind != (uint32_t)x->kind)
+      die("checkpoint %s: section %d is '%.31s', this run expects '%s'", path, i, rec.name, x->name);
+    if (rec.bytes > end - off) die("checkpoint %s: section '%s' is longer than the file", path, x->name);
+    const char *p = buf + off;
+    size_t b = (size_t)rec.bytes;
+    off += b;
+    if (x->kind == SNAP_OPTIM) {
+      optim_t *o = x->p;   /* the size is checked before anything is read into o */
+      size_t nv = (o->M ? o->n : 0) + (o->V ? o->n : 0) + (o->Z ? o->n : 0);
+      if (b != sizeof o->t + nv * sizeof(float))
+        die("checkpoint %s: section '%s' holds %zu bytes, this run's optimizer needs %zu", path, x->name, b, sizeof o->t + nv * sizeof(float));
+      if (!apply) continue;
+      FILE *m = fmemopen((void *)p, b, "rb");
+      if (!m) die("checkpoint %s: out of memory", path);
+      int bad = optim_load(o, m) != 0;
+      fclose(m);
+      if (bad) die("checkpoint %s: section '%s' is short", path, x->name);
+    } else if (x->kind == SNAP_SAMPLER) {
+      sampler_t *sm = x->p;
+      sampler_state_t ss;
+      if (b != sizeof ss) die("checkpoint %s: section '%s' holds %zu bytes, expected %zu", path, x->name, b, sizeof ss);
+      memcpy(&ss, p, sizeof ss);
+      if (ss.with_replacement != sm->with_replacement || ss.epoch < 0 || ss.pos < 0 || ss.pos > sm->n_shard)
+        die("checkpoint %s: section '%s': sampler at epoch %lld position %d does not fit this run's shard of %d examples",
+            path, x->name, (long long)ss.epoch, ss.pos, sm->n_shard);
+      if (!apply) continue;
+      sm->rng = ss.rng;
+      sampler_seek(sm, (long)ss.epoch, ss.pos);
+    } else {
+      if (b != x->bytes) die("checkpoint %s: section '%s' holds %zu bytes, this run needs %zu", path, x->name, b, x->bytes);
+      if (apply) memcpy(x->p, p, b);
+    }
+  }
+  if (off != end) die("checkpoint %s: %zu trailing bytes", path, end - off);
+  xfree(buf);
+  return (long)h.gen;
+}

@@ -1,0 +1,43 @@
+/* snap.h — checkpoint files (format version 3), for sequential and distributed runs alike.
+ *
+ * A snapshot is a list of named sections that point at the caller's live state: raw memory
+ * (parameters, centers, counters), an optimizer (its step count and state vectors) or a data
+ * sampler (epoch, position and rng). Saving writes every section; loading checks that the file
+ * holds exactly the registered sections, in order and with their sizes, and fills them in place
+ * (a sampler is re-seeked; the caller re-derives what is derived, e.g. optim_refresh).
+ *
+ * File: a header with the configuration a resume must match (net, data, algorithm and its
+ * hyper-parameters, seed, batch, node count, runtime, and this file's node), the snapshot's
+ * generation (1 for the first save of a run, +1 per save), the sections, then a CRC32 (zlib) of
+ * all of it; the file must be exactly that long. A mismatch is an exit-1 error naming the file
+ * and the field.
+ *
+ * Distributed runs keep one file per node: node 0 writes PATH, node k writes PATH.node<k>. Each
+ * save keeps the file it replaces as "<file>.prev", so when a crash lands between two nodes'
+ * saves every node still holds the generation before it (see loop_resume in algo/loop.c). */
+#ifndef PDL_SNAP_H
+#define PDL_SNAP_H
+#include "core/run.h"
+
+#define SNAP_MAX 24
+
+typedef enum { SNAP_MEM, SNAP_OPTIM, SNAP_SAMPLER } snap_kind_t;
+typedef struct { char name[32]; snap_kind_t kind; void *p; size_t bytes; } snap_sec_t;
+typedef struct { snap_sec_t sec[SNAP_MAX]; int n; } snap_t;
+
+void snap_init(snap_t *s);
+void snap_add(snap_t *s, const char *name, void *p, size_t bytes);
+void snap_add_optim(snap_t *s, const char *name, optim_t *o);
+void snap_add_sampler(snap_t *s, const char *name, sampler_t *sm);
+
+/* The file of node `node` of `nnodes` (PATH for node 0, PATH.node<k> otherwise), with ".prev"
+ * appended when prev. */
+void snap_path(char *out, size_t n, const char *base, int node, int nnodes, int prev);
+/* Writes the sections to `path` (temp file + rename; the replaced file is kept as .prev when
+ * keep_prev). Dies (exit 1) naming the path on a write error. */
+void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen, const snap_t *s, int keep_prev);
+/* Reads `path` and checks everything: header against the run, node and node count, checksum,
+ * sections against s. apply = 1 also fills the sections. Returns the file's generation, or -1
+ * if the file does not exist; dies (exit 1) naming the file and the field otherwise. */
+long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply);
+#endif

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# t_ckpt_dist.sh — checkpoint and resume of distributed runs (issue 14): SIGINT on one rank of an
+# `mpirun -np 3` run saves every node's snapshot and ends every rank; --resume continues to the
+# uninterrupted result: bit-identical for SSGD (real and sim) and synchronous EASGD (sim),
+# statistically equivalent for the asynchronous parameter-server algorithms (the same local steps
+# and commits, the same final error within a tolerance; the order in which the server takes
+# requests after the interruption differs). Also: a changed node count, an incomplete node set,
+# the kept .prev generation, and algorithms that do not checkpoint.
+# pdl-test: long
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+
+# wait_lines FILE N: until FILE has N eval lines (at most 30 s)
+wait_lines() { for _ in $(seq 600); do [ "$(cat "$1" 2>/dev/null | grep -c '"eval"')" -ge "$2" ] && return 0; sleep 0.05; done; return 1; }
+# rank_pid MPIRUN_PID RANK: the pid of that rank, from its environment
+rank_pid() {
+  for _ in $(seq 200); do
+    for p in $(pgrep -P "$1" 2>/dev/null); do   # the ranks are mpirun's children (not another test's)
+      tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return 0; }
+    done; sleep 0.05
+  done; return 1
+}
+summary() { grep '"event":"summary"' "$1" | tail -1; }
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2]))' "$1" "$2"; }
+
+# ---- mpirun -np 3 ssgd: SIGINT on rank 1 mid-run, resume: bit-identical --------------------------
+S=(train --algo ssgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 3000 --eval-every 100 --momentum 0.9 --threads 1 --quiet --seed 3)
+PDL_DUMP_PARAMS=$T/ss-a.bin MPIRUN -np 3 "$PDL" "${S[@]}" --results "$T/ss-a.jsonl" >/dev/null 2>"$T/err" \
+  || notok "ssgd uninterrupted" "$(tail -3 "$T/err")"
+MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --results "$T/ss-b.jsonl" >/dev/null 2>"$T/ss-b.err" &
+mp=$!
+wait_lines "$T/ss-b.jsonl" 2; victim=$(rank_pid $mp 1); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
+sm=$(summary "$T/ss-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
+if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 3000 ] && [ -f "$T/ss.ck" ] && [ -f "$T/ss.ck.node1" ] && [ -f "$T/ss.ck.node2" ]; then
+  ok "ssgd -np 3: SIGINT on rank 1 stops every rank at update $u with a snapshot per node (exit $rc)"
+else notok "ssgd SIGINT" "rc=$rc updates=$u sig=$sig files=$(ls "$T" | tr '\n' ' ') $(tail -3 "$T/ss-b.err")"; fi
+PDL_DUMP_PARAMS=$T/ss-b.bin MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --resume --results "$T/ss-b.jsonl" >/dev/null 2>"$T/err"
+cmp -s "$T/ss-a.bin" "$T/ss-b.bin" && [ "$(field "$(summary "$T/ss-b.jsonl")" updates)" = 3000 ] \
+  && ok "ssgd -np 3: resumed run is bit-identical to the uninterrupted one" \
+  || notok "ssgd resume" "params differ or the run is short: $(tail -3 "$T/err")"
+grep -q '"event":"resume"' "$T/ss-b.jsonl" && ok "the results file records the resume" || notok "resume line" "none"
+
+# ---- a changed node count, an incomplete set, the kept .prev generation ----------------------------
+out=$(MPIRUN -np 2 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --resume 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -q "the node count" <<<"$out" && ok "resume on another node count: refused, naming the node count" \
+  || notok "node count mismatch" "rc=$rc $(tail -2 <<<"$out")"
+cp -p "$T/ss.ck.node2" "$T/keep2"; rm -f "$T/ss.ck.node2" "$T/ss.ck.node2.prev"
+out=$(MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --resume 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -q "no common snapshot generation" <<<"$out" && ok "a node's file missing: refused, listing every node's generations" \
+  || notok "incomplete set" "rc=$rc $(tail -2 <<<"$out")"
+# node 1 one generation behind (a crash between two nodes' saves): all fall back to the kept .prev
+R=(train --algo ssgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --epochs 2 --momentum 0.9 --threads 1 --seed 3)
+rm -f "$T"/pv.ck*
+MPIRUN -np 3 "$PDL" "${R[@]}" --quiet --checkpoint "$T/pv.ck" >/dev/null 2>&1   # saves at epoch 1 and at the end
+cp "$T/pv.ck.node1.prev" "$T/pv.ck.node1"
+out=$(PDL_DUMP_PARAMS=$T/pv.bin MPIRUN -np 3 "$PDL" "${R[@]}" --checkpoint "$T/pv.ck" --resume 2>&1); rc=$?
+PDL_DUMP_PARAMS=$T/pv-a.bin MPIRUN -np 3 "$PDL" "${R[@]}" --quiet >/dev/null 2>&1
+[ $rc -eq 0 ] && grep -q "kept .prev generation" <<<"$out" && cmp -s "$T/pv.bin" "$T/pv-a.bin" \
+  && ok "a node one generation behind: every node resumes from the kept .prev, same result" \
+  || notok ".prev fallback" "rc=$rc $(tail -3 <<<"$out")"
+
+# ---- mpirun -np 3 easgd (requests in arrival order): SIGINT on a worker, then on the server -------
+E=(train --algo easgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 1500 --eval-every 300 --tau 4 --threads 1 --quiet --seed 3)
+MPIRUN -np 3 "$PDL" "${E[@]}" --results "$T/ea-a.jsonl" >/dev/null 2>"$T/err" || notok "easgd uninterrupted" "$(tail -3 "$T/err")"
+ea=$(summary "$T/ea-a.jsonl")
+for victim_rank in 2 0; do
+  rm -f "$T"/ea.ck* "$T/ea-b.jsonl"
+  MPIRUN -np 3 "$PDL" "${E[@]}" --checkpoint "$T/ea.ck" --results "$T/ea-b.jsonl" >/dev/null 2>"$T/ea-b.err" &
+  mp=$!
+  wait_lines "$T/ea-b.jsonl" 2; victim=$(rank_pid $mp $victim_rank); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
+  sm=$(summary "$T/ea-b.jsonl"); sig=$(field "$sm" interrupted_by_signal); st=$(field "$sm" steps_per_worker)
+  if [ $rc -ne 0 ] && [ "$sig" = 2 ] && python3 -c "import sys; sys.exit(0 if float('$st') < 1500 else 1)" \
+     && [ -f "$T/ea.ck" ] && [ -f "$T/ea.ck.node1" ] && [ -f "$T/ea.ck.node2" ]; then
+    ok "easgd -np 3: SIGINT on rank $victim_rank ends every rank with a snapshot (at $st steps per worker)"
+  else notok "easgd SIGINT on rank $victim_rank" "rc=$rc sig=$sig steps=$st $(tail -3 "$T/ea-b.err")"; fi
+  MPIRUN -np 3 "$PDL" "${E[@]}" --checkpoint "$T/ea.ck" --resume --results "$T/ea-b.jsonl" >/dev/null 2>"$T/err"
+  eb=$(summary "$T/ea-b.jsonl")
+  if python3 - "$ea" "$eb" <<'EOF'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+same = a["steps_per_worker"] == b["steps_per_worker"] == 1500 and a["master_clock"] == b["master_clock"]
+sys.exit(0 if same and abs(a["test_err"] - b["test_err"]) <= 0.05 and b["test_err"] < 0.2 else 1)
+EOF
+  then ok "easgd resume after rank $victim_rank's SIGINT: same steps and commits, test error $(field "$eb" test_err) vs $(field "$ea" test_err)"
+  else notok "easgd resume (rank $victim_rank)" "uninterrupted $(field "$ea" test_err)/$(field "$ea" master_clock), resumed $(field "$eb" test_err)/$(field "$eb" master_clock) $(tail -3 "$T/err")"; fi
+done
+
+# ---- sim runtime: ssgd and easgd-sync resume bit-identically --------------------------------------
+for a in ssgd easgd-sync; do
+  M=(train --algo $a --runtime sim --platform "links:k=3,bw=1Gbps,lat=0.05ms" --data synthetic:n=2048,seed=5 --net tiny --batch 16
+     --steps 1200 --eval-every 100 --tau 4 --quiet --seed 3)
+  PDL_DUMP_PARAMS=$T/$a-sa.bin "$PDL" "${M[@]}" >/dev/null 2>&1
+  rm -f "$T"/sm.ck* "$T/sm.jsonl"
+  "$PDL" "${M[@]}" --checkpoint "$T/sm.ck" --results "$T/sm.jsonl" >/dev/null 2>&1 &
+  p=$!; wait_lines "$T/sm.jsonl" 2; kill -INT $p; wait $p; rc=$?
+  PDL_DUMP_PARAMS=$T/$a-sb.bin "$PDL" "${M[@]}" --checkpoint "$T/sm.ck" --resume >/dev/null 2>&1
+  [ $rc = 130 ] && cmp -s "$T/$a-sa.bin" "$T/$a-sb.bin" && ok "sim $a: SIGINT (exit 130) and resume: bit-identical" \
+    || notok "sim $a resume" "rc=$rc, params $(cmp "$T/$a-sa.bin" "$T/$a-sb.bin" 2>&1)"
+done
+
+# ---- algorithms without snapshots refuse --checkpoint up front --------------------------------------
+out=$("$PDL" train --algo ppasgd --data synthetic:n=256 --net tiny --steps 2 --checkpoint "$T/x.ck" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "does not save checkpoints" <<<"$out" && ok "ppasgd --checkpoint: exit 2 naming the algorithms that do" \
+  || notok "ppasgd --checkpoint" "rc=$rc $out"
+finish
