@@ -4,7 +4,8 @@
 # uninterrupted result: bit-identical for SSGD (real and sim) and synchronous EASGD (sim),
 # statistically equivalent for the asynchronous parameter-server algorithms (the same local steps
 # and commits, the same final error within a tolerance; the order in which the server takes
-# requests after the interruption differs). Also: a changed node count, an incomplete node set,
+# requests after the interruption differs) and PP-ASGD on sim; PP-ASGD with emulated staleness is
+# bit-identical. Also: a changed node count, an incomplete node set,
 # the kept .prev generation, and algorithms that do not checkpoint.
 # pdl-test: long
 source tests/lib.sh
@@ -12,10 +13,11 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 
 # wait_lines FILE N: until FILE has N eval lines (at most 30 s)
 wait_lines() { for _ in $(seq 600); do [ "$(cat "$1" 2>/dev/null | grep -c '"eval"')" -ge "$2" ] && return 0; sleep 0.05; done; return 1; }
-# rank_pid MPIRUN_PID RANK: the pid of that rank, from its environment
+# rank_pid PID RANK: the pid of that rank among PID's descendants (not another test's), by its environment
+descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
 rank_pid() {
   for _ in $(seq 200); do
-    for p in $(pgrep -P "$1" 2>/dev/null); do   # the ranks are mpirun's children (not another test's)
+    for p in $(descendants "$1"); do
       tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return 0; }
     done; sleep 0.05
   done; return 1
@@ -98,8 +100,35 @@ for a in ssgd easgd-sync; do
     || notok "sim $a resume" "rc=$rc, params $(cmp "$T/$a-sa.bin" "$T/$a-sb.bin" 2>&1)"
 done
 
+# ---- PP-ASGD: emulated staleness resumes bit-identically; on sim (async grad roles) statistically --
+PE=(train --algo ppasgd --staleness emulate:3 --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 3000 --eval-every 100
+    --momentum 0.9 --lr 0.002 --threads 1 --quiet --seed 3)
+PDL_DUMP_PARAMS=$T/pe-a.bin "$PDL" "${PE[@]}" >/dev/null 2>&1
+rm -f "$T"/pe.ck* "$T/pe.jsonl"
+"$PDL" "${PE[@]}" --checkpoint "$T/pe.ck" --results "$T/pe.jsonl" >/dev/null 2>&1 &
+p=$!; wait_lines "$T/pe.jsonl" 3; kill -INT $p; wait $p; rc=$?
+PDL_DUMP_PARAMS=$T/pe-b.bin "$PDL" "${PE[@]}" --checkpoint "$T/pe.ck" --resume >/dev/null 2>&1
+[ $rc = 130 ] && cmp -s "$T/pe-a.bin" "$T/pe-b.bin" && ok "ppasgd emulate:3: SIGINT and resume: bit-identical" \
+  || notok "ppasgd emulate resume" "rc=$rc, params $(cmp "$T/pe-a.bin" "$T/pe-b.bin" 2>&1)"
+PS=(train --algo ppasgd --runtime sim --platform cluster:nodes=2,gpus=2 --device-rate 10 --data synthetic:n=2048,seed=5 --net tiny
+    --batch 8 --steps 3000 --eval-every 100 --lr 0.001 --quiet --seed 3)
+"$PDL" "${PS[@]}" --results "$T/ps-a.jsonl" >/dev/null 2>&1
+rm -f "$T"/ps.ck* "$T/ps-b.jsonl"
+"$PDL" "${PS[@]}" --checkpoint "$T/ps.ck" --results "$T/ps-b.jsonl" >/dev/null 2>&1 &
+p=$!; wait_lines "$T/ps-b.jsonl" 3; kill -INT $p; wait $p; rc=$?
+"$PDL" "${PS[@]}" --checkpoint "$T/ps.ck" --resume --results "$T/ps-b.jsonl" >/dev/null 2>&1
+pa=$(summary "$T/ps-a.jsonl"); pb=$(summary "$T/ps-b.jsonl")
+if [ $rc = 130 ] && python3 - "$pa" "$pb" <<'EOF'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ok = a["updates"] == b["updates"] == 3000 and abs(a["S_bar"] - b["S_bar"]) <= 0.05 * a["S_bar"]
+sys.exit(0 if ok and abs(a["test_err"] - b["test_err"]) <= 0.05 and abs(a["epochs"] - b["epochs"]) <= 0.05 * a["epochs"] else 1)
+EOF
+then ok "ppasgd sim: SIGINT and resume: same updates, S_bar $(field "$pb" S_bar) vs $(field "$pa" S_bar), test error $(field "$pb" test_err) vs $(field "$pa" test_err)"
+else notok "ppasgd sim resume" "rc=$rc uninterrupted $pa :: resumed $pb"; fi
+
 # ---- algorithms without snapshots refuse --checkpoint up front --------------------------------------
-out=$("$PDL" train --algo ppasgd --data synthetic:n=256 --net tiny --steps 2 --checkpoint "$T/x.ck" 2>&1); rc=$?
-[ $rc -eq 2 ] && grep -q "does not save checkpoints" <<<"$out" && ok "ppasgd --checkpoint: exit 2 naming the algorithms that do" \
-  || notok "ppasgd --checkpoint" "rc=$rc $out"
+out=$("$PDL" train --algo seq-sgd --data synthetic:n=256 --net tiny --steps 2 --checkpoint "$T/x.ck" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "does not save checkpoints" <<<"$out" && ok "seq-sgd --checkpoint: exit 2 naming the algorithms that do" \
+  || notok "seq-sgd --checkpoint" "rc=$rc $out"
 finish

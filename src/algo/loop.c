@@ -196,7 +196,7 @@ int loop_resume(loop_t *L) {
   /* every node's two generations (0: no file), summed into one vector that all nodes see */
   float *v = xcalloc(2 * (size_t)N, sizeof(float));
   v[2 * me] = (float)(gc + 1); v[2 * me + 1] = (float)(gp + 1);
-  rt->ops->allreduce(rt, v, 2 * (size_t)N);
+  if (N > 1) rt->ops->allreduce(rt, v, 2 * (size_t)N);
   long best = 0; int any = 0;
   for (int k = 0; k < 2 * N; k++) {   /* the newest generation every node holds */
     long g = (long)v[k] - 1;

@@ -17,10 +17,16 @@
  * from the running counts; --staleness N fixes S. F_U, F_G, S_bar and B_bar (sub-batches per
  * update, all nodes) go into every eval line and the summary.
  * The run ends after --steps updates, or when the sub-batches gathered reach --epochs of data.
+ * Checkpoints: on a signal (carried in the allreduce like SSGD's: every node applies that update,
+ * stops its grad roles and saves) and at the end; not at epoch ends, where the grad roles are
+ * still computing. A node saves w, M, the published w_hat, the staleness counts, and per grad
+ * role its D_g with the sub-batch count and loss sum it holds and its replica; the resumed run
+ * continues the same trajectory statistically (the roles' interleaving is not reproducible).
  *
  * pp_emulate: one process, deterministic. The gradient applied at update t is taken at the
  * w_hat published after update t-S (f_S(w, M) for ppasgd, w for asgd-dist), S fixed. S = 0 is
- * bit-identical to SSGD with one worker (f_0 = NAG). */
+ * bit-identical to SSGD with one worker (f_0 = NAG). Its checkpoints (epoch ends, a signal) hold
+ * w, M, the ring of w_hat and the replica, and a resumed run is bit-identical. */
 #include <math.h>
 #include <string.h>
 #include "algo/algo.h"
@@ -120,7 +126,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   loop_t L; loop_init(&L, rt, job, LOOP_EXAMPLES, pp_eval_json, pp_summary_json, &st);
   int threads = loop_threads(&L, G + 1);
   float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));
-  float *buf = xmalloc((n + 3) * sizeof(float));      /* [n] D, sub-batches, loss sum, stop */
+  float *buf = xmalloc((n + 4) * sizeof(float));      /* [n] D, sub-batches, loss sum, stop, signal */
   net_init_params(&r->net, w, c->seed);
   vec_copy(what, w, n);
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
@@ -136,11 +142,27 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     R->scale = 1.0f / (float)(c->batch * G * N);
     R->rep.overlap = 1;   /* sim: real gradients on the helper pool; safe, wl and gbuf are this role's own */
   }
+  float *what0 = what;   /* the buffer the "w_hat" section names (what is swapped every update) */
+  loop_state(&L, "w", w, n * sizeof(float));
+  loop_state(&L, "w_hat", what0, n * sizeof(float));
+  loop_state_optim(&L, "msgd", &o);
+  loop_state(&L, "S", &st.S, sizeof st.S); loop_state(&L, "S_bar", &st.S_bar, sizeof st.S_bar);
+  loop_state(&L, "total_sub", &st.total_sub, sizeof st.total_sub);
+  loop_state(&L, "local_sub", &st.local_sub, sizeof st.local_sub); loop_state(&L, "t", &st.t, sizeof st.t);
+  for (int g = 0; g < G; g++) {
+    pp_role_t *R = &roles[g]; char nm[32];
+    snprintf(nm, sizeof nm, "role%d.D", g); loop_state(&L, nm, R->D, n * sizeof(float));
+    snprintf(nm, sizeof nm, "role%d.count", g); loop_state(&L, nm, &R->cnt, sizeof R->cnt);
+    snprintf(nm, sizeof nm, "role%d.loss", g); loop_state(&L, nm, &R->lossacc, sizeof R->lossacc);
+    snprintf(nm, sizeof nm, "role%d", g); loop_state_replica(&L, nm, &R->rep);
+  }
+  if (loop_resume(&L) && !st.fixed) st.S = (int)floor(st.S_bar);
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
   double need_sub = c->steps > 0 ? INFINITY : c->epochs * (double)r->data.train.n / c->batch;
   st.t0 = st.win_t0 = rt->ops->now(rt);
-  for (long t = 0; c->steps <= 0 || t < c->steps; t++) {
+  int finished = st.total_sub >= need_sub || (c->steps > 0 && st.t >= c->steps);
+  for (long t = st.t; !finished && (c->steps <= 0 || t < c->steps); t++) {
     watchdog_context("%s update %ld on node %d", c->algo, t, me);
     long nsub = 0; double ls = 0;
     vec_zero(buf, n);
@@ -154,9 +176,9 @@ static void ppasgd_node(rt_t *rt, void *arg) {
       rt->ops->mutex_unlock(rt, R->mD);
     }
     st.local_sub += (double)nsub;
-    buf[n] = (float)nsub; buf[n + 1] = (float)ls; buf[n + 2] = loop_stop_flag(&L);
+    buf[n] = (float)nsub; buf[n + 1] = (float)ls; buf[n + 2] = L.job->reached ? 1.0f : 0.0f; buf[n + 3] = loop_signal_flag();
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
-    rt->ops->allreduce(rt, buf, n + 3);                 /* D_A = Allreduce(D_L) */
+    rt->ops->allreduce(rt, buf, n + 4);                 /* D_A = Allreduce(D_L) */
     if (buf[n + 2] > 0) break;
     double gathered = buf[n];
     st.total_sub += gathered;
@@ -180,10 +202,13 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     int done = st.total_sub >= need_sub;
     if (gathered > 0 && loop_diverged(&L, loss, t)) break;   /* allreduced: all nodes agree */
     loop_progress(&L, w, t + 1, st.total_sub * c->batch, done);
+    if (buf[n + 3] > 0) { loop_interrupted(buf[n + 3]); break; }   /* every node: this update done */
     if (done) break;
   }
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
   for (int g = 0; g < G; g++) rt->ops->thread_join(rt, th[g]);
+  if (what != what0) vec_copy(what0, what, n);   /* the roles are joined: D_g, w_hat and w are one cut */
+  loop_checkpoint(&L, 1);
   loop_finish(&L, w, w);
   if (st.probe_on) pp_probe_free(&st.probe);
   for (int g = 0; g < G; g++) {
@@ -224,8 +249,13 @@ static int pp_emulate(job_t *job, int S, int predict) {
   float coef = pp_coef(c->momentum, S);
   for (int k = 0; k <= S; k++) vec_copy(hist + (size_t)k * n, w, n);
   pp_probe_init(&e.probe, n, S, c->probe, r->steps_per_epoch, c->momentum);
+  loop_state(&L, "w", w, n * sizeof(float));
+  loop_state(&L, "w_hat_ring", hist, (size_t)(S + 1) * n * sizeof(float));
+  loop_state_optim(&L, "msgd", &o);
+  loop_state_replica(&L, "replica", &rep);
+  long step = loop_resume(&L) ? L.updates : 0;
   install_stop_handlers();
-  for (long step = 0; step < r->total_steps && !pdl_stop_signal; step++) {
+  for (; step < r->total_steps && !pdl_stop_signal; step++) {
     /* slot (step+1) mod (S+1) holds the w_hat published after update step-S (or w_0) */
     float *slot = hist + (size_t)((step + 1) % (S + 1)) * n;
     double loss = replica_grad(&rep, &self, slot, g, 1.0f / (float)c->batch) / c->batch;
@@ -235,7 +265,9 @@ static int pp_emulate(job_t *job, int S, int predict) {
     loop_loss(&L, loss, 1);
     if (loop_diverged(&L, loss, step)) break;
     loop_progress(&L, w, step + 1, (double)(step + 1) * c->batch, step + 1 == r->total_steps);
+    loop_checkpoint(&L, 0);   /* epoch ends */
   }
+  loop_checkpoint(&L, 1);
   loop_finish(&L, w, w);
   pp_probe_free(&e.probe); replica_free(&rep); optim_free(&o); xfree(w); xfree(g); xfree(hist);
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
@@ -248,6 +280,8 @@ static int pp_prepare(job_t *job) {
   int emulate = !strncmp(s, "emulate:", 8);
   if (emulate) s += 8;
   if (strcmp(s, "auto") || emulate) job->param = parse_long("--staleness", s, 0, 4096);
+  if (c.checkpoint[0] && c.probe > 0)
+    die_usage("train: --probe is an analysis of one uninterrupted run; it does not go with --checkpoint");
   if (!emulate) return -1;
   if (!strcmp(c.runtime, "sim")) die_usage("train: --staleness emulate runs in one process; drop --runtime sim");
   run_setup(&job->r, &c, c.batch);
@@ -258,13 +292,13 @@ static int pp_prepare(job_t *job) {
 
 const algo_t algo_ppasgd = {
   .name = "ppasgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ppasgd_node, .prepare = pp_prepare,
-  .variant = PP_PREDICT,
+  .variant = PP_PREDICT, .checkpoint = 1,
   .help = "asynchronous SGD with allreduce and parameter prediction f_S (PP-ASGD paper Alg. 1-3, eq. 2)",
   .flags = "--grad-threads --staleness auto|N|emulate:N --probe N --eval-every-examples --target-err",
 };
 const algo_t algo_asgd_dist = {
   .name = "asgd-dist", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ppasgd_node, .prepare = pp_prepare,
-  .variant = PP_PLAIN,
+  .variant = PP_PLAIN, .checkpoint = 1,
   .help = "asynchronous SGD with allreduce, no prediction (w_hat = w; PP-ASGD paper's ASGD)",
   .flags = "--grad-threads --staleness auto|N|emulate:N --probe N --eval-every-examples --target-err",
 };

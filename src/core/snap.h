@@ -19,7 +19,7 @@
 #define PDL_SNAP_H
 #include "core/run.h"
 
-#define SNAP_MAX 24
+#define SNAP_MAX 128
 
 typedef enum { SNAP_MEM, SNAP_OPTIM, SNAP_SAMPLER } snap_kind_t;
 typedef struct { char name[32]; snap_kind_t kind; void *p; size_t bytes; } snap_sec_t;
