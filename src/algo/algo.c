@@ -126,7 +126,10 @@ int algo_train(const train_cfg_t *c) {
   }
   int argc = 0; char **argv = NULL;
 #ifdef PDL_HAVE_MPI
-  pdl_mpi_init(&argc, &argv, MPI_THREAD_FUNNELED);
+  int need = A->roles_talk ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+  if (pdl_mpi_init(&argc, &argv, need) < need)
+    die("train: --algo %s needs MPI_THREAD_MULTIPLE (a serving thread talks to other ranks), which this MPI "
+        "does not provide", cf.algo);
 #endif
   if (cf.timeout > 0) watchdog_start(cf.timeout);
   int R = pdl_mpi_size();

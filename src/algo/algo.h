@@ -39,6 +39,9 @@ typedef struct algo {
   /* 1: the node programs keep their state in the node loop's snapshot (loop_state...) and
    * save it (loop_checkpoint), so --checkpoint/--resume work; 0: --checkpoint is refused. */
   int checkpoint;
+  /* 1: a started role (not only the main role) sends and receives (a serving role): the real
+   * runtime then needs MPI_THREAD_MULTIPLE. */
+  int roles_talk;
 } algo_t;
 
 /* The table (algos.def, in --help order). */

@@ -20,6 +20,14 @@ void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, 
   rp->y = xmalloc((size_t)b * sizeof(int));
 }
 
+void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards) {
+  int wr = rp->s.with_replacement;
+  uint64_t seed = rp->s.seed;
+  sampler_free(&rp->s);
+  sampler_init(&rp->s, &r->data.train, seed, shard, nshards, wr);
+  rp->slice = 0; rp->nslices = 1;
+}
+
 void replica_free(replica_t *rp) {
   ws_free(&rp->ws); sampler_free(&rp->s); xfree(rp->x); xfree(rp->y);
 }

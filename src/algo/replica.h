@@ -36,6 +36,9 @@ typedef struct {
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream);
 void replica_free(replica_t *rp);
+/* Makes the replica walk shard `shard` of `nshards` of the training set (disjoint, seeded by the
+ * run's seed), whole batches of b from its own shard: gossip's nodes each own their data. */
+void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards);
 /* Draws this replica's next b examples, computes the gradient at params, adds
  * scale * d(sum of losses)/d params into gacc, charges flops to rt (sim time) and returns the
  * SUM of the b losses. */

@@ -20,6 +20,7 @@ void train_cfg_defaults(train_cfg_t *c) {
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
   c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3;
   snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
+  c->gossip_warmup = -1; c->gossip_threshold = 0.1f;
   c->workers = 0; c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
 }
 
@@ -60,6 +61,9 @@ void train_usage(FILE *f) {
     "  --target-err E    distributed: stop once the test error is <= E (time-to-accuracy runs)\n"
     "  --worker-opt O    agn/adag/dynsgd: the workers' own optimizer sgd|msgd|nag|adam  (adam)\n"
     "  --gamma G         adag: per-weight staleness scale gamma                        (1e-4)\n"
+    "  --gossip-warmup W gossip-warmup: peers chosen by measured time for W local steps (an epoch)\n"
+    "  --gossip-threshold X  gossip-warmup: UPDATE_TIME's threshold                    (0.1)\n"
+    "  --gossip-timeline FILE  gossip: write every transfer (node,peer,start_s,end_s) as CSV\n"
     "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
     "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
@@ -129,6 +133,9 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
       snprintf(c->worker_opt, sizeof c->worker_opt, "%s", v);
     }
     else if (FLAG("--gamma")) c->gamma = (float)parse_double(key, VAL(), 1e-30, 1e30);
+    else if (FLAG("--gossip-warmup")) c->gossip_warmup = parse_long(key, VAL(), 0, 1000000000L);
+    else if (FLAG("--gossip-threshold")) c->gossip_threshold = (float)parse_double(key, VAL(), 0, 1);
+    else if (FLAG("--gossip-timeline")) STR(c->gossip_timeline);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
 #undef FLAG
@@ -149,6 +156,7 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
   if (c->checkpoint[0]) outfile_check(c->checkpoint, "checkpoint");
+  if (c->gossip_timeline[0]) outfile_check(c->gossip_timeline, "--gossip-timeline");
   if (r->net.classes != tr->classes)
     die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
   if (c->threads > 0) r->threads = c->threads;

@@ -45,6 +45,9 @@ typedef struct {
   int ps_round_robin;      /* easgd family: the parameter server serves workers in a fixed rotation */
   char worker_opt[16];     /* agn/adag/dynsgd: the workers' own optimizer (sgd, msgd, nag, adam) */
   float gamma;             /* adag: the per-weight staleness scale gamma */
+  long gossip_warmup;      /* gossip-warmup: Alg. 2's peer choice for the first W local steps */
+  float gossip_threshold;  /* gossip-warmup: UPDATE_TIME's threshold */
+  char gossip_timeline[1024]; /* gossip: CSV of every transfer (node, peer, start, end) */
 } train_cfg_t;
 
 typedef struct {
