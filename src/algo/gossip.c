@@ -1,0 +1,347 @@
+/* gossip.c — gossip SGD on heterogeneous links (Oguni, Shudo, Takahashi; docs/PAPERS.md §5).
+ * Every node trains on its own shard of the training set (replica_shard) from the common start
+ * point; T = --tau is the communication period.
+ *
+ *   gossip         Alg. 1 (pull): after every T local steps node i picks a peer j uniformly,
+ *                  receives w_j and sets w_i <- (w_i + w_j) / 2.
+ *   gossip-warmup  Alg. 2: for the first W = --gossip-warmup local steps (default: one epoch of
+ *                  the node's shard) node i picks k with probability proportional to 1 / c_{i,k}
+ *                  (p_i = 0; c starts at INF, and a node with no finite entry picks uniformly),
+ *                  sends its table c_i with the request, receives c_j with w_j, and applies
+ *                  c_{i,j} <- UPDATE_TIME(c_{i,j}, measured) and c_i <- UPDATE_TIMES(c_i, c_j);
+ *                  the peer applies UPDATE_TIMES(c_j, c_i) on receiving the request. UPDATE_TIME
+ *                  (c_old, c_new): take c_new if (1 - th) c_old > c_new; take (c_old + c_new)/2 if
+ *                  (1 + th) c_old < c_new; else keep c_old (th = --gossip-threshold; the paper
+ *                  gives no value; 0.1 by default). After W steps, uniform, as Alg. 1.
+ *   gossip-push    the comparator: after every T steps node i sends w_i to a uniform j, which
+ *                  sets w_j <- (w_j + w_i) / 2 (and acknowledges, so the sender knows it landed).
+ *
+ * Roles. A node's main role trains and makes its own requests; a serving role (a thread on the
+ * node's CPU) answers the other nodes' requests while the main role keeps training, as the paper
+ * has the peer serve "its latest model". The requester waits for its reply: that wait, when a
+ * narrow node's link is shared by many requesters, is the congestion of eq. (1).
+ * Snapshot rule (no torn models): the main role writes w only under the node's model mutex
+ * (the SGD step and the averaging take it, the gradient is computed outside it), and the serving
+ * role copies w under the same mutex before it sends the copy; so a served model is always one
+ * the node held between two of its own writes. The gradient reads w without the mutex, which is
+ * safe for pull gossip (only the main role writes w); push gossip, where the serving role writes
+ * w, computes the gradient on a copy taken under the mutex. On the real runtime the serving role
+ * is a pthread making MPI calls, hence MPI_THREAD_MULTIPLE (algo_t.roles_talk); passive-target
+ * RMA was not used because Open MPI's TCP path progresses passive-target gets only when the
+ * target enters MPI, and a training node spends its time in the gradient, not in MPI.
+ * Tags: requests, pull replies, push payloads and acks each have their own, so the main role
+ * and the serving role never wait on the same mailbox. End: every main role enters a barrier
+ * after its last step (every request it made has been answered), then sends STOP to the next
+ * node's serving role and joins its own.
+ *
+ * Measured and reported (node 0 gathers every node's records at the end): per node the mean
+ * gradient time G_i per step, the mean pull duration (request sent .. reply received), the mean
+ * time its serving role took per answer, and the counts; from those the congestion predicate of
+ * eq. (1) with C_j = j's mean pull duration (so T G_j + C_j is j's mean interval between
+ * requests) and C_i = i's mean serving time, and the bound T*_i of eq. (2). Accuracy is the mean
+ * test error over the nodes' own models at each evaluation point (every --eval-every local steps,
+ * default one epoch of a shard, and the end); each node evaluates its own model, so no
+ * collective runs during training. --gossip-timeline FILE writes every pull (node, peer, start,
+ * end) for the paper's Fig. 1a/3a timelines. */
+#include <math.h>
+#include <string.h>
+#include "algo/algo.h"
+#include "rt/watchdog.h"
+
+enum { GS_PULL, GS_WARMUP, GS_PUSH };
+enum { GS_TAG_REQ = 810, GS_TAG_MODEL = 811, GS_TAG_PUSHDATA = 812, GS_TAG_ACK = 813 };
+enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
+#define EV_F 4   /* eval record: local step, time, test error, test loss */
+#define TL_F 3   /* timeline record: peer, start, end */
+#define ST_F 8   /* node stats: G sum, steps, pull sum, pulls, serve sum, served, wide picks (unused), diverged */
+
+typedef struct {
+  int kind, K, me, T;
+  long W;
+  float th;
+  size_t n;
+  float *w;            /* [n] the node's model: written by the main role under mw (push: also the server) */
+  void *mw, *mc;       /* model mutex; time-table mutex */
+  float *c;            /* [K] c_{i,k}: transfer times measured or learned (warm-up); INF unknown */
+  double serve_sum; long served;
+} gnode_t;
+
+static void update_time(float *ci, float cj, float th) {   /* UPDATE_TIME (Alg. 2, l. 23-30) */
+  if ((1 - th) * *ci > cj) *ci = cj;
+  else if ((1 + th) * *ci < cj) *ci = (*ci + cj) / 2;
+}
+static void update_times(float *ci, const float *cj, int K, float th) {   /* UPDATE_TIMES */
+  for (int k = 0; k < K; k++) if (isfinite(cj[k])) update_time(&ci[k], cj[k], th);
+}
+
+/* The serving role: answers pulls with a copy of the latest model (and the time table), and
+ * averages pushed models in, until STOP. */
+static void gs_server(rt_t *rt, void *arg) {
+  gnode_t *N = arg; const rt_ops_t *o = rt->ops;
+  size_t n = N->n; int K = N->K;
+  float *req = xmalloc((size_t)(1 + K) * sizeof(float));
+  float *reply = xmalloc((n + (size_t)K) * sizeof(float));
+  float *in = N->kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
+  for (;;) {
+    int src = o->recv_any(rt, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+    int op = (int)req[0];
+    if (op == OP_STOP) break;
+    double t0 = o->now(rt);
+    if (op == OP_PULL) {
+      o->mutex_lock(rt, N->mc);
+      if (N->kind == GS_WARMUP) update_times(N->c, req + 1, K, N->th);
+      memcpy(reply + n, N->c, (size_t)K * sizeof(float));
+      o->mutex_unlock(rt, N->mc);
+      o->mutex_lock(rt, N->mw);
+      memcpy(reply, N->w, n * sizeof(float));
+      o->mutex_unlock(rt, N->mw);
+      o->work(rt, 8.0 * n);
+      o->send(rt, src, reply, (n + (size_t)K) * sizeof(float), GS_TAG_MODEL);
+    } else if (op == OP_PUSH) {
+      o->recv(rt, src, in, n * sizeof(float), GS_TAG_PUSHDATA);
+      o->mutex_lock(rt, N->mw);
+      for (size_t i = 0; i < n; i++) N->w[i] = 0.5f * (N->w[i] + in[i]);
+      o->mutex_unlock(rt, N->mw);
+      o->work(rt, 12.0 * n);
+      float ack = 1;
+      o->send(rt, src, &ack, sizeof ack, GS_TAG_ACK);
+    } else die("gossip: node %d: bad request op %d from node %d", rt->node, op, src);
+    N->serve_sum += o->now(rt) - t0; N->served++;
+  }
+  xfree(req); xfree(reply); xfree(in);
+}
+
+/* Peer choice: uniform over k != me, or (warm-up) proportional to 1 / c_k over finite entries. */
+static int choose_peer(gnode_t *N, rng_t *g, int warm) {
+  int K = N->K, me = N->me;
+  if (warm) {
+    double p[4096], sum = 0;   /* K <= 4096 (checked at set-up) */
+    for (int k = 0; k < K; k++) { p[k] = k != me && isfinite(N->c[k]) && N->c[k] > 0 ? 1.0 / N->c[k] : 0; sum += p[k]; }
+    if (sum > 0) {
+      double u = rng_uniform(g) * sum;
+      for (int k = 0; k < K; k++) { if (p[k] <= 0) continue; if (u < p[k]) return k; u -= p[k]; }
+      for (int k = K - 1; k >= 0; k--) if (p[k] > 0) return k;
+    }
+  }
+  int j = (int)rng_below(g, (uint64_t)(K - 1));
+  return j >= me ? j + 1 : j;
+}
+
+typedef struct { float *v; long n, cap; } fbuf_t;
+static void fb_push(fbuf_t *b, const float *x, int k) {
+  if (b->n + k > b->cap) {
+    b->cap = (b->cap + k) * 2;
+    float *v = xmalloc((size_t)b->cap * sizeof(float));
+    if (b->n) memcpy(v, b->v, (size_t)b->n * sizeof(float));
+    xfree(b->v); b->v = v;
+  }
+  memcpy(b->v + b->n, x, (size_t)k * sizeof(float)); b->n += k;
+}
+
+static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
+                             const float *tl, const size_t *tlc, double t_end);
+
+static void gossip_node(rt_t *rt, void *arg) {
+  job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  const rt_ops_t *o = rt->ops;
+  int K = rt->nnodes, me = rt->node;
+  size_t n = r->net.nparams;
+  if (K > 4096) die("gossip: %d nodes; at most 4096", K);
+  gnode_t Nd; memset(&Nd, 0, sizeof Nd);
+  Nd.kind = job->algo->variant; Nd.K = K; Nd.me = me; Nd.T = c->tau > 0 ? c->tau : 1; Nd.th = c->gossip_threshold;
+  long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
+  Nd.W = Nd.kind != GS_WARMUP ? 0 : c->gossip_warmup >= 0 ? c->gossip_warmup : steps_shard;
+  Nd.n = n;
+  Nd.w = xmalloc(n * sizeof(float));
+  Nd.c = xmalloc((size_t)K * sizeof(float));
+  for (int k = 0; k < K; k++) Nd.c[k] = INFINITY;
+  Nd.mw = o->mutex_new(rt); Nd.mc = o->mutex_new(rt);
+  net_init_params(&r->net, Nd.w, c->seed);   /* w_{0,i} = w_0 */
+  loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, NULL, NULL);
+  replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 2), 0, 1, c->with_replacement, (uint64_t)me);
+  replica_shard(&rep, r, me, K);              /* X_i: this node's own shard */
+  optim_t opt; optim_init(&opt, OPT_SGD, n, 0, c->wd);
+  float *g = xmalloc(n * sizeof(float)), *wl = Nd.kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
+  float *reply = xmalloc((n + (size_t)K) * sizeof(float)), *req = xmalloc((size_t)(1 + K) * sizeof(float));
+  rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
+  void *server = K > 1 ? o->thread_start(rt, -1, gs_server, &Nd) : NULL;
+
+  long total = r->total_steps;   /* local steps per node */
+  long E = c->eval_every > 0 ? c->eval_every : steps_shard;
+  long m = total / E + (total % E ? 1 : 0);     /* evaluation points: every E steps and the end */
+  float *ev = xcalloc((size_t)m * EV_F, sizeof(float));
+  fbuf_t tl = {0};
+  double G_sum = 0, pull_sum = 0; long pulls = 0, ne = 0;
+  int diverged = 0;
+  for (long t = 0; t < total && !pdl_stop_signal; ) {
+    watchdog_context("%s node %d: step %ld of %ld", c->algo, me, t, total);
+    double t0 = o->now(rt);
+    const float *at = Nd.w;
+    if (wl) { o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw); at = wl; }
+    double loss = replica_grad_on_device(&rep, rt, 0, at, g);   /* grad F_i(w_{t,i}; x) */
+    G_sum += o->now(rt) - t0;
+    o->mutex_lock(rt, Nd.mw);
+    optim_step(&opt, Nd.w, g, lr_at(c->lr, t, c->warmup));    /* w_{t+1,i} = w_{t,i} - alpha grad */
+    o->mutex_unlock(rt, Nd.mw);
+    o->work(rt, 4.0 * n * 4);
+    t++;
+    if (!isfinite(loss) || loss > c->diverge_loss) diverged = 1;
+    loop_loss(&L, loss, 1);
+    if (K > 1 && t % Nd.T == 0) {                                /* if t = 0 mod T */
+      int warm = Nd.kind == GS_WARMUP && t <= Nd.W;
+      int j = choose_peer(&Nd, &peer_rng, warm);                 /* choose j */
+      double t1 = o->now(rt);
+      if (Nd.kind == GS_PUSH) {
+        req[0] = OP_PUSH;
+        for (int k = 0; k < K; k++) req[1 + k] = 0;
+        o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw);
+        o->send(rt, j, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+        o->send(rt, j, wl, n * sizeof(float), GS_TAG_PUSHDATA);
+        float ack; o->recv(rt, j, &ack, sizeof ack, GS_TAG_ACK);
+      } else {
+        req[0] = OP_PULL;
+        o->mutex_lock(rt, Nd.mc); memcpy(req + 1, Nd.c, (size_t)K * sizeof(float)); o->mutex_unlock(rt, Nd.mc);
+        o->send(rt, j, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);     /* send(c_i) */
+        o->recv(rt, j, reply, (n + (size_t)K) * sizeof(float), GS_TAG_MODEL);  /* receive(c_j, w_j) */
+        float meas = (float)(o->now(rt) - t1);                                /* c := measured_time() */
+        if (Nd.kind == GS_WARMUP) {
+          o->mutex_lock(rt, Nd.mc);
+          update_time(&Nd.c[j], meas, Nd.th);                      /* c_{i,j} <- UPDATE_TIME(c_{i,j}, c) */
+          update_times(Nd.c, reply + n, K, Nd.th);                 /* c_i <- UPDATE_TIMES(c_i, c_j) */
+          o->mutex_unlock(rt, Nd.mc);
+        }
+        o->mutex_lock(rt, Nd.mw);
+        for (size_t i = 0; i < n; i++) Nd.w[i] = 0.5f * (Nd.w[i] + reply[i]);  /* average(w_{t,i}, w_j) */
+        o->mutex_unlock(rt, Nd.mw);
+        o->work(rt, 12.0 * n);
+      }
+      double t2 = o->now(rt);
+      pull_sum += t2 - t1; pulls++;
+      if (c->gossip_timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t2}; fb_push(&tl, rec, TL_F); }
+    }
+    if ((t % E == 0 || t == total) && ne < m) {                 /* this node's own model, on the test set */
+      double te, tlo;
+      net_evaluate(&r->eval_ws, Nd.w, r->data.test.x, r->data.test.y, r->data.test.n, &te, &tlo);
+      float *e = ev + ne++ * EV_F;
+      e[0] = (float)t; e[1] = (float)o->now(rt); e[2] = (float)te; e[3] = (float)tlo;
+      if (L.reporter && !c->quiet) progress("%s: node 0 step %ld/%ld  test_err %.4f", c->algo, t, total, te);
+    }
+  }
+  double t_end = o->now(rt);
+  /* every request this node made has been answered: once all nodes are here, no more come */
+  if (K > 1) {
+    o->barrier(rt);
+    req[0] = OP_STOP;
+    o->send(rt, (me + 1) % K, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+    o->thread_join(rt, server);
+  }
+  /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
+  float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)Nd.serve_sum, (float)Nd.served, 0,
+                    (float)diverged};
+  size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
+  float *all_ev = xmalloc((size_t)K * m * EV_F * sizeof(float)), *all_st = xmalloc((size_t)K * ST_F * sizeof(float));
+  for (int k = 0; k < K; k++) cnt[k] = (size_t)m * EV_F;
+  if (ne < m) die("gossip: node %d evaluated %ld times, expected %ld (interrupted?)", me, ne, m);
+  o->allgatherv(rt, ev, all_ev, cnt);
+  for (int k = 0; k < K; k++) cnt[k] = ST_F;
+  o->allgatherv(rt, st, all_st, cnt);
+  float *all_tl = NULL; size_t *tlc = xcalloc((size_t)K, sizeof(size_t));
+  if (c->gossip_timeline[0]) {
+    float mine = (float)tl.n, *counts = xmalloc((size_t)K * sizeof(float));
+    for (int k = 0; k < K; k++) cnt[k] = 1;
+    o->allgatherv(rt, &mine, counts, cnt);
+    size_t sum = 0;
+    for (int k = 0; k < K; k++) { tlc[k] = (size_t)counts[k]; sum += tlc[k]; }
+    all_tl = xmalloc((sum ? sum : 1) * sizeof(float));
+    if (!tl.v) tl.v = xmalloc(sizeof(float));
+    o->allgatherv(rt, tl.v, all_tl, tlc);
+    xfree(counts);
+  }
+  if (L.reporter) gs_write_results(rt, job, &Nd, all_ev, m, all_st, all_tl, tlc, t_end);
+  xfree(cnt); xfree(all_ev); xfree(all_st); xfree(all_tl); xfree(tlc); xfree(tl.v); xfree(ev);
+  optim_free(&opt); replica_free(&rep);
+  o->mutex_free(rt, Nd.mw); o->mutex_free(rt, Nd.mc);
+  xfree(Nd.w); xfree(Nd.c); xfree(g); xfree(wl); xfree(reply); xfree(req);
+}
+
+/* Node 0: eval lines (mean test error over the nodes at each evaluation point), the timeline
+ * CSV, the summary with per-node stats and the eq. (1)/(2) check. */
+static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
+                             const float *tl, const size_t *tlc, double t_end) {
+  run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  int K = Nd->K, T = Nd->T;
+  for (long e = 0; e < m; e++) {
+    double err = 0, loss = 0, tm = 0, tmax = 0;
+    double errs[4096];
+    for (int k = 0; k < K; k++) {
+      const float *x = ev + ((size_t)k * m + e) * EV_F;
+      err += x[2]; loss += x[3]; tm += x[1]; if (x[1] > tmax) tmax = x[1]; errs[k] = x[2];
+    }
+    const float *x0 = ev + (size_t)e * EV_F;
+    r->updates = (long)x0[0]; r->epochs_done = (double)x0[0] * K * c->batch / r->data.train.n;
+    r->test_err = err / K; r->test_loss = loss / K;
+    json_t j; run_json_common(r, &j, "eval");
+    json_int(&j, "updates", r->updates); json_num(&j, "epochs", r->epochs_done);
+    json_num(&j, "time_s", tm / K); json_num(&j, "time_max_s", tmax);
+    json_num(&j, "test_err", r->test_err); json_num(&j, "test_loss", r->test_loss);
+    json_num_array(&j, "test_err_nodes", errs, K, 5);
+    results_write(&r->res, json_end(&j));
+    if (!c->quiet) fprintf(stderr, "%s: step %ld  time %.4g s  mean test_err %.4f\n", c->algo, r->updates, tm / K, r->test_err);
+  }
+  if (c->gossip_timeline[0]) {
+    outfile_t of; outfile_open(&of, c->gossip_timeline, "--gossip-timeline");
+    fprintf(of.f, "node,peer,start_s,end_s\n");
+    size_t off = 0;
+    for (int k = 0; k < K; k++) {
+      for (size_t i = 0; i + TL_F <= tlc[k]; i += TL_F)
+        fprintf(of.f, "%d,%d,%.6f,%.6f\n", k, (int)tl[off + i], tl[off + i + 1], tl[off + i + 2]);
+      off += tlc[k];
+    }
+    outfile_commit(&of);
+  }
+  /* per-node means and eq. (1)/(2) */
+  double G[4096], Cp[4096], Cs[4096], sumG = 0, sumCp = 0;
+  double pred[4096], Tstar[4096];
+  int congested = 0, anydiv = 0;
+  for (int k = 0; k < K; k++) {
+    const float *s = st + (size_t)k * ST_F;
+    G[k] = s[1] > 0 ? s[0] / s[1] : 0; Cp[k] = s[3] > 0 ? s[2] / s[3] : 0; Cs[k] = s[5] > 0 ? s[4] / s[5] : 0;
+    sumG += G[k]; sumCp += Cp[k];
+    if (s[7] != 0) anydiv = 1;
+  }
+  for (int i = 0; i < K && K > 1; i++) {
+    double lhs = (T * (sumG - G[i]) + (sumCp - Cp[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
+    pred[i] = lhs < Cs[i];                                            /* eq. (1): node i congests */
+    Tstar[i] = sumG - G[i] > 0 ? ((K - 1) * Cs[i] - (sumCp - Cp[i])) / (sumG - G[i]) : 0;   /* eq. (2) */
+    congested |= (int)pred[i];
+  }
+  if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
+  json_t x; json_frag_begin(&x);
+  json_int(&x, "nodes", K); json_int(&x, "T", T);
+  if (Nd->kind == GS_WARMUP) { json_int(&x, "warmup_steps", Nd->W); json_num(&x, "threshold", Nd->th); }
+  json_int(&x, "model_bytes", (long long)(r->net.nparams * sizeof(float)));
+  json_num_array(&x, "G_s", G, K, 6); json_num_array(&x, "C_pull_s", Cp, K, 6); json_num_array(&x, "C_serve_s", Cs, K, 6);
+  json_num_array(&x, "eq1_congested", pred, K, 1); json_num_array(&x, "eq2_T_star", Tstar, K, 4);
+  json_int(&x, "eq1_any_congested", congested);
+  if (rt->ops->simulated) {
+    json_str(&x, "platform", c->platform);
+    json_str(&x, "device_rate", c->device_rate[0] ? c->device_rate : "platform default");
+  }
+  run_summary(r, t_end, json_frag(&x));
+  run_dump_params(Nd->w, r->net.nparams);
+}
+
+#define GS_FLAGS "--tau (T) --wd --with-replacement --gossip-timeline"
+const algo_t algo_gossip = {
+  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .flags = GS_FLAGS,
+  .help = "pull-gossip SGD (Oguni et al. Alg. 1): every T steps average with a uniformly chosen peer's model",
+};
+const algo_t algo_gossip_warmup = {
+  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1,
+  .flags = GS_FLAGS " --gossip-warmup --gossip-threshold",
+  .help = "pull gossip with Alg. 2's warm-up: peers chosen by measured transfer time for W steps",
+};
+const algo_t algo_gossip_push = {
+  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .flags = GS_FLAGS,
+  .help = "push-gossip SGD (the comparator): every T steps send the model to a uniform peer, which averages it in",
+};
