@@ -52,8 +52,8 @@ enum { GS_PULL, GS_WARMUP, GS_PUSH };
 enum { GS_TAG_REQ = 810, GS_TAG_MODEL = 811, GS_TAG_PUSHDATA = 812, GS_TAG_ACK = 813 };
 enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
 #define EV_F 4   /* eval record: local step, time, test error, test loss */
-#define TL_F 3   /* timeline record: peer, start, end */
-#define ST_F 8   /* node stats: G sum, steps, pull sum, pulls, serve sum, served, wide picks (unused), diverged */
+#define TL_F 4   /* timeline record: peer, start, request taken, end */
+#define ST_F 8   /* node stats: G sum, steps, exchange sum, exchanges, serve sum, served, transfer sum, diverged */
 
 typedef struct {
   int kind, K, me, T;
@@ -139,7 +139,7 @@ static void fb_push(fbuf_t *b, const float *x, int k) {
 }
 
 static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
-                             const float *tl, const size_t *tlc, double t_end);
+                             const float *tl, const size_t *tlc, const float *wait_by, double t_end);
 
 static void gossip_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
@@ -171,7 +171,8 @@ static void gossip_node(rt_t *rt, void *arg) {
   long m = total / E + (total % E ? 1 : 0);     /* evaluation points: every E steps and the end */
   float *ev = xcalloc((size_t)m * EV_F, sizeof(float));
   fbuf_t tl = {0};
-  double G_sum = 0, pull_sum = 0; long pulls = 0, ne = 0;
+  double G_sum = 0, pull_sum = 0, xfer_sum = 0; long pulls = 0, ne = 0;
+  float *wait_by = xcalloc(2 * (size_t)K, sizeof(float)), *wait_n = wait_by + K;   /* by target: wait sum, count */
   int diverged = 0;
   for (long t = 0; t < total && !pdl_stop_signal; ) {
     watchdog_context("%s node %d: step %ld of %ld", c->algo, me, t, total);
@@ -190,18 +191,20 @@ static void gossip_node(rt_t *rt, void *arg) {
     if (K > 1 && t % Nd.T == 0) {                                /* if t = 0 mod T */
       int warm = Nd.kind == GS_WARMUP && t <= Nd.W;
       int j = choose_peer(&Nd, &peer_rng, warm);                 /* choose j */
-      double t1 = o->now(rt);
+      double t1 = o->now(rt), t_taken = t1;
       if (Nd.kind == GS_PUSH) {
         req[0] = OP_PUSH;
         for (int k = 0; k < K; k++) req[1 + k] = 0;
         o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw);
         o->send(rt, j, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+        t_taken = o->now(rt);
         o->send(rt, j, wl, n * sizeof(float), GS_TAG_PUSHDATA);
         float ack; o->recv(rt, j, &ack, sizeof ack, GS_TAG_ACK);
       } else {
         req[0] = OP_PULL;
         o->mutex_lock(rt, Nd.mc); memcpy(req + 1, Nd.c, (size_t)K * sizeof(float)); o->mutex_unlock(rt, Nd.mc);
         o->send(rt, j, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);     /* send(c_i) */
+        t_taken = o->now(rt);
         o->recv(rt, j, reply, (n + (size_t)K) * sizeof(float), GS_TAG_MODEL);  /* receive(c_j, w_j) */
         float meas = (float)(o->now(rt) - t1);                                /* c := measured_time() */
         if (Nd.kind == GS_WARMUP) {
@@ -216,8 +219,9 @@ static void gossip_node(rt_t *rt, void *arg) {
         o->work(rt, 12.0 * n);
       }
       double t2 = o->now(rt);
-      pull_sum += t2 - t1; pulls++;
-      if (c->gossip_timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t2}; fb_push(&tl, rec, TL_F); }
+      pull_sum += t2 - t1; pulls++; xfer_sum += t2 - t_taken;
+      wait_by[j] += (float)(t_taken - t1); wait_n[j] += 1;
+      if (c->gossip_timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t_taken, (float)t2}; fb_push(&tl, rec, TL_F); }
     }
     if ((t % E == 0 || t == total) && ne < m) {                 /* this node's own model, on the test set */
       double te, tlo;
@@ -236,8 +240,9 @@ static void gossip_node(rt_t *rt, void *arg) {
     o->thread_join(rt, server);
   }
   /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
-  float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)Nd.serve_sum, (float)Nd.served, 0,
-                    (float)diverged};
+  float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)Nd.serve_sum, (float)Nd.served,
+                    (float)xfer_sum, (float)diverged};
+  o->allreduce(rt, wait_by, 2 * (size_t)K);   /* waits summed over requesters, by target */
   size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
   float *all_ev = xmalloc((size_t)K * m * EV_F * sizeof(float)), *all_st = xmalloc((size_t)K * ST_F * sizeof(float));
   for (int k = 0; k < K; k++) cnt[k] = (size_t)m * EV_F;
@@ -257,7 +262,8 @@ static void gossip_node(rt_t *rt, void *arg) {
     o->allgatherv(rt, tl.v, all_tl, tlc);
     xfree(counts);
   }
-  if (L.reporter) gs_write_results(rt, job, &Nd, all_ev, m, all_st, all_tl, tlc, t_end);
+  if (L.reporter) gs_write_results(rt, job, &Nd, all_ev, m, all_st, all_tl, tlc, wait_by, t_end);
+  xfree(wait_by);
   xfree(cnt); xfree(all_ev); xfree(all_st); xfree(all_tl); xfree(tlc); xfree(tl.v); xfree(ev);
   optim_free(&opt); replica_free(&rep);
   o->mutex_free(rt, Nd.mw); o->mutex_free(rt, Nd.mc);
@@ -267,7 +273,7 @@ static void gossip_node(rt_t *rt, void *arg) {
 /* Node 0: eval lines (mean test error over the nodes at each evaluation point), the timeline
  * CSV, the summary with per-node stats and the eq. (1)/(2) check. */
 static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
-                             const float *tl, const size_t *tlc, double t_end) {
+                             const float *tl, const size_t *tlc, const float *wait_by, double t_end) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int K = Nd->K, T = Nd->T;
   for (long e = 0; e < m; e++) {
@@ -290,39 +296,50 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   }
   if (c->gossip_timeline[0]) {
     outfile_t of; outfile_open(&of, c->gossip_timeline, "--gossip-timeline");
-    fprintf(of.f, "node,peer,start_s,end_s\n");
+    fprintf(of.f, "node,peer,start_s,taken_s,end_s\n");
     size_t off = 0;
     for (int k = 0; k < K; k++) {
       for (size_t i = 0; i + TL_F <= tlc[k]; i += TL_F)
-        fprintf(of.f, "%d,%d,%.6f,%.6f\n", k, (int)tl[off + i], tl[off + i + 1], tl[off + i + 2]);
+        fprintf(of.f, "%d,%d,%.6f,%.6f,%.6f\n", k, (int)tl[off + i], tl[off + i + 1], tl[off + i + 2], tl[off + i + 3]);
       off += tlc[k];
     }
     outfile_commit(&of);
   }
-  /* per-node means and eq. (1)/(2) */
-  double G[4096], Cp[4096], Cs[4096], sumG = 0, sumCp = 0;
-  double pred[4096], Tstar[4096];
-  int congested = 0, anydiv = 0;
+  /* per-node means and eq. (1)/(2). E[C_j] on the left is j's mean transfer time without the
+   * wait for the peer to take its request (with it, a blocking requester's interval grows
+   * until it equals the server's service time, and the predicate would always say "no");
+   * E[C_i] on the right is i's mean time to serve one request. Measured congestion at node i:
+   * requests to i waited longer, on average, than i takes to serve one. */
+  double G[4096], Cx[4096], Cs[4096], Cp[4096], Wt[4096], sumG = 0, sumCx = 0;
+  double pred[4096], meas[4096], Tstar[4096];
+  int congested = 0, measured = 0, disagree = 0, anydiv = 0;
   for (int k = 0; k < K; k++) {
     const float *s = st + (size_t)k * ST_F;
     G[k] = s[1] > 0 ? s[0] / s[1] : 0; Cp[k] = s[3] > 0 ? s[2] / s[3] : 0; Cs[k] = s[5] > 0 ? s[4] / s[5] : 0;
-    sumG += G[k]; sumCp += Cp[k];
+    Cx[k] = s[3] > 0 ? s[6] / s[3] : 0;
+    Wt[k] = wait_by[K + k] > 0 ? wait_by[k] / wait_by[K + k] : 0;
+    sumG += G[k]; sumCx += Cx[k];
     if (s[7] != 0) anydiv = 1;
   }
   for (int i = 0; i < K && K > 1; i++) {
-    double lhs = (T * (sumG - G[i]) + (sumCp - Cp[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
+    double lhs = (T * (sumG - G[i]) + (sumCx - Cx[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
     pred[i] = lhs < Cs[i];                                            /* eq. (1): node i congests */
-    Tstar[i] = sumG - G[i] > 0 ? ((K - 1) * Cs[i] - (sumCp - Cp[i])) / (sumG - G[i]) : 0;   /* eq. (2) */
-    congested |= (int)pred[i];
+    Tstar[i] = sumG - G[i] > 0 ? ((K - 1) * Cs[i] - (sumCx - Cx[i])) / (sumG - G[i]) : 0;   /* eq. (2) */
+    meas[i] = Wt[i] > Cs[i];
+    congested |= (int)pred[i]; measured |= (int)meas[i]; disagree += pred[i] != meas[i];
   }
   if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
   json_t x; json_frag_begin(&x);
   json_int(&x, "nodes", K); json_int(&x, "T", T);
   if (Nd->kind == GS_WARMUP) { json_int(&x, "warmup_steps", Nd->W); json_num(&x, "threshold", Nd->th); }
   json_int(&x, "model_bytes", (long long)(r->net.nparams * sizeof(float)));
-  json_num_array(&x, "G_s", G, K, 6); json_num_array(&x, "C_pull_s", Cp, K, 6); json_num_array(&x, "C_serve_s", Cs, K, 6);
-  json_num_array(&x, "eq1_congested", pred, K, 1); json_num_array(&x, "eq2_T_star", Tstar, K, 4);
-  json_int(&x, "eq1_any_congested", congested);
+  json_num_array(&x, "G_s", G, K, 6); json_num_array(&x, "C_exchange_s", Cp, K, 6);
+  json_num_array(&x, "C_transfer_s", Cx, K, 6); json_num_array(&x, "C_serve_s", Cs, K, 6);
+  json_num_array(&x, "wait_at_node_s", Wt, K, 6);
+  json_num_array(&x, "eq1_congested", pred, K, 1); json_num_array(&x, "measured_congested", meas, K, 1);
+  json_num_array(&x, "eq2_T_star", Tstar, K, 4);
+  json_int(&x, "eq1_any_congested", congested); json_int(&x, "measured_any_congested", measured);
+  json_int(&x, "eq1_disagreements", disagree);
   if (rt->ops->simulated) {
     json_str(&x, "platform", c->platform);
     json_str(&x, "device_rate", c->device_rate[0] ? c->device_rate : "platform default");
