@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# t_gossip.sh — gossip SGD (issue 16, docs/PAPERS.md §5): pull gossip, its warm-up and the push
+# comparator run on the sim runtime and under `mpirun -np 4`, learn, and on the paper's
+# 6-wide + 2-narrow setting scaled to our model (link bandwidths scaled by our model's bytes over
+# the paper's 54 MiB, device rate set for 0.125 s per step) the narrow nodes congest at T = 1 and
+# not at T = 4, where eq. (1) says so too.
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+summary_of() { tail -n 1; }
+py() { python3 -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); $1"; }
+
+out=$("$PDL" train --help); grep -q "gossip-warmup" <<<"$out" && grep -q "gossip-push" <<<"$out" \
+  && ok "train --help lists gossip, gossip-warmup, gossip-push" || notok "help" "gossip missing"
+
+# ---- sim: congestion at T = 1 on the narrow nodes, none at T = 4 (measured, and eq. (1)) -----------
+P=(--runtime sim --platform "links:k=8,bw=35.76Mbps*6+3.576Mbps*2,lat=5ms" --device-rate 0.0677
+   --data synthetic:n=4096,seed=2 --net tiny --batch 16 --steps 60 --lr 0.05 --quiet)
+j1=$("$PDL" train --algo gossip "${P[@]}" --tau 1 | summary_of)
+j4=$("$PDL" train --algo gossip "${P[@]}" --tau 4 | summary_of)
+if py "m=d['measured_congested']; e=d['eq1_congested']; sys.exit(0 if m[6]==m[7]==1 and sum(m[:6])==0 and e==m else 1)" <<<"$j1"; then
+  ok "T=1: narrow nodes 6,7 congested (wait $(py "print([round(x,2) for x in d['wait_at_node_s'][6:]])" <<<"$j1") s > serve $(py "print([round(x,2) for x in d['C_serve_s'][6:]])" <<<"$j1") s), eq. (1) agrees"
+else notok "T=1 congestion" "$(py "print(d['measured_congested'], d['eq1_congested'], d['wait_at_node_s'], d['C_serve_s'])" <<<"$j1")"; fi
+if py "sys.exit(0 if d['measured_any_congested']==0 and d['eq1_any_congested']==0 else 1)" <<<"$j4"; then
+  ok "T=4: no congestion, measured or by eq. (1); eq. (2) bound for the narrow nodes $(py "print([round(x,2) for x in d['eq2_T_star'][6:]])" <<<"$j4")"
+else notok "T=4 no congestion" "$(py "print(d['measured_congested'], d['eq1_congested'])" <<<"$j4")"; fi
+t1=$(py "print(d['time_s'])" <<<"$j1"); t4=$(py "print(d['time_s'])" <<<"$j4")
+python3 -c "import sys; sys.exit(0 if $t4 < 0.6 * $t1 else 1)" && ok "T=4 finishes the same steps in $t4 s vs $t1 s at T=1" \
+  || notok "T=4 faster" "$t4 vs $t1"
+
+# ---- sim is deterministic; every variant learns --------------------------------------------------
+L=(--runtime sim --platform "links:k=4,bw=1Gbps*2+10Gbps*2,lat=5ms" --data synthetic:n=4096,seed=2 --net tiny --batch 16
+   --epochs 3 --lr 0.05 --tau 2 --quiet)
+for a in gossip gossip-warmup gossip-push; do
+  PDL_DUMP_PARAMS=$T/$a.1 "$PDL" train --algo $a "${L[@]}" > "$T/$a.out" 2>&1; rc=$?
+  PDL_DUMP_PARAMS=$T/$a.2 "$PDL" train --algo $a "${L[@]}" >/dev/null 2>&1
+  e=$(summary_of < "$T/$a.out" | py "print(d['test_err'])" 2>/dev/null)
+  if [ $rc -eq 0 ] && cmp -s "$T/$a.1" "$T/$a.2" && python3 -c "import sys; sys.exit(0 if float('$e') < 0.2 else 1)" 2>/dev/null; then
+    ok "sim $a: learns (mean test error over nodes $e), repeat bit-identical"
+  else notok "sim $a" "rc=$rc err=$e $(tail -2 "$T/$a.out")"; fi
+done
+
+# ---- real runtime: 4 MPI ranks, a serving thread each (MPI_THREAD_MULTIPLE) -----------------------
+for a in gossip gossip-push; do
+  out=$(MPIRUN -np 4 "$PDL" train --algo $a --data synthetic:n=4096,seed=2 --net tiny --batch 16 --epochs 3 --lr 0.05 \
+        --tau 1 --threads 1 --quiet --gossip-timeline "$T/tl-$a.csv" 2>&1); rc=$?
+  e=$(py "print(d['test_err'])" <<<"$out" 2>/dev/null); nodes=$(py "print(d['nodes'])" <<<"$out" 2>/dev/null)
+  lines=$(($(wc -l < "$T/tl-$a.csv" 2>/dev/null || echo 1) - 1))
+  if [ $rc -eq 0 ] && [ "$nodes" = 4 ] && [ "$lines" -gt 100 ] && python3 -c "import sys; sys.exit(0 if float('$e') < 0.2 else 1)"; then
+    ok "mpirun -np 4 $a: learns (mean test error $e), $lines exchanges in the timeline"
+  else notok "mpirun $a" "rc=$rc nodes=$nodes lines=$lines err=$e $(tail -3 <<<"$out")"; fi
+done
+finish
