@@ -161,8 +161,15 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
     snap_rec_t rec;
     if (end - off < sizeof rec) die("checkpoint %s: shorter than its header says", path);
     memcpy(&rec, buf + off, sizeof rec); off += sizeof rec;
-    if (strncmp(rec.name, x->name, sizeof rec.name) || rec.kind != (uint32_t)x->kind)
-      die("checkpoint %s: section %d is '%.31s', this run expects '%s'", path, i, rec.name, x->name);
+    if (strncmp(rec.name, x->name, sizeof rec.name) || rec.kind != (uint32_t)x->kind) {
+      char shown[32];   /* a hostile file's bytes, printable */
+      for (size_t k = 0; k < sizeof shown; k++) {
+        char ch = k < sizeof shown - 1 ? rec.name[k] : 0;
+        shown[k] = ch == 0 || (ch >= 32 && ch < 127) ? ch : '?';
+        if (!ch) break;
+      }
+      die("checkpoint %s: section %d is '%s', this run expects '%s'", path, i, shown, x->name);
+    }
     if (rec.bytes > end - off) die("checkpoint %s: section '%s' is longer than the file", path, x->name);
     const char *p = buf + off;
     size_t b = (size_t)rec.bytes;
