@@ -119,9 +119,6 @@ void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn
 /* OpenMP threads per role so that roles x threads fit this machine's cores (printed on real);
  * 1 on sim unless --threads is given (actors run one at a time). Sets the "threads" figure. */
 int loop_threads(loop_t *L, int roles_per_rank);
-/* 1.0f when this node wants every node to stop (a signal, or --target-err reached): the value
- * algorithms put into their collective so that all nodes stop at the same update. */
-float loop_stop_flag(const loop_t *L);
 /* Seconds for reporting: simulated, or wall minus the reporter's evaluation time. */
 double loop_time(const loop_t *L);
 /* A train-loss sample (mean loss of a mini-batch, or a sum over count mini-batches). */

@@ -63,6 +63,7 @@ typedef struct {
   float *w;            /* [n] the node's model: written by the main role under mw (push: also the server) */
   void *mw, *mc;       /* model mutex; time-table mutex */
   float *c;            /* [K] c_{i,k}: transfer times measured or learned (warm-up); INF unknown */
+  double *p;           /* [K] the main role's peer probabilities (scratch) */
   double serve_sum; long served;
 } gnode_t;
 
@@ -115,7 +116,7 @@ static void gs_server(rt_t *rt, void *arg) {
 static int choose_peer(gnode_t *N, rng_t *g, int warm) {
   int K = N->K, me = N->me;
   if (warm) {
-    double p[4096], sum = 0;   /* K <= 4096 (checked at set-up) */
+    double *p = N->p, sum = 0;
     for (int k = 0; k < K; k++) { p[k] = k != me && isfinite(N->c[k]) && N->c[k] > 0 ? 1.0 / N->c[k] : 0; sum += p[k]; }
     if (sum > 0) {
       double u = rng_uniform(g) * sum;
@@ -146,14 +147,13 @@ static void gossip_node(rt_t *rt, void *arg) {
   const rt_ops_t *o = rt->ops;
   int K = rt->nnodes, me = rt->node;
   size_t n = r->net.nparams;
-  if (K > 4096) die("gossip: %d nodes; at most 4096", K);
   gnode_t Nd; memset(&Nd, 0, sizeof Nd);
   Nd.kind = job->algo->variant; Nd.K = K; Nd.me = me; Nd.T = c->tau > 0 ? c->tau : 1; Nd.th = c->gossip_threshold;
   long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
   Nd.W = Nd.kind != GS_WARMUP ? 0 : c->gossip_warmup >= 0 ? c->gossip_warmup : steps_shard;
   Nd.n = n;
   Nd.w = xmalloc(n * sizeof(float));
-  Nd.c = xmalloc((size_t)K * sizeof(float));
+  Nd.c = xmalloc((size_t)K * sizeof(float)); Nd.p = xmalloc((size_t)K * sizeof(double));
   for (int k = 0; k < K; k++) Nd.c[k] = INFINITY;
   Nd.mw = o->mutex_new(rt); Nd.mc = o->mutex_new(rt);
   net_init_params(&r->net, Nd.w, c->seed);   /* w_{0,i} = w_0 */
@@ -267,7 +267,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   xfree(cnt); xfree(all_ev); xfree(all_st); xfree(all_tl); xfree(tlc); xfree(tl.v); xfree(ev);
   optim_free(&opt); replica_free(&rep);
   o->mutex_free(rt, Nd.mw); o->mutex_free(rt, Nd.mc);
-  xfree(Nd.w); xfree(Nd.c); xfree(g); xfree(wl); xfree(reply); xfree(req);
+  xfree(Nd.w); xfree(Nd.c); xfree(Nd.p); xfree(g); xfree(wl); xfree(reply); xfree(req);
 }
 
 /* Node 0: eval lines (mean test error over the nodes at each evaluation point), the timeline
@@ -276,9 +276,10 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
                              const float *tl, const size_t *tlc, const float *wait_by, double t_end) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int K = Nd->K, T = Nd->T;
+  double *errs = xcalloc((size_t)K * 9, sizeof(double));   /* [K] each: errs, then the per-node figures */
+  double *G = errs + K, *Cx = G + K, *Cs = Cx + K, *Cp = Cs + K, *Wt = Cp + K, *pred = Wt + K, *meas = pred + K, *Tstar = meas + K;
   for (long e = 0; e < m; e++) {
     double err = 0, loss = 0, tm = 0, tmax = 0;
-    double errs[4096];
     for (int k = 0; k < K; k++) {
       const float *x = ev + ((size_t)k * m + e) * EV_F;
       err += x[2]; loss += x[3]; tm += x[1]; if (x[1] > tmax) tmax = x[1]; errs[k] = x[2];
@@ -310,8 +311,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
    * until it equals the server's service time, and the predicate would always say "no");
    * E[C_i] on the right is i's mean time to serve one request. Measured congestion at node i:
    * requests to i waited longer, on average, than i takes to serve one. */
-  double G[4096], Cx[4096], Cs[4096], Cp[4096], Wt[4096], sumG = 0, sumCx = 0;
-  double pred[4096], meas[4096], Tstar[4096];
+  double sumG = 0, sumCx = 0;
   int congested = 0, measured = 0, disagree = 0, anydiv = 0;
   for (int k = 0; k < K; k++) {
     const float *s = st + (size_t)k * ST_F;
@@ -346,6 +346,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   }
   run_summary(r, t_end, json_frag(&x));
   run_dump_params(Nd->w, r->net.nparams);
+  xfree(errs);
 }
 
 #define GS_FLAGS "--tau (T) --wd --with-replacement --gossip-timeline"

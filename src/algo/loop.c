@@ -49,7 +49,6 @@ int loop_threads(loop_t *L, int roles_per_rank) {
   return t;
 }
 
-float loop_stop_flag(const loop_t *L) { return pdl_stop_signal || L->job->reached ? 1.0f : 0.0f; }
 
 double loop_time(const loop_t *L) {
   return L->time_base + L->rt->ops->now(L->rt) - (L->rt->ops->simulated ? 0 : L->job->eval_time);
