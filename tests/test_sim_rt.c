@@ -340,6 +340,39 @@ static void shared_node(rt_t *rt, void *arg) {
   xfree(buf);
 }
 
+/* links:k=4, 1 Gb/s, 5 ms: each of the six 4-cycles i -> to[i] in turn, all transfers of a round
+ * at once (every node sends one and receives one, so each link direction carries exactly one
+ * flow). SimGrid 3.32's lazy flow update with network/TCP-gamma:0 finished one flow of such a
+ * cycle after its latency alone (docs/SIM.md); every transfer must take lat + S/bw.
+ * T->t[r] = node r's shortest and t[4 + r] its longest send over the six rounds. */
+static const int cyc_to[6][4] = {{1, 2, 3, 0}, {1, 3, 0, 2}, {2, 3, 1, 0}, {2, 0, 3, 1}, {3, 2, 0, 1}, {3, 0, 1, 2}};
+typedef struct { char *buf; int round; } cyc_arg_t;
+static void cyc_recv(rt_t *rt, void *arg) {
+  cyc_arg_t *a = arg;
+  int from = 0;
+  for (int k = 0; k < 4; k++) if (cyc_to[a->round][k] == rt->node) from = k;
+  rt->ops->recv(rt, from, a->buf, 1000000, 5);
+}
+static void cycle_node(rt_t *rt, void *arg) {
+  times_t *T = arg;
+  const size_t S = 1000000;
+  char *in = xmalloc(S), *out = xmalloc(S);
+  memset(out, 3, S);
+  T->t[rt->node] = 1e9; T->t[4 + rt->node] = 0;
+  for (int round = 0; round < 6; round++) {
+    rt->ops->barrier(rt);
+    cyc_arg_t a = {in, round};
+    double t0 = rt->ops->now(rt);
+    void *th = rt->ops->thread_start(rt, -1, cyc_recv, &a);
+    rt->ops->send(rt, cyc_to[round][rt->node], out, S, 5);
+    double dt = rt->ops->now(rt) - t0;
+    if (dt < T->t[rt->node]) T->t[rt->node] = dt;
+    if (dt > T->t[4 + rt->node]) T->t[4 + rt->node] = dt;
+    rt->ops->thread_join(rt, th);
+  }
+  xfree(in); xfree(out);
+}
+
 static times_t *g_times;
 static void net_child(void *arg) {
   (void)arg;
@@ -350,6 +383,11 @@ static void net_child(void *arg) {
 static void duplex_child(void *arg) {
   (void)arg;
   EXPECT(run_sim("links:k=2,bw=1Gbps,lat=5ms", 0, duplex_node, g_times, NULL, 0) == 0);
+}
+
+static void cycle_child(void *arg) {
+  (void)arg;
+  EXPECT(run_sim("links:k=4,bw=1Gbps,lat=5ms", 0, cycle_node, g_times, NULL, 0) == 0);
 }
 
 static void shared_child(void *arg) {
@@ -373,6 +411,11 @@ static void test_message_times(void) {
   in_child(duplex_child, NULL);
   for (int r = 0; r < 2; r++)
     EXPECT_NEAR(g_times->t[r], 2 * (lat + 0.5e6 / g1), NET_TOL, "full duplex: each ring step costs lat + (S/2)/bw");
+  memset(g_times, 0, sizeof *g_times);
+  in_child(cycle_child, NULL);
+  for (int r = 0; r < 8; r++)
+    EXPECT_NEAR(g_times->t[r], lat + S / g1, NET_TOL, "a cycle of simultaneous transfers: each takes lat + S/bw");
+  printf("  # six 4-cycles of simultaneous 1 MB transfers: %.6f .. %.6f s\n", g_times->t[0], g_times->t[4]);
   memset(g_times, 0, sizeof *g_times);
   in_child(shared_child, NULL);
   for (int r = 1; r < 4; r += 2)
