@@ -623,6 +623,51 @@ static void test_sampler_shards(void) {
   free(ds.x); free(ds.y);
 }
 
+/* Non-IID shards (sampler_skew): still disjoint and covering; skew 1 with as many shards as
+ * classes gives one class per shard; skew 0 changes nothing. index_ds labels are e % 7. */
+static void test_sampler_skew(void) {
+  dataset_t ds = index_ds(700);
+  int seen[700] = {0}, total = 0, pure = 1;
+  for (int sh = 0; sh < 7; sh++) {
+    sampler_t s;
+    sampler_init(&s, &ds, 42, sh, 7, 0);
+    sampler_skew(&s, 1.0);
+    EXPECT(s.n_shard == 100 && s.epoch == 0 && s.pos == 0);
+    for (int k = 0; k < s.n_shard; k++) { seen[s.idx[k]]++; pure &= ds.y[s.idx[k]] == sh; }
+    total += s.n_shard;
+    sampler_free(&s);
+  }
+  EXPECT(total == 700);
+  int once = 1;
+  for (int i = 0; i < 700; i++) once &= seen[i] == 1;
+  EXPECT_MSG(once, "skew 1: every example in exactly one shard");
+  EXPECT_MSG(pure, "skew 1, 7 shards of 7 classes: shard k holds class k only");
+  memset(seen, 0, sizeof seen); total = 0;
+  int top_share_ok = 1;
+  for (int sh = 0; sh < 4; sh++) {
+    sampler_t s;
+    sampler_init(&s, &ds, 42, sh, 4, 0);
+    sampler_skew(&s, 0.5);
+    int cls[7] = {0}, top = 0;
+    for (int k = 0; k < s.n_shard; k++) { seen[s.idx[k]]++; cls[ds.y[s.idx[k]]]++; }
+    for (int c = 0; c < 7; c++) if (cls[c] > top) top = cls[c];
+    top_share_ok &= top > s.n_shard / 4;     /* IID would give about 1/7 per class */
+    total += s.n_shard;
+    sampler_free(&s);
+  }
+  once = 1;
+  for (int i = 0; i < 700; i++) once &= seen[i] == 1;
+  EXPECT(total == 700);
+  EXPECT_MSG(once, "skew 0.5: every example in exactly one shard");
+  EXPECT_MSG(top_share_ok, "skew 0.5: each shard's most common class well above 1/7");
+  sampler_t a, b;
+  sampler_init(&a, &ds, 42, 2, 4, 0); sampler_init(&b, &ds, 42, 2, 4, 0);
+  sampler_skew(&b, 0.0);
+  EXPECT(a.n_shard == b.n_shard && !memcmp(a.idx, b.idx, sizeof(int) * 2 * (size_t)a.n_shard));
+  sampler_free(&a); sampler_free(&b);
+  free(ds.x); free(ds.y);
+}
+
 static void test_sampler_epochs_wrap(void) {
   dataset_t ds = index_ds(103);
   char mask[103];
@@ -762,6 +807,7 @@ int main(void) {
   RUN(test_synthetic_default_learnable);
   RUN(test_truncate);
   RUN(test_sampler_shards);
+  RUN(test_sampler_skew);
   RUN(test_sampler_epochs_wrap);
   RUN(test_sampler_seed_and_seek);
   RUN(test_sampler_replacement);

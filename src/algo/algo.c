@@ -39,7 +39,7 @@ void algo_usage(FILE *f) {
     const algo_t *a = algo_table[i];
     fprintf(f, "  %-12s %s\n", a->name, a->help);
     fprintf(f, "  %-12s   [%s%s%s", "", shape_name(a->shape), a->flags && *a->flags ? "; " : "", a->flags ? a->flags : "");
-    if (a->momentum > 0) fprintf(f, "; default --momentum %g", a->momentum);
+    if (a->momentum != 0) fprintf(f, "; default --momentum %g", a->momentum < 0 ? 0 : a->momentum);
     fprintf(f, "]\n");
   }
 }
@@ -95,11 +95,17 @@ int algo_train(const train_cfg_t *c) {
     die_usage("train: --algo %s does not save checkpoints (--checkpoint); distributed algorithms that do: %s; "
               "sequential ones all do", c->algo, names);
   }
+  if (c->noniid > 0 && !A->noniid) {
+    char names[1024]; size_t k = 0; names[0] = 0;
+    for (int i = 0; i < algo_count; i++)
+      if (algo_table[i]->noniid) k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? " " : "", algo_table[i]->name);
+    die_usage("train: --noniid is for algorithms whose nodes train on their own shards (%s), not --algo %s", names, c->algo);
+  }
   job_t *job = xcalloc(1, sizeof *job);
   job->algo = A;
   job->param = -1;
   train_cfg_t cf = *c;
-  if (!cf.momentum_set && A->momentum > 0) cf.momentum = A->momentum;
+  if (!cf.momentum_set && A->momentum != 0) cf.momentum = A->momentum < 0 ? 0 : A->momentum;
   int sim = !strcmp(cf.runtime, "sim");
   job->G = cf.grad_threads;
   job->r.cfg = cf;   /* what prepare sees; run_setup below sets up the rest from it */

@@ -29,7 +29,7 @@ typedef struct algo {
   const char *name;          /* --algo NAME */
   const char *help;          /* one line: what it is, with the paper's algorithm or equation */
   algo_shape_t shape;        /* its roles (and so how many examples one update consumes) */
-  float momentum;            /* default mu when --momentum is not given (0: the core's default) */
+  float momentum;            /* default mu when --momentum is not given (0: the core's default; <0: 0) */
   const char *flags;         /* the flags it reads beyond the common ones (for --help) */
   rt_fn node;                /* the node program */
   int variant;               /* for a node program that serves several algorithms */
@@ -42,6 +42,8 @@ typedef struct algo {
   /* 1: a started role (not only the main role) sends and receives (a serving role): the real
    * runtime then needs MPI_THREAD_MULTIPLE. */
   int roles_talk;
+  /* 1: honours --noniid (each node's shard skewed by label); 0: --noniid is refused. */
+  int noniid;
 } algo_t;
 
 /* The table (algos.def, in --help order). */

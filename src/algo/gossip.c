@@ -13,6 +13,12 @@
  *                  (c_old, c_new): take c_new if (1 - th) c_old > c_new; take (c_old + c_new)/2 if
  *                  (1 + th) c_old < c_new; else keep c_old (th = --gossip-threshold; the paper
  *                  gives no value; 0.1 by default). After W steps, uniform, as Alg. 1.
+ *   gossip-warmup-compute  beyond the paper (its future work: "share compute times as well as
+ *                  communication times"): Alg. 2 whose tables also carry every node's mean step
+ *                  time g_k (each node measures its own; entries merge with UPDATE_TIME like the
+ *                  transfer times), and peer k is chosen with probability proportional to
+ *                  1 / (c_{i,k} g_k): a short transfer of a model that took more steps per second.
+ *                  An unknown g_k counts as the node's own.
  *   gossip-push    the comparator: after every T steps node i sends w_i to a uniform j, which
  *                  sets w_j <- (w_j + w_i) / 2 (and acknowledges, so the sender knows it landed).
  *
@@ -29,6 +35,8 @@
  * is a pthread making MPI calls, hence MPI_THREAD_MULTIPLE (algo_t.roles_talk); passive-target
  * RMA was not used because Open MPI's TCP path progresses passive-target gets only when the
  * target enters MPI, and a training node spends its time in the gradient, not in MPI.
+ * --noniid S (all three): a fraction S of the data set is dealt out by label (sampler_skew), so
+ * node i's shard is mostly a few classes; the paper's other future-work item.
  * Tags: requests, pull replies, push payloads and acks each have their own, so the main role
  * and the serving role never wait on the same mailbox. End: every main role enters a barrier
  * after its last step (every request it made has been answered), then sends STOP to the next
@@ -48,7 +56,7 @@
 #include "algo/algo.h"
 #include "rt/watchdog.h"
 
-enum { GS_PULL, GS_WARMUP, GS_PUSH };
+enum { GS_PULL, GS_WARMUP, GS_PUSH, GS_WARMUP_G };
 enum { GS_TAG_REQ = 810, GS_TAG_MODEL = 811, GS_TAG_PUSHDATA = 812, GS_TAG_ACK = 813 };
 enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
 #define EV_F 4   /* eval record: local step, time, test error, test loss */
@@ -62,7 +70,8 @@ typedef struct {
   size_t n;
   float *w;            /* [n] the node's model: written by the main role under mw (push: also the server) */
   void *mw, *mc;       /* model mutex; time-table mutex */
-  float *c;            /* [K] c_{i,k}: transfer times measured or learned (warm-up); INF unknown */
+  float *c;            /* [2K] c_{i,k}: transfer times measured or learned (warm-up), then g_k: mean
+                          step times (warmup-compute); INF unknown. Sent whole with every pull. */
   double *p;           /* [K] the main role's peer probabilities (scratch) */
   double serve_sum; long served;
 } gnode_t;
@@ -74,30 +83,36 @@ static void update_time(float *ci, float cj, float th) {   /* UPDATE_TIME (Alg. 
 static void update_times(float *ci, const float *cj, int K, float th) {   /* UPDATE_TIMES */
   for (int k = 0; k < K; k++) if (isfinite(cj[k])) update_time(&ci[k], cj[k], th);
 }
+static int gs_warm_kind(int kind) { return kind == GS_WARMUP || kind == GS_WARMUP_G; }
+#define TAB(K) (2 * (size_t)(K))   /* floats in a time table: transfer times, then step times */
 
 /* The serving role: answers pulls with a copy of the latest model (and the time table), and
  * averages pushed models in, until STOP. */
 static void gs_server(rt_t *rt, void *arg) {
   gnode_t *N = arg; const rt_ops_t *o = rt->ops;
   size_t n = N->n; int K = N->K;
-  float *req = xmalloc((size_t)(1 + K) * sizeof(float));
-  float *reply = xmalloc((n + (size_t)K) * sizeof(float));
+  float *req = xmalloc((1 + TAB(K)) * sizeof(float));
+  float *reply = xmalloc((n + TAB(K)) * sizeof(float));
   float *in = N->kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
   for (;;) {
-    int src = o->recv_any(rt, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+    int src = o->recv_any(rt, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
     int op = (int)req[0];
     if (op == OP_STOP) break;
     double t0 = o->now(rt);
     if (op == OP_PULL) {
       o->mutex_lock(rt, N->mc);
-      if (N->kind == GS_WARMUP) update_times(N->c, req + 1, K, N->th);
-      memcpy(reply + n, N->c, (size_t)K * sizeof(float));
+      if (gs_warm_kind(N->kind)) {
+        float own = N->c[K + N->me];
+        update_times(N->c, req + 1, 2 * K, N->th);
+        N->c[K + N->me] = own;                    /* a node's own step time is its measurement */
+      }
+      memcpy(reply + n, N->c, TAB(K) * sizeof(float));
       o->mutex_unlock(rt, N->mc);
       o->mutex_lock(rt, N->mw);
       memcpy(reply, N->w, n * sizeof(float));
       o->mutex_unlock(rt, N->mw);
       o->work(rt, 8.0 * n);
-      o->send(rt, src, reply, (n + (size_t)K) * sizeof(float), GS_TAG_MODEL);
+      o->send(rt, src, reply, (n + TAB(K)) * sizeof(float), GS_TAG_MODEL);
     } else if (op == OP_PUSH) {
       o->recv(rt, src, in, n * sizeof(float), GS_TAG_PUSHDATA);
       o->mutex_lock(rt, N->mw);
@@ -112,12 +127,18 @@ static void gs_server(rt_t *rt, void *arg) {
   xfree(req); xfree(reply); xfree(in);
 }
 
-/* Peer choice: uniform over k != me, or (warm-up) proportional to 1 / c_k over finite entries. */
+/* Peer choice: uniform over k != me, or (warm-up) proportional to 1 / c_k over finite entries
+ * (warmup-compute: 1 / (c_k g_k), an unknown g_k taken as the node's own). */
 static int choose_peer(gnode_t *N, rng_t *g, int warm) {
   int K = N->K, me = N->me;
   if (warm) {
     double *p = N->p, sum = 0;
-    for (int k = 0; k < K; k++) { p[k] = k != me && isfinite(N->c[k]) && N->c[k] > 0 ? 1.0 / N->c[k] : 0; sum += p[k]; }
+    const float *gk = N->c + K;
+    for (int k = 0; k < K; k++) {
+      p[k] = k != me && isfinite(N->c[k]) && N->c[k] > 0 ? 1.0 / N->c[k] : 0;
+      if (p[k] > 0 && N->kind == GS_WARMUP_G) p[k] /= isfinite(gk[k]) && gk[k] > 0 ? gk[k] : gk[me];
+      sum += p[k];
+    }
     if (sum > 0) {
       double u = rng_uniform(g) * sum;
       for (int k = 0; k < K; k++) { if (p[k] <= 0) continue; if (u < p[k]) return k; u -= p[k]; }
@@ -150,19 +171,20 @@ static void gossip_node(rt_t *rt, void *arg) {
   gnode_t Nd; memset(&Nd, 0, sizeof Nd);
   Nd.kind = job->algo->variant; Nd.K = K; Nd.me = me; Nd.T = c->tau > 0 ? c->tau : 1; Nd.th = c->gossip_threshold;
   long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
-  Nd.W = Nd.kind != GS_WARMUP ? 0 : c->gossip_warmup >= 0 ? c->gossip_warmup : steps_shard;
+  Nd.W = !gs_warm_kind(Nd.kind) ? 0 : c->gossip_warmup >= 0 ? c->gossip_warmup : steps_shard;
   Nd.n = n;
   Nd.w = xmalloc(n * sizeof(float));
-  Nd.c = xmalloc((size_t)K * sizeof(float)); Nd.p = xmalloc((size_t)K * sizeof(double));
-  for (int k = 0; k < K; k++) Nd.c[k] = INFINITY;
+  Nd.c = xmalloc(TAB(K) * sizeof(float)); Nd.p = xmalloc((size_t)K * sizeof(double));
+  for (size_t k = 0; k < TAB(K); k++) Nd.c[k] = INFINITY;
   Nd.mw = o->mutex_new(rt); Nd.mc = o->mutex_new(rt);
   net_init_params(&r->net, Nd.w, c->seed);   /* w_{0,i} = w_0 */
   loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 2), 0, 1, c->with_replacement, (uint64_t)me);
   replica_shard(&rep, r, me, K);              /* X_i: this node's own shard */
-  optim_t opt; optim_init(&opt, OPT_SGD, n, 0, c->wd);
+  if (c->noniid > 0) sampler_skew(&rep.s, c->noniid);
+  optim_t opt; optim_init(&opt, OPT_SGD, n, c->momentum, c->wd);   /* Alg. 1: plain SGD unless --momentum */
   float *g = xmalloc(n * sizeof(float)), *wl = Nd.kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
-  float *reply = xmalloc((n + (size_t)K) * sizeof(float)), *req = xmalloc((size_t)(1 + K) * sizeof(float));
+  float *reply = xmalloc((n + TAB(K)) * sizeof(float)), *req = xmalloc((1 + TAB(K)) * sizeof(float));
   rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
   void *server = K > 1 ? o->thread_start(rt, -1, gs_server, &Nd) : NULL;
 
@@ -189,28 +211,33 @@ static void gossip_node(rt_t *rt, void *arg) {
     if (!isfinite(loss) || loss > c->diverge_loss) diverged = 1;
     loop_loss(&L, loss, 1);
     if (K > 1 && t % Nd.T == 0) {                                /* if t = 0 mod T */
-      int warm = Nd.kind == GS_WARMUP && t <= Nd.W;
+      int warm = gs_warm_kind(Nd.kind) && t <= Nd.W;
       int j = choose_peer(&Nd, &peer_rng, warm);                 /* choose j */
       double t1 = o->now(rt), t_taken = t1;
       if (Nd.kind == GS_PUSH) {
         req[0] = OP_PUSH;
-        for (int k = 0; k < K; k++) req[1 + k] = 0;
+        for (size_t k = 0; k < TAB(K); k++) req[1 + k] = 0;
         o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw);
-        o->send(rt, j, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+        o->send(rt, j, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
         t_taken = o->now(rt);
         o->send(rt, j, wl, n * sizeof(float), GS_TAG_PUSHDATA);
         float ack; o->recv(rt, j, &ack, sizeof ack, GS_TAG_ACK);
       } else {
         req[0] = OP_PULL;
-        o->mutex_lock(rt, Nd.mc); memcpy(req + 1, Nd.c, (size_t)K * sizeof(float)); o->mutex_unlock(rt, Nd.mc);
-        o->send(rt, j, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);     /* send(c_i) */
+        o->mutex_lock(rt, Nd.mc);
+        if (Nd.kind == GS_WARMUP_G) Nd.c[K + me] = (float)(G_sum / (double)t);   /* this node's mean step time */
+        memcpy(req + 1, Nd.c, TAB(K) * sizeof(float));
+        o->mutex_unlock(rt, Nd.mc);
+        o->send(rt, j, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);        /* send(c_i) */
         t_taken = o->now(rt);
-        o->recv(rt, j, reply, (n + (size_t)K) * sizeof(float), GS_TAG_MODEL);  /* receive(c_j, w_j) */
+        o->recv(rt, j, reply, (n + TAB(K)) * sizeof(float), GS_TAG_MODEL);     /* receive(c_j, w_j) */
         float meas = (float)(o->now(rt) - t1);                                /* c := measured_time() */
-        if (Nd.kind == GS_WARMUP) {
+        if (gs_warm_kind(Nd.kind)) {
           o->mutex_lock(rt, Nd.mc);
+          float own = Nd.c[K + me];
           update_time(&Nd.c[j], meas, Nd.th);                      /* c_{i,j} <- UPDATE_TIME(c_{i,j}, c) */
-          update_times(Nd.c, reply + n, K, Nd.th);                 /* c_i <- UPDATE_TIMES(c_i, c_j) */
+          update_times(Nd.c, reply + n, 2 * K, Nd.th);             /* c_i <- UPDATE_TIMES(c_i, c_j) */
+          Nd.c[K + me] = own;
           o->mutex_unlock(rt, Nd.mc);
         }
         o->mutex_lock(rt, Nd.mw);
@@ -236,7 +263,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   if (K > 1) {
     o->barrier(rt);
     req[0] = OP_STOP;
-    o->send(rt, (me + 1) % K, req, (size_t)(1 + K) * sizeof(float), GS_TAG_REQ);
+    o->send(rt, (me + 1) % K, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
     o->thread_join(rt, server);
   }
   /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
@@ -276,8 +303,9 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
                              const float *tl, const size_t *tlc, const float *wait_by, double t_end) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int K = Nd->K, T = Nd->T;
-  double *errs = xcalloc((size_t)K * 9, sizeof(double));   /* [K] each: errs, then the per-node figures */
+  double *errs = xcalloc((size_t)K * 10, sizeof(double));   /* [K] each: errs, then the per-node figures */
   double *G = errs + K, *Cx = G + K, *Cs = Cx + K, *Cp = Cs + K, *Wt = Cp + K, *pred = Wt + K, *meas = pred + K, *Tstar = meas + K;
+  double *lhs1 = Tstar + K;
   for (long e = 0; e < m; e++) {
     double err = 0, loss = 0, tm = 0, tmax = 0;
     for (int k = 0; k < K; k++) {
@@ -323,6 +351,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   }
   for (int i = 0; i < K && K > 1; i++) {
     double lhs = (T * (sumG - G[i]) + (sumCx - Cx[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
+    lhs1[i] = lhs;
     pred[i] = lhs < Cs[i];                                            /* eq. (1): node i congests */
     Tstar[i] = sumG - G[i] > 0 ? ((K - 1) * Cs[i] - (sumCx - Cx[i])) / (sumG - G[i]) : 0;   /* eq. (2) */
     meas[i] = Wt[i] > Cs[i];
@@ -331,11 +360,13 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
   json_t x; json_frag_begin(&x);
   json_int(&x, "nodes", K); json_int(&x, "T", T);
-  if (Nd->kind == GS_WARMUP) { json_int(&x, "warmup_steps", Nd->W); json_num(&x, "threshold", Nd->th); }
+  if (c->noniid > 0) json_num(&x, "noniid", c->noniid);
+  if (gs_warm_kind(Nd->kind)) { json_int(&x, "warmup_steps", Nd->W); json_num(&x, "threshold", Nd->th); }
   json_int(&x, "model_bytes", (long long)(r->net.nparams * sizeof(float)));
   json_num_array(&x, "G_s", G, K, 6); json_num_array(&x, "C_exchange_s", Cp, K, 6);
   json_num_array(&x, "C_transfer_s", Cx, K, 6); json_num_array(&x, "C_serve_s", Cs, K, 6);
   json_num_array(&x, "wait_at_node_s", Wt, K, 6);
+  json_num_array(&x, "eq1_lhs_s", lhs1, K, 6);
   json_num_array(&x, "eq1_congested", pred, K, 1); json_num_array(&x, "measured_congested", meas, K, 1);
   json_num_array(&x, "eq2_T_star", Tstar, K, 4);
   json_int(&x, "eq1_any_congested", congested); json_int(&x, "measured_any_congested", measured);
@@ -349,17 +380,24 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   xfree(errs);
 }
 
-#define GS_FLAGS "--tau (T) --wd --with-replacement --gossip-timeline"
+#define GS_FLAGS "--tau (T) --wd --with-replacement --noniid --gossip-timeline"
 const algo_t algo_gossip = {
-  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .flags = GS_FLAGS,
+  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .noniid = 1, .momentum = -1,
+  .flags = GS_FLAGS,
   .help = "pull-gossip SGD (Oguni et al. Alg. 1): every T steps average with a uniformly chosen peer's model",
 };
 const algo_t algo_gossip_warmup = {
-  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1,
+  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1, .noniid = 1, .momentum = -1,
   .flags = GS_FLAGS " --gossip-warmup --gossip-threshold",
   .help = "pull gossip with Alg. 2's warm-up: peers chosen by measured transfer time for W steps",
 };
 const algo_t algo_gossip_push = {
-  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .flags = GS_FLAGS,
+  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .noniid = 1, .momentum = -1,
+  .flags = GS_FLAGS,
   .help = "push-gossip SGD (the comparator): every T steps send the model to a uniform peer, which averages it in",
+};
+const algo_t algo_gossip_warmup_compute = {
+  .name = "gossip-warmup-compute", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP_G, .roles_talk = 1,
+  .noniid = 1, .momentum = -1, .flags = GS_FLAGS " --gossip-warmup --gossip-threshold",
+  .help = "beyond the paper: Alg. 2 whose tables also share step times; peers chosen by 1/(transfer x step time)",
 };

@@ -14,6 +14,7 @@ int cmd_train(int argc, char **argv) {
   opt_kind_t k;
   if (optim_parse(c.algo, &k) == 0) {
     if (strcmp(c.runtime, "real")) die_usage("train: --algo %s is sequential; --runtime sim needs a distributed algo", c.algo);
+    if (c.noniid > 0) die_usage("train: --noniid is for the gossip algorithms (each node trains on its own shard), not the sequential --algo %s", c.algo);
     if (c.timeout > 0) watchdog_start(c.timeout);   /* --timeout covers sequential runs too */
     watchdog_context("sequential %s: loading data and building the net", c.algo);
     run_t r; run_setup(&r, &c, c.batch);

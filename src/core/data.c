@@ -475,6 +475,38 @@ void sampler_init(sampler_t *s, const dataset_t *ds, uint64_t seed, int shard, i
   sampler_order(s);
 }
 
+void sampler_skew(sampler_t *s, double skew) {
+  if (!(skew >= 0 && skew <= 1)) die("sampler: skew %g is not in [0, 1]", skew);
+  if (skew == 0) return;
+  const dataset_t *ds = s->ds;
+  int n = ds->n, S = s->nshards, sh = s->shard;
+  int *perm = xmalloc(sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; i++) perm[i] = i;
+  rng_t r;
+  rng_seed(&r, s->seed, STREAM_PERM);            /* the permutation sampler_init used */
+  rng_shuffle(&r, perm, n);
+  int m = (int)(skew * n), ymax = 0;
+  for (int i = 0; i < m; i++) if (ds->y[perm[i]] > ymax) ymax = ds->y[perm[i]];
+  /* the first m examples of the permutation, stably sorted by label (counting sort) */
+  int *cnt = xcalloc((size_t)ymax + 2, sizeof(int)), *pool = xmalloc(sizeof(int) * (size_t)(m ? m : 1));
+  for (int i = 0; i < m; i++) cnt[ds->y[perm[i]] + 1]++;
+  for (int c = 0; c <= ymax; c++) cnt[c + 1] += cnt[c];
+  for (int i = 0; i < m; i++) pool[cnt[ds->y[perm[i]]]++] = perm[i];
+  long lo = (long)m * sh / S, hi = (long)m * (sh + 1) / S;   /* this shard's block of the sorted pool */
+  int rest = n - m, n_rest = rest / S + (sh < rest % S ? 1 : 0);
+  int n_shard = (int)(hi - lo) + n_rest;
+  if (n_shard == 0) die("sampler: shard %d of %d is empty with skew %g (data set has only %d examples)", sh, S, skew, n);
+  xfree(s->idx);
+  s->idx = xmalloc(sizeof(int) * 2 * (size_t)n_shard);
+  s->n_shard = n_shard;
+  int k = 0;
+  for (long i = lo; i < hi; i++) s->idx[n_shard + k++] = pool[i];
+  for (int i = m + sh; i < n; i += S) s->idx[n_shard + k++] = perm[i];
+  xfree(cnt); xfree(pool); xfree(perm);
+  s->epoch = 0; s->pos = 0;
+  sampler_order(s);
+}
+
 void sampler_free(sampler_t *s) {
   xfree(s->idx);
   memset(s, 0, sizeof *s);

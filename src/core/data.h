@@ -49,6 +49,12 @@ typedef struct {
 } sampler_t;
 
 void sampler_init(sampler_t *s, const dataset_t *ds, uint64_t seed, int shard, int nshards, int with_replacement);
+/* Non-IID shards: re-deals the data set so that a fraction `skew` of it (the first skew x n
+ * examples of the seed's permutation, sorted by label) is cut into nshards contiguous blocks,
+ * one per shard, and the rest is dealt round-robin as before. skew 0: unchanged; 1: each shard
+ * holds about classes/nshards labels. Shards stay disjoint and cover the set. Call right after
+ * sampler_init (it restarts at epoch 0). */
+void sampler_skew(sampler_t *s, double skew);
 void sampler_free(sampler_t *s);
 /* Copy the next B examples into x [B][c][h][w] and y [B]; wraps to the next epoch (reshuffled)
  * when the shard runs out mid-batch. */

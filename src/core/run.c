@@ -64,6 +64,7 @@ void train_usage(FILE *f) {
     "  --gossip-warmup W gossip-warmup: peers chosen by measured time for W local steps (an epoch)\n"
     "  --gossip-threshold X  gossip-warmup: UPDATE_TIME's threshold                    (0.1)\n"
     "  --gossip-timeline FILE  gossip: write every transfer (node,peer,start_s,end_s) as CSV\n"
+    "  --noniid S        gossip: deal a fraction S of the training set out by label (class skew) (0)\n"
     "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
     "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
@@ -136,6 +137,7 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--gossip-warmup")) c->gossip_warmup = parse_long(key, VAL(), 0, 1000000000L);
     else if (FLAG("--gossip-threshold")) c->gossip_threshold = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--gossip-timeline")) STR(c->gossip_timeline);
+    else if (FLAG("--noniid")) c->noniid = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
 #undef FLAG
