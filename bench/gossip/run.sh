@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# bench/gossip/run.sh — `make bench-gossip`: pull-gossip SGD on heterogeneous links (Oguni, Shudo,
+# Takahashi; docs/PAPERS.md §5, claims G1-G4 and the eq. (1)/(2) check), written to
+# results/gossip/, plots/out/gossip-*.png|pdf and results/gossip/table.md.
+#
+# What the paper ran and what we run (every value below is an environment variable):
+#   paper: K = 8 nodes, VGG16 (a 54 MiB model), CIFAR-10, batch 256, lr 0.3, training on a P100,
+#          communication simulated by the authors (latency + size / bandwidth, the bottleneck at
+#          each node's own 1 or 10 Gb/s link, 5 ms); accuracy = the mean test accuracy of the nodes.
+#   ours:  K = 8 nodes on SimGrid (flow model with contention; the numerics are real), NET
+#          (vgg-small) on DATA (Fashion-MNIST), batch BATCH, plain SGD lr LR, EPOCHS epochs of the
+#          whole training set split over the nodes' shards; accuracy as the paper.
+#   Two cases, named in every result:
+#   (b) "paper-54MiB": transfers take the time of the paper's 54 MiB model. Our model is smaller,
+#       so every link's bandwidth is scaled by (our model bytes / 54 MiB): a transfer then takes
+#       exactly latency + 54 MiB / (1 or 10 Gb/s). The per-step compute time is G_B seconds
+#       (default 0.125; the device rate is set to give it), chosen so that eq. (1) predicts
+#       congestion at T = 1 and none at T = 4 in the 6-wide setting; the run prints the interval
+#       of G that does so.
+#   (a) "ours-calibrated": our own model's bytes over real 1/10 Gb/s links, and the device rate
+#       that `pdl calibrate` measures on this machine (one core) for NET at BATCH.
+# Experiments: G1 (T = 1, wide in WIDES), G2 (T = 4), G3 (all narrow, T in G3_T; batch table
+# BATCHES at wide 0 and 8, T = 1), G4 (warm-up vs normal at T = 4, wide in G4_W), the push
+# comparator, case (a), and beyond the paper: heterogeneous compute (half the nodes at 1/4 of the
+# rate) and non-IID shards (--noniid NONIID) at K = 8 and K = BIGK; case (a) and these run
+# EPOCHS_BIG epochs (the full bench's 45-minute budget on 2 cores).
+# QUICK=1 (make test): a small net on a Fashion-MNIST subset, fewer runs, K = 8 and 16 (~40 s).
+set -u
+cd "$(dirname "$0")/../.."
+source bench/lib.sh
+bench_init gossip
+if [ -n "$QUICK" ]; then
+  NET=${NET:-"relu C8 P F32 S10"}; EPOCHS=${EPOCHS:-2}; EPOCHS_G3=${EPOCHS_G3:-2}; EPOCHS_B=${EPOCHS_B:-2}; EPOCHS_BIG=${EPOCHS_BIG:-2}
+  WIDES=${WIDES:-"0 6 8"}; G3_T=${G3_T:-"1 4 16"}; BATCHES=${BATCHES:-"32 128"}; G4_W=${G4_W:-"6"}; BIGK=${BIGK:-16}
+  NTEST=${NTEST:-500}; TRAIN=${TRAIN:-4096}; EVALS=${EVALS:-4}
+else
+  NET=${NET:-vgg-small}; EPOCHS=${EPOCHS:-2}; EPOCHS_G3=${EPOCHS_G3:-2}; EPOCHS_B=${EPOCHS_B:-2}; EPOCHS_BIG=${EPOCHS_BIG:-1}
+  WIDES=${WIDES:-"0 2 4 6 8"}; G3_T=${G3_T:-"1 4 8 16 32"}; BATCHES=${BATCHES:-"64 128 256 512"}; G4_W=${G4_W:-"2 4 6"}; BIGK=${BIGK:-32}
+  NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-0}; EVALS=${EVALS:-8}
+fi
+DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; LR=${LR:-0.05}; K=${K:-8}; LAT=${LAT:-5ms}
+G_B=${G_B:-0.125}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
+SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
+NTRAIN=$TRAIN; [ "$NTRAIN" = 0 ] && NTRAIN=60000
+export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
+
+# ---- the two cases: model bytes, compute per step, bandwidths, device rates -------------------------
+probe=$("$PDL" train --algo gossip --runtime sim --platform links:k=2,bw=1Gbps --data "$DATA" --train-subset 256 --test-subset 10 \
+  --net "$NET" --batch "$BATCH" --steps 1 --threads 1 --quiet 2>&1 | tail -1)
+MB=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['model_bytes'])" "$probe" 2>/dev/null) \
+  || { echo "[gossip] could not size NET '$NET' on $DATA: $probe" >&2; exit 1; }
+CAL=$RES/calibration-$(echo "$NET $BATCH" | md5sum | cut -c1-8).json
+if [ ! -s "$CAL" ] || [ -n "$FORCE" ]; then
+  "$PDL" calibrate --net "$NET" --batch "$BATCH" --threads 1 --repeats "$([ -n "$QUICK" ] && echo 3 || echo 5)" --out "$CAL.tmp" > /dev/null \
+    || { echo "[gossip] pdl calibrate failed" >&2; exit 1; }
+  mv "$CAL.tmp" "$CAL"
+fi
+read -r FLOPS IMGS < <(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['flops_train_per_img'], d['img_per_s'])" "$CAL")
+read -r SCALE NARROW_B WIDE_B RATE_B RATE_A < <(python3 -c "
+import sys; mb, flops, imgs, b, g, mib = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
+s = mb / (mib * 2**20)
+print('%.6g %.6gMbps %.6gMbps %.6g %.6g' % (s, 1000 * s, 10000 * s, b * flops / g / 1e9, imgs * flops / 1e9))" \
+  "$MB" "$FLOPS" "$IMGS" "$BATCH" "$G_B" "$MODEL_MIB")
+plat() { # plat CASE K WIDE [rates]: the links: platform, WIDE wide nodes first, then narrow
+  local case=$1 k=$2 w=$3 n wb nb
+  n=$((k - w)); if [ "$case" = a ]; then wb=10Gbps; nb=1Gbps; else wb=$WIDE_B; nb=$NARROW_B; fi
+  local bw=""
+  [ "$w" -gt 0 ] && bw="$wb*$w"
+  [ "$n" -gt 0 ] && bw="$bw${bw:++}$nb*$n"
+  echo "links:k=$k,bw=$bw,lat=$LAT${4:+,rates=$4}"
+}
+SIG=$(echo "$NET $DATA $BATCH $LR $K $LAT $G_B $MODEL_MIB $EPOCHS $EPOCHS_G3 $EPOCHS_B $EPOCHS_BIG $WIDES $G3_T $BATCHES $G4_W $BIGK $NTEST $TRAIN $EVALS $NONIID $WARM_FRAC $RATE_A" | md5sum | cut -c1-8)
+RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
+cat > "$RES/setting.json" <<EOF
+{"net": "$NET", "data": "$DATA", "batch": $BATCH, "lr": $LR, "K": $K, "lat": "$LAT", "model_bytes": $MB, "model_mib_paper": $MODEL_MIB,
+ "bw_scale": $SCALE, "narrow_b": "$NARROW_B", "wide_b": "$WIDE_B", "G_b": $G_B, "rate_b_gflops": $RATE_B,
+ "rate_a_gflops": $RATE_A, "flops_train_per_img": $FLOPS, "calibration": "$CAL", "epochs": $EPOCHS, "epochs_g3": $EPOCHS_G3,
+ "epochs_b": $EPOCHS_B, "epochs_big": $EPOCHS_BIG, "bigk": $BIGK, "noniid": $NONIID, "warm_frac": $WARM_FRAC,
+ "ntest": $NTEST, "train": $NTRAIN, "quick": "${QUICK:+quick}", "runs": "$RUNS"}
+EOF
+echo "[gossip] $NET: $MB bytes (case b: links scaled by $SCALE -> narrow $NARROW_B, wide $WIDE_B; G = $G_B s per step = $RATE_B GFLOP/s); case a: $RATE_A GFLOP/s calibrated here"
+
+g_run() { # g_run NAME ALGO CASE K WIDE T EPOCHS BATCH [extra flags]: one simulated run in the background
+  local name=$1 algo=$2 case=$3 k=$4 w=$5 t=$6 ep=$7 b=$8; shift 8
+  grep -q '"event":"summary"' "$RUNS/$name.jsonl" 2>/dev/null && [ -z "$FORCE" ] && return 0
+  rm -f "$RUNS/$name.jsonl"
+  local per ev rate=$RATE_B rates="" evals=$EVALS
+  [ "$case" = a ] && rate=$RATE_A
+  [ "$k" -gt "$K" ] && evals=$(( EVALS / 2 > 0 ? EVALS / 2 : 1 ))   # each node evaluates: fewer points at large K
+  per=$(python3 -c "print(max(1, int($ep * $NTRAIN / $k / $b)))")   # local steps per node
+  ev=$(( per / evals > 0 ? per / evals : 1 ))
+  [ -n "${G_RATES:-}" ] && rates=$G_RATES
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  local dr=(--device-rate "$rate"); [ -n "$rates" ] && dr=()   # rates= in the platform sets each node's
+  "$PDL" train --algo "$algo" --runtime sim --platform "$(plat "$case" "$k" "$w" "$rates")" "${dr[@]}" \
+    --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "$NET" --batch "$b" --lr "$LR" --epochs "$ep" --tau "$t" \
+    --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 3600 --gossip-timeline "$RUNS/$name.timeline.csv" \
+    --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
+}
+g_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[gossip] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
+warm_steps() { python3 -c "print(max(1, int($WARM_FRAC * $1 * $NTRAIN / $2 / $3)))"; }   # EPOCHS K BATCH
+
+g1() { local w n=(); for w in $WIDES; do g_run "g1-w$w" gossip b "$K" "$w" 1 "$EPOCHS" "$BATCH"; n+=("g1-w$w"); done; g_wait "${n[@]}"; }
+g2() { local w n=(); for w in $WIDES; do g_run "g2-w$w" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w"); done; g_wait "${n[@]}"; }
+g3() {
+  local t b w n=()
+  for t in $G3_T; do g_run "g3-t$t" gossip b "$K" 0 "$t" "$EPOCHS_G3" "$BATCH"; n+=("g3-t$t"); done
+  for w in 0 "$K"; do for b in $BATCHES; do g_run "g3b-w$w-b$b" gossip b "$K" "$w" 1 "$EPOCHS_B" "$b"; n+=("g3b-w$w-b$b"); done; done
+  g_wait "${n[@]}"
+}
+g4() {
+  local w n=() W; W=$(warm_steps "$EPOCHS" "$K" "$BATCH")
+  for w in $G4_W; do
+    g_run "g4-w$w-warm" gossip-warmup b "$K" "$w" 4 "$EPOCHS" "$BATCH" --gossip-warmup "$W"; n+=("g4-w$w-warm")
+    grep -qw "$w" <<<"$WIDES" || { g_run "g2-w$w" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w"); }
+  done
+  g_run "push-w6" gossip-push b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=(push-w6)
+  grep -qw 6 <<<"$WIDES" || { g_run "g2-w6" gossip b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=("g2-w6"); }
+  g_wait "${n[@]}"
+}
+case_a() { local t n=(); for t in 1 4; do g_run "a-w6-t$t" gossip a "$K" 6 "$t" "$EPOCHS_BIG" "$BATCH"; n+=("a-w6-t$t"); done; g_wait "${n[@]}"; }
+beyond() { # heterogeneous compute: half the nodes at 1/4 of the rate, every link wide (case b);
+           # non-IID shards on the 6-wide setting; both at K and at BIGK nodes, T = 4
+  local k n=() W slow fast half
+  for k in "$K" "$BIGK"; do
+    W=$(warm_steps "$EPOCHS_BIG" "$k" "$BATCH"); half=$((k / 2))
+    fast=$RATE_B; slow=$(python3 -c "print('%.6g' % ($RATE_B / 4))")
+    local ep=$EPOCHS_BIG
+    for a in gossip gossip-warmup gossip-warmup-compute; do
+      G_RATES="${fast}*$((k - half))+${slow}*$half" g_run "het-k$k-$a" "$a" b "$k" "$k" 4 "$ep" "$BATCH" \
+        $([ "$a" != gossip ] && echo "--gossip-warmup $W")
+      n+=("het-k$k-$a")
+    done
+    local wk=$((k * 3 / 4))
+    g_run "iid-k$k" gossip b "$k" "$wk" 4 "$ep" "$BATCH"; n+=("iid-k$k")
+    g_run "noniid-k$k" gossip b "$k" "$wk" 4 "$ep" "$BATCH" --noniid "$NONIID"; n+=("noniid-k$k")
+    g_run "noniid-k$k-warm" gossip-warmup b "$k" "$wk" 4 "$ep" "$BATCH" --noniid "$NONIID" --gossip-warmup "$W"; n+=("noniid-k$k-warm")
+  done
+  g_wait "${n[@]}"
+}
+
+done_or_run g1-$SIG g1 && done_or_run g2-$SIG g2 && done_or_run g3-$SIG g3 && done_or_run g4-$SIG g4 \
+  && done_or_run a-$SIG case_a && done_or_run beyond-$SIG beyond || exit 1
+python3 bench/gossip/summarize.py "$RES" || exit 1
+while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
+for p in timeline curves accuracy-t warmup eq1 beyond; do render_plot "plots/gossip-$p.gp"; done
+table_print
