@@ -10,7 +10,7 @@ do for [t in "png pdf"] {
   if (t eq "pdf") { set terminal pdfcairo size 10in,6.4in font ",8"; set output outdir.'/gossip-beyond.pdf' }
   set multiplot layout 2,2 title "Gossip beyond the paper: heterogeneous compute and non-IID shards (SIMULATED, case (b))"
   do for [g=0:words(groups)-1] {
-    set title word(groups, g+1)
+    set title word(groups, g+1) noenhanced
     plot for [i=1:3] resdir.'/gossip/curves-beyond.dat' index (3*g+i-1) using 1:2 with linespoints lw 2 title word(names, 3*g+i)
   }
   unset multiplot

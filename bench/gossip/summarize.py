@@ -310,7 +310,7 @@ for k in ks:
     names = ["het-k%d-%s" % (k, a) for a in ("gossip", "gossip-warmup", "gossip-warmup-compute")]
     if not have(*names):
         continue
-    beyond_names += names; groups.append("heterogeneous_compute,_K=%d" % k)
+    beyond_names += names; groups.append("heterogeneous-compute-K=%d" % k)
     tgt = target_of(names)
     row("beyond: heterogeneous compute, K=%d" % k, "future work: a warm-up that also shares compute times (§6)",
         "; ".join("%s: %.1f%%, time to %.1f%% %s" % (n.split("-", 2)[2], 100 * acc(n), 100 * tgt, fmt_t(time_to(n, tgt))) for n in names),
@@ -319,7 +319,7 @@ for k in sorted({int(n.split("-")[1][1:]) for n in RUN if n.startswith("noniid-k
     names = ["iid-k%d" % k, "noniid-k%d" % k, "noniid-k%d-warm" % k]
     if not have(*names):
         continue
-    beyond_names += names; groups.append("non-IID_shards_(%g_by_label),_K=%d" % (S["noniid"], k))
+    beyond_names += names; groups.append("non-IID-shards-%g-by-label-K=%d" % (S["noniid"], k))
     row("beyond: non-IID shards, K=%d" % k, "future work: non-uniform data (§6)",
         "final accuracy: IID %.1f%%, non-IID %.1f%%, non-IID with warm-up %.1f%% (%g of the data dealt by label; %d of %d nodes wide)"
         % (100 * acc(names[0]), 100 * acc(names[1]), 100 * acc(names[2]), S["noniid"], k * 3 // 4, k),

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# t_bench_gossip.sh — `make bench-gossip QUICK=1` end to end, into a temporary results/plots root:
+# every G row, the eq. (1)/(2) check and the beyond-the-paper rows exist with a verdict, every row
+# says SIMULATED, the plots are rendered, and the deterministic facts hold (T = 1 congests the
+# narrow nodes of the 6-wide setting, T = 4 does not; case (b)'s G lies in the eq. (1) interval).
+# pdl-test: long
+cd "$(dirname "$0")/.." || exit 1
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+export PDL_RESULTS=$T/results PDL_PLOTS_OUT=$T/out QUICK=1
+if out=$(bash bench/gossip/run.sh 2>&1); then ok "bench-gossip QUICK runs"; else notok "bench-gossip QUICK" "$(echo "$out" | tail -5)"; fi
+tab=$T/results/gossip/table.md
+for id in "G1 congestion" "G1 learning curves" "G2 T=4" "G3 accuracy by T" "G3 batch size" "G4 warm-up" "push comparator" \
+          "G1/G2 case (a)" "eq. (1)/(2) check" "beyond: heterogeneous compute, K=8" "beyond: heterogeneous compute, K=16" \
+          "beyond: non-IID shards, K=8" "beyond: non-IID shards, K=16" "case (b) compute time"; do
+  grep -q "^| $id" "$tab" 2>/dev/null && ok "table row: $id" || notok "table row: $id" "missing in $tab"
+done
+grep '^| ' "$tab" 2>/dev/null | grep -q '| missing |$' && notok "no missing rows" "$(grep 'missing |$' "$tab")" || ok "no row reports missing results"
+n_sim=$(grep -c '^| .*| SIMULATED' "$tab" 2>/dev/null); n_rows=$(grep -c '^| [^i-]' "$tab" 2>/dev/null)
+[ "$n_sim" = "$n_rows" ] && ok "all $n_rows rows say SIMULATED" || notok "simulated labels" "$n_sim of $n_rows"
+r=$(ls -d "$T"/results/gossip/runs-quick-* 2>/dev/null | head -1)
+py() { python3 -c "import json,sys; d=[json.loads(l) for l in open('$1') if '\"summary\"' in l][-1]; $2"; }
+py "$r/g1-w6.jsonl" "sys.exit(0 if d['measured_congested'][6] or d['measured_congested'][7] else 1)" 2>/dev/null \
+  && ok "G1: a narrow node congests at T=1 (6 wide)" || notok "G1 congestion" "$(grep '^| G1 cong' "$tab")"
+py "$r/g2-w6.jsonl" "sys.exit(0 if d['measured_any_congested'] == 0 and d['eq1_any_congested'] == 0 else 1)" 2>/dev/null \
+  && ok "G2: nothing congests at T=4, measured or by eq. (1)" || notok "G2" "$(grep '^| G2' "$tab")"
+grep -q '^| case (b) compute time.*| in range |$' "$tab" && ok "case (b): G = 0.125 s lies in eq. (1)'s interval" \
+  || notok "case (b) G" "$(grep '^| case (b)' "$tab")"
+for p in timeline curves accuracy-t warmup eq1 beyond; do
+  [ -s "$T/out/gossip-$p.png" ] && [ -s "$T/out/gossip-$p.pdf" ] && ok "plot gossip-$p png+pdf" || notok "plot gossip-$p" "missing"
+done
+finish
