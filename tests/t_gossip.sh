@@ -30,7 +30,7 @@ python3 -c "import sys; sys.exit(0 if $t4 < 0.6 * $t1 else 1)" && ok "T=4 finish
 # ---- sim is deterministic; every variant learns --------------------------------------------------
 L=(--runtime sim --platform "links:k=4,bw=1Gbps*2+10Gbps*2,lat=5ms" --data synthetic:n=4096,seed=2 --net tiny --batch 16
    --epochs 3 --lr 0.05 --tau 2 --quiet)
-for a in gossip gossip-warmup gossip-push; do
+for a in gossip gossip-warmup gossip-warmup-compute gossip-push; do
   PDL_DUMP_PARAMS=$T/$a.1 "$PDL" train --algo $a "${L[@]}" > "$T/$a.out" 2>&1; rc=$?
   PDL_DUMP_PARAMS=$T/$a.2 "$PDL" train --algo $a "${L[@]}" >/dev/null 2>&1
   e=$(summary_of < "$T/$a.out" | py "print(d['test_err'])" 2>/dev/null)
@@ -39,8 +39,30 @@ for a in gossip gossip-warmup gossip-push; do
   else notok "sim $a" "rc=$rc err=$e $(tail -2 "$T/$a.out")"; fi
 done
 
+# ---- Alg. 2 prefers the wide peers; the compute-sharing warm-up also prefers the fast ones --------
+W=(--runtime sim --data synthetic:n=4096,seed=2 --net tiny --batch 16 --steps 120 --lr 0.05 --quiet --tau 4 --gossip-warmup 120)
+"$PDL" train --algo gossip-warmup "${W[@]}" --platform "links:k=8,bw=35.76Mbps*6+3.576Mbps*2,lat=5ms" --device-rate 0.0677 \
+  --gossip-timeline "$T/w.csv" > /dev/null 2>&1
+share=$(python3 -c "import csv; r=list(csv.DictReader(open('$T/w.csv'))); print(round(sum(int(x['peer'])<6 for x in r)/len(r), 3))" 2>/dev/null)
+python3 -c "import sys; sys.exit(0 if float('$share') > 0.85 else 1)" 2>/dev/null \
+  && ok "gossip-warmup: $share of the pulls go to the 6 wide nodes (uniform: 0.75)" || notok "warm-up share" "$share"
+for a in gossip-warmup gossip-warmup-compute; do
+  "$PDL" train --algo $a "${W[@]}" --platform "links:k=8,bw=35.76Mbps*8,lat=5ms,rates=0.0677*4+0.0169*4" \
+    --gossip-timeline "$T/h-$a.csv" > /dev/null 2>&1
+done
+fw=$(python3 -c "import csv; r=list(csv.DictReader(open('$T/h-gossip-warmup.csv'))); print(round(sum(int(x['peer'])<4 for x in r)/len(r), 3))" 2>/dev/null)
+fc=$(python3 -c "import csv; r=list(csv.DictReader(open('$T/h-gossip-warmup-compute.csv'))); print(round(sum(int(x['peer'])<4 for x in r)/len(r), 3))" 2>/dev/null)
+python3 -c "import sys; sys.exit(0 if float('$fc') > float('$fw') + 0.1 else 1)" 2>/dev/null \
+  && ok "equal links, nodes 4-7 at 1/4 rate: the compute-sharing warm-up sends $fc of its pulls to the fast nodes, Alg. 2 $fw" \
+  || notok "warmup-compute prefers fast nodes" "compute $fc vs plain $fw"
+e0=$("$PDL" train --algo gossip --runtime sim --platform "links:k=4,bw=1Gbps,lat=5ms" --data synthetic:n=4096,seed=2 --net tiny \
+     --batch 16 --steps 40 --lr 0.05 --quiet --noniid 1 | summary_of | py "print(d.get('noniid'))" 2>/dev/null)
+[ "$e0" = 1 ] && ok "--noniid 1 runs and is recorded in the summary" || notok "--noniid" "$e0"
+"$PDL" train --algo ssgd --runtime sim --platform links:k=2,bw=1Gbps --noniid 0.5 > "$T/nn.out" 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "noniid" "$T/nn.out" && ok "--noniid is refused for ssgd (exit 2, names the flag)" || notok "--noniid refused" "rc=$rc $(cat "$T/nn.out")"
+
 # ---- real runtime: 4 MPI ranks, a serving thread each (MPI_THREAD_MULTIPLE) -----------------------
-for a in gossip gossip-push; do
+for a in gossip gossip-warmup gossip-push; do
   out=$(MPIRUN -np 4 "$PDL" train --algo $a --data synthetic:n=4096,seed=2 --net tiny --batch 16 --epochs 3 --lr 0.05 \
         --tau 1 --threads 1 --quiet --gossip-timeline "$T/tl-$a.csv" 2>&1); rc=$?
   e=$(py "print(d['test_err'])" <<<"$out" 2>/dev/null); nodes=$(py "print(d['nodes'])" <<<"$out" 2>/dev/null)
