@@ -10,7 +10,7 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export PDL_RESULTS=$T/results PDL_PLOTS_OUT=$T/out QUICK=1
 if out=$(bash bench/gossip/run.sh 2>&1); then ok "bench-gossip QUICK runs"; else notok "bench-gossip QUICK" "$(echo "$out" | tail -5)"; fi
 tab=$T/results/gossip/table.md
-for id in "G1 congestion" "G1 learning curves" "G2 T=4" "G3 accuracy by T" "G3 batch size" "G4 warm-up" "push comparator" \
+for id in "G1 congestion" "G1 learning curves (T=1" "G1 learning curves at G=" "G2 T=4" "G3 accuracy by T" "G3 batch size" "G4 warm-up" "push comparator" \
           "G1/G2 case (a)" "eq. (1)/(2) check" "beyond: heterogeneous compute, K=8" "beyond: heterogeneous compute, K=16" \
           "beyond: non-IID shards, K=8" "beyond: non-IID shards, K=16" "case (b) compute time"; do
   grep -q "^| $id" "$tab" 2>/dev/null && ok "table row: $id" || notok "table row: $id" "missing in $tab"

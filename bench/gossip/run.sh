@@ -19,8 +19,8 @@
 #       of G that does so.
 #   (a) "ours-calibrated": our own model's bytes over real 1/10 Gb/s links, and the device rate
 #       that `pdl calibrate` measures on this machine (one core) for NET at BATCH.
-# Experiments: G1 (T = 1, wide in WIDES), G2 (T = 4), G3 (all narrow, T in G3_T; batch table
-# BATCHES at wide 0 and 8, T = 1), G4 (warm-up vs normal at T = 4, wide in G4_W), the push
+# Experiments: G1 (T = 1, wide in WIDES; and at 0 / 6 wide with G = G_SENS, 0.07 s), G2 (T = 4), G3 (all narrow, T in G3_T; batch table
+# BATCHES at wide in BATCH_W (the paper: 0 and 8; ours 0 in the full bench, for its time), T = 1), G4 (warm-up vs normal at T = 4, wide in G4_W), the push
 # comparator, case (a), and beyond the paper: heterogeneous compute (half the nodes at 1/4 of the
 # rate) and non-IID shards (--noniid NONIID) at K = 8 and K = BIGK; case (a) and these run
 # EPOCHS_BIG epochs (the full bench's 45-minute budget on 2 cores).
@@ -32,14 +32,14 @@ bench_init gossip
 if [ -n "$QUICK" ]; then
   NET=${NET:-"relu C8 P F32 S10"}; EPOCHS=${EPOCHS:-2}; EPOCHS_G3=${EPOCHS_G3:-2}; EPOCHS_B=${EPOCHS_B:-2}; EPOCHS_BIG=${EPOCHS_BIG:-2}
   WIDES=${WIDES:-"0 6 8"}; G3_T=${G3_T:-"1 4 16"}; BATCHES=${BATCHES:-"32 128"}; G4_W=${G4_W:-"6"}; BIGK=${BIGK:-16}
-  NTEST=${NTEST:-500}; TRAIN=${TRAIN:-4096}; EVALS=${EVALS:-4}
+  NTEST=${NTEST:-500}; TRAIN=${TRAIN:-4096}; EVALS=${EVALS:-4}; BATCH_W=${BATCH_W:-"0 8"}
 else
   NET=${NET:-vgg-small}; EPOCHS=${EPOCHS:-2}; EPOCHS_G3=${EPOCHS_G3:-2}; EPOCHS_B=${EPOCHS_B:-2}; EPOCHS_BIG=${EPOCHS_BIG:-1}
   WIDES=${WIDES:-"0 2 4 6 8"}; G3_T=${G3_T:-"1 4 8 16 32"}; BATCHES=${BATCHES:-"64 128 256 512"}; G4_W=${G4_W:-"2 4 6"}; BIGK=${BIGK:-32}
-  NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-0}; EVALS=${EVALS:-8}
+  NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-0}; EVALS=${EVALS:-8}; BATCH_W=${BATCH_W:-0}
 fi
 DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; LR=${LR:-0.05}; K=${K:-8}; LAT=${LAT:-5ms}
-G_B=${G_B:-0.125}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
+G_B=${G_B:-0.125}; G_SENS=${G_SENS:-0.07}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
 SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
 NTRAIN=$TRAIN; [ "$NTRAIN" = 0 ] && NTRAIN=60000
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
@@ -56,6 +56,7 @@ if [ ! -s "$CAL" ] || [ -n "$FORCE" ]; then
   mv "$CAL.tmp" "$CAL"
 fi
 read -r FLOPS IMGS < <(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['flops_train_per_img'], d['img_per_s'])" "$CAL")
+RATE_S=$(python3 -c "print('%.6g' % ($BATCH * $FLOPS / $G_SENS / 1e9))")
 read -r SCALE NARROW_B WIDE_B RATE_B RATE_A < <(python3 -c "
 import sys; mb, flops, imgs, b, g, mib = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
 s = mb / (mib * 2**20)
@@ -74,7 +75,7 @@ RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
 cat > "$RES/setting.json" <<EOF
 {"net": "$NET", "data": "$DATA", "batch": $BATCH, "lr": $LR, "K": $K, "lat": "$LAT", "model_bytes": $MB, "model_mib_paper": $MODEL_MIB,
  "bw_scale": $SCALE, "narrow_b": "$NARROW_B", "wide_b": "$WIDE_B", "G_b": $G_B, "rate_b_gflops": $RATE_B,
- "rate_a_gflops": $RATE_A, "flops_train_per_img": $FLOPS, "calibration": "$CAL", "epochs": $EPOCHS, "epochs_g3": $EPOCHS_G3,
+ "rate_a_gflops": $RATE_A, "G_sens": $G_SENS, "rate_sens_gflops": $RATE_S, "flops_train_per_img": $FLOPS, "calibration": "$CAL", "epochs": $EPOCHS, "epochs_g3": $EPOCHS_G3,
  "epochs_b": $EPOCHS_B, "epochs_big": $EPOCHS_BIG, "bigk": $BIGK, "noniid": $NONIID, "warm_frac": $WARM_FRAC,
  "ntest": $NTEST, "train": $NTRAIN, "quick": "${QUICK:+quick}", "runs": "$RUNS"}
 EOF
@@ -86,6 +87,7 @@ g_run() { # g_run NAME ALGO CASE K WIDE T EPOCHS BATCH [extra flags]: one simula
   rm -f "$RUNS/$name.jsonl"
   local per ev rate=$RATE_B rates="" evals=$EVALS
   [ "$case" = a ] && rate=$RATE_A
+  [ "$case" = s ] && rate=$RATE_S
   [ "$k" -gt "$K" ] && evals=$(( EVALS / 2 > 0 ? EVALS / 2 : 1 ))   # each node evaluates: fewer points at large K
   per=$(python3 -c "print(max(1, int($ep * $NTRAIN / $k / $b)))")   # local steps per node
   ev=$(( per / evals > 0 ? per / evals : 1 ))
@@ -102,10 +104,18 @@ warm_steps() { python3 -c "print(max(1, int($WARM_FRAC * $1 * $NTRAIN / $2 / $3)
 
 g1() { local w n=(); for w in $WIDES; do g_run "g1-w$w" gossip b "$K" "$w" 1 "$EPOCHS" "$BATCH"; n+=("g1-w$w"); done; g_wait "${n[@]}"; }
 g2() { local w n=(); for w in $WIDES; do g_run "g2-w$w" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w"); done; g_wait "${n[@]}"; }
+g_same() { # g_same NEW OLD: NEW is the same run as OLD (same flags): reuse OLD's files
+  grep -q '"event":"summary"' "$RUNS/$2.jsonl" 2>/dev/null || return 1
+  local x; for x in jsonl out timeline.csv; do cp "$RUNS/$2.$x" "$RUNS/$1.$x" 2>/dev/null; done
+}
 g3() {
   local t b w n=()
-  for t in $G3_T; do g_run "g3-t$t" gossip b "$K" 0 "$t" "$EPOCHS_G3" "$BATCH"; n+=("g3-t$t"); done
-  for w in 0 "$K"; do for b in $BATCHES; do g_run "g3b-w$w-b$b" gossip b "$K" "$w" 1 "$EPOCHS_B" "$b"; n+=("g3b-w$w-b$b"); done; done
+  for t in $G3_T; do
+    if [ "$EPOCHS_G3" = "$EPOCHS" ] && { { [ "$t" = 1 ] && g_same "g3-t$t" g1-w0; } || { [ "$t" = 4 ] && g_same "g3-t$t" g2-w0; }; }; then :
+    else g_run "g3-t$t" gossip b "$K" 0 "$t" "$EPOCHS_G3" "$BATCH"; fi
+    n+=("g3-t$t")
+  done
+  for w in $BATCH_W; do for b in $BATCHES; do g_run "g3b-w$w-b$b" gossip b "$K" "$w" 1 "$EPOCHS_B" "$b"; n+=("g3b-w$w-b$b"); done; done
   g_wait "${n[@]}"
 }
 g4() {
@@ -116,6 +126,12 @@ g4() {
   done
   g_run "push-w6" gossip-push b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=(push-w6)
   grep -qw 6 <<<"$WIDES" || { g_run "g2-w6" gossip b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=("g2-w6"); }
+  g_wait "${n[@]}"
+}
+g1_sens() { # G1/G2 again with G = G_SENS (the low end of eq. (1)'s interval): how much of the T = 1
+            # penalty depends on the compute time
+  local w t n=()
+  for t in 1 4; do for w in 0 6; do g_run "sens-t$t-w$w" gossip s "$K" "$w" "$t" "$EPOCHS" "$BATCH"; n+=("sens-t$t-w$w"); done; done
   g_wait "${n[@]}"
 }
 case_a() { local t n=(); for t in 1 4; do g_run "a-w6-t$t" gossip a "$K" 6 "$t" "$EPOCHS_BIG" "$BATCH"; n+=("a-w6-t$t"); done; g_wait "${n[@]}"; }
@@ -140,7 +156,7 @@ beyond() { # heterogeneous compute: half the nodes at 1/4 of the rate, every lin
 }
 
 done_or_run g1-$SIG g1 && done_or_run g2-$SIG g2 && done_or_run g3-$SIG g3 && done_or_run g4-$SIG g4 \
-  && done_or_run a-$SIG case_a && done_or_run beyond-$SIG beyond || exit 1
+  && done_or_run a-$SIG case_a && done_or_run beyond-$SIG beyond && done_or_run "sens-$SIG-$G_SENS" g1_sens || exit 1
 python3 bench/gossip/summarize.py "$RES" || exit 1
 while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
 for p in timeline curves accuracy-t warmup eq1 beyond; do render_plot "plots/gossip-$p.gp"; done

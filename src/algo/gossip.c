@@ -61,6 +61,7 @@ enum { GS_TAG_REQ = 810, GS_TAG_MODEL = 811, GS_TAG_PUSHDATA = 812, GS_TAG_ACK =
 enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
 #define EV_F 4   /* eval record: local step, time, test error, test loss */
 #define TL_F 4   /* timeline record: peer, start, request taken, end */
+#define PAIR_F 3 /* per requester, by peer: [K] pulls, [K] duration sum, [K] shortest duration */
 #define ST_F 8   /* node stats: G sum, steps, exchange sum, exchanges, serve sum, served, transfer sum, diverged */
 
 typedef struct {
@@ -73,7 +74,7 @@ typedef struct {
   float *c;            /* [2K] c_{i,k}: transfer times measured or learned (warm-up), then g_k: mean
                           step times (warmup-compute); INF unknown. Sent whole with every pull. */
   double *p;           /* [K] the main role's peer probabilities (scratch) */
-  double serve_sum; long served;
+  double serve_sum; long served;   /* under mc: the serving roles share them */
 } gnode_t;
 
 static void update_time(float *ci, float cj, float th) {   /* UPDATE_TIME (Alg. 2, l. 23-30) */
@@ -122,7 +123,8 @@ static void gs_server(rt_t *rt, void *arg) {
       float ack = 1;
       o->send(rt, src, &ack, sizeof ack, GS_TAG_ACK);
     } else die("gossip: node %d: bad request op %d from node %d", rt->node, op, src);
-    N->serve_sum += o->now(rt) - t0; N->served++;
+    double dt = o->now(rt) - t0;
+    o->mutex_lock(rt, N->mc); N->serve_sum += dt; N->served++; o->mutex_unlock(rt, N->mc);
   }
   xfree(req); xfree(reply); xfree(in);
 }
@@ -161,7 +163,7 @@ static void fb_push(fbuf_t *b, const float *x, int k) {
 }
 
 static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
-                             const float *tl, const size_t *tlc, const float *wait_by, double t_end);
+                             const float *tl, const size_t *tlc, const float *pair, double t_end);
 
 static void gossip_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
@@ -186,7 +188,9 @@ static void gossip_node(rt_t *rt, void *arg) {
   float *g = xmalloc(n * sizeof(float)), *wl = Nd.kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
   float *reply = xmalloc((n + TAB(K)) * sizeof(float)), *req = xmalloc((1 + TAB(K)) * sizeof(float));
   rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
-  void *server = K > 1 ? o->thread_start(rt, -1, gs_server, &Nd) : NULL;
+  int S = K > 1 ? (c->gossip_servers < K - 1 ? c->gossip_servers : K - 1) : 0;   /* serving roles */
+  void **server = xcalloc((size_t)(S ? S : 1), sizeof(void *));
+  for (int s = 0; s < S; s++) server[s] = o->thread_start(rt, -1, gs_server, &Nd);
 
   long total = r->total_steps;   /* local steps per node */
   long E = c->eval_every > 0 ? c->eval_every : steps_shard;
@@ -194,7 +198,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   float *ev = xcalloc((size_t)m * EV_F, sizeof(float));
   fbuf_t tl = {0};
   double G_sum = 0, pull_sum = 0, xfer_sum = 0; long pulls = 0, ne = 0;
-  float *wait_by = xcalloc(2 * (size_t)K, sizeof(float)), *wait_n = wait_by + K;   /* by target: wait sum, count */
+  float *pair = xcalloc(PAIR_F * (size_t)K, sizeof(float));   /* by peer: pulls, duration sum, shortest */
   int diverged = 0;
   for (long t = 0; t < total && !pdl_stop_signal; ) {
     watchdog_context("%s node %d: step %ld of %ld", c->algo, me, t, total);
@@ -247,7 +251,9 @@ static void gossip_node(rt_t *rt, void *arg) {
       }
       double t2 = o->now(rt);
       pull_sum += t2 - t1; pulls++; xfer_sum += t2 - t_taken;
-      wait_by[j] += (float)(t_taken - t1); wait_n[j] += 1;
+      float d = (float)(t2 - t1);
+      if (pair[j] == 0 || d < pair[2 * K + j]) pair[2 * K + j] = d;
+      pair[j] += 1; pair[K + j] += d;
       if (c->gossip_timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t_taken, (float)t2}; fb_push(&tl, rec, TL_F); }
     }
     if ((t % E == 0 || t == total) && ne < m) {                 /* this node's own model, on the test set */
@@ -262,15 +268,18 @@ static void gossip_node(rt_t *rt, void *arg) {
   /* every request this node made has been answered: once all nodes are here, no more come */
   if (K > 1) {
     o->barrier(rt);
-    req[0] = OP_STOP;
-    o->send(rt, (me + 1) % K, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
-    o->thread_join(rt, server);
+    req[0] = OP_STOP;   /* one STOP per serving role of the next node (every node has S) */
+    for (int s = 0; s < S; s++) o->send(rt, (me + 1) % K, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
+    for (int s = 0; s < S; s++) o->thread_join(rt, server[s]);
   }
+  xfree(server);
   /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
   float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)Nd.serve_sum, (float)Nd.served,
                     (float)xfer_sum, (float)diverged};
-  o->allreduce(rt, wait_by, 2 * (size_t)K);   /* waits summed over requesters, by target */
   size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
+  float *all_pair = xmalloc(PAIR_F * (size_t)K * K * sizeof(float));
+  for (int k = 0; k < K; k++) cnt[k] = PAIR_F * (size_t)K;
+  o->allgatherv(rt, pair, all_pair, cnt);
   float *all_ev = xmalloc((size_t)K * m * EV_F * sizeof(float)), *all_st = xmalloc((size_t)K * ST_F * sizeof(float));
   for (int k = 0; k < K; k++) cnt[k] = (size_t)m * EV_F;
   if (ne < m) die("gossip: node %d evaluated %ld times, expected %ld (interrupted?)", me, ne, m);
@@ -289,8 +298,8 @@ static void gossip_node(rt_t *rt, void *arg) {
     o->allgatherv(rt, tl.v, all_tl, tlc);
     xfree(counts);
   }
-  if (L.reporter) gs_write_results(rt, job, &Nd, all_ev, m, all_st, all_tl, tlc, wait_by, t_end);
-  xfree(wait_by);
+  if (L.reporter) gs_write_results(rt, job, &Nd, all_ev, m, all_st, all_tl, tlc, all_pair, t_end);
+  xfree(pair); xfree(all_pair);
   xfree(cnt); xfree(all_ev); xfree(all_st); xfree(all_tl); xfree(tlc); xfree(tl.v); xfree(ev);
   optim_free(&opt); replica_free(&rep);
   o->mutex_free(rt, Nd.mw); o->mutex_free(rt, Nd.mc);
@@ -300,7 +309,7 @@ static void gossip_node(rt_t *rt, void *arg) {
 /* Node 0: eval lines (mean test error over the nodes at each evaluation point), the timeline
  * CSV, the summary with per-node stats and the eq. (1)/(2) check. */
 static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
-                             const float *tl, const size_t *tlc, const float *wait_by, double t_end) {
+                             const float *tl, const size_t *tlc, const float *pair, double t_end) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int K = Nd->K, T = Nd->T;
   double *errs = xcalloc((size_t)K * 10, sizeof(double));   /* [K] each: errs, then the per-node figures */
@@ -334,27 +343,41 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
     }
     outfile_commit(&of);
   }
-  /* per-node means and eq. (1)/(2). E[C_j] on the left is j's mean transfer time without the
-   * wait for the peer to take its request (with it, a blocking requester's interval grows
-   * until it equals the server's service time, and the predicate would always say "no");
-   * E[C_i] on the right is i's mean time to serve one request. Measured congestion at node i:
-   * requests to i waited longer, on average, than i takes to serve one. */
+  /* Per-node means and eq. (1)/(2), from every requester's pulls by peer (pair: [K] count, [K]
+   * duration sum, [K] shortest). The shortest pull j made from i stands for the uncongested
+   * transfer time of that pair (each pair has many pulls; an idle one sets the minimum).
+   *   C_i (eq. 1's right side, "C_serve_s"): the uncongested time of the pulls i served, i.e.
+   *       how long one request occupies i's link;
+   *   C_j (left side, "C_transfer_s"): j's uncongested pull time, so T G_j + C_j is j's interval
+   *       between requests with no congestion (with the measured durations the interval grows
+   *       until it balances the queue, and the predicate would always say "no");
+   *   waiting per transfer at i ("wait_at_node_s"): the mean of (duration - uncongested time)
+   *       over the pulls i served, whether queued for a serving role or slowed by sharing i's link.
+   * Measured congestion at i: its waiting per transfer exceeds its uncongested transfer time. */
   double sumG = 0, sumCx = 0;
   int congested = 0, measured = 0, disagree = 0, anydiv = 0;
   for (int k = 0; k < K; k++) {
     const float *s = st + (size_t)k * ST_F;
-    G[k] = s[1] > 0 ? s[0] / s[1] : 0; Cp[k] = s[3] > 0 ? s[2] / s[3] : 0; Cs[k] = s[5] > 0 ? s[4] / s[5] : 0;
-    Cx[k] = s[3] > 0 ? s[6] / s[3] : 0;
-    Wt[k] = wait_by[K + k] > 0 ? wait_by[k] / wait_by[K + k] : 0;
+    G[k] = s[1] > 0 ? s[0] / s[1] : 0; Cp[k] = s[3] > 0 ? s[2] / s[3] : 0;
+    double idle = 0, npull = 0, served = 0, idle_in = 0, extra_in = 0;
+    for (int i = 0; i < K; i++) {
+      const float *pj = pair + (size_t)k * PAIR_F * K;           /* k as the requester */
+      idle += (double)pj[i] * pj[2 * K + i]; npull += pj[i];
+      const float *pi = pair + (size_t)i * PAIR_F * K;           /* k as the peer */
+      served += pi[k]; idle_in += (double)pi[k] * pi[2 * K + k]; extra_in += pi[K + k] - (double)pi[k] * pi[2 * K + k];
+    }
+    Cx[k] = npull > 0 ? idle / npull : 0;
+    Cs[k] = served > 0 ? idle_in / served : 0;
+    Wt[k] = served > 0 ? extra_in / served : 0;
     sumG += G[k]; sumCx += Cx[k];
     if (s[7] != 0) anydiv = 1;
   }
   for (int i = 0; i < K && K > 1; i++) {
     double lhs = (T * (sumG - G[i]) + (sumCx - Cx[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
     lhs1[i] = lhs;
-    pred[i] = lhs < Cs[i];                                            /* eq. (1): node i congests */
+    pred[i] = Cs[i] > 0 && lhs < Cs[i];                               /* eq. (1): node i congests */
     Tstar[i] = sumG - G[i] > 0 ? ((K - 1) * Cs[i] - (sumCx - Cx[i])) / (sumG - G[i]) : 0;   /* eq. (2) */
-    meas[i] = Wt[i] > Cs[i];
+    meas[i] = Cs[i] > 0 && Wt[i] > Cs[i];
     congested |= (int)pred[i]; measured |= (int)meas[i]; disagree += pred[i] != meas[i];
   }
   if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
@@ -369,6 +392,19 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   json_num_array(&x, "eq1_lhs_s", lhs1, K, 6);
   json_num_array(&x, "eq1_congested", pred, K, 1); json_num_array(&x, "measured_congested", meas, K, 1);
   json_num_array(&x, "eq2_T_star", Tstar, K, 4);
+  {  /* every requester's pulls by peer, row-major [requester][peer]: count, mean and shortest duration */
+    double *pc = xmalloc(3 * (size_t)K * K * sizeof(double)), *pm = pc + (size_t)K * K, *pn = pm + (size_t)K * K;
+    for (int j = 0; j < K; j++)
+      for (int i = 0; i < K; i++) {
+        const float *pj = pair + (size_t)j * PAIR_F * K;
+        pc[(size_t)j * K + i] = pj[i]; pm[(size_t)j * K + i] = pj[i] > 0 ? pj[K + i] / pj[i] : 0;
+        pn[(size_t)j * K + i] = pj[2 * K + i];
+      }
+    json_num_array(&x, "pair_pulls", pc, (size_t)K * K, 1);
+    json_num_array(&x, "pair_mean_s", pm, (size_t)K * K, 6);
+    json_num_array(&x, "pair_min_s", pn, (size_t)K * K, 6);
+    xfree(pc);
+  }
   json_int(&x, "eq1_any_congested", congested); json_int(&x, "measured_any_congested", measured);
   json_int(&x, "eq1_disagreements", disagree);
   if (rt->ops->simulated) {
@@ -380,7 +416,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   xfree(errs);
 }
 
-#define GS_FLAGS "--tau (T) --wd --with-replacement --noniid --gossip-timeline"
+#define GS_FLAGS "--tau (T) --wd --with-replacement --noniid --gossip-servers --gossip-timeline"
 const algo_t algo_gossip = {
   .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .noniid = 1, .momentum = -1,
   .flags = GS_FLAGS,

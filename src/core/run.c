@@ -20,7 +20,7 @@ void train_cfg_defaults(train_cfg_t *c) {
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
   c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3;
   snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
-  c->gossip_warmup = -1; c->gossip_threshold = 0.1f;
+  c->gossip_warmup = -1; c->gossip_threshold = 0.1f; c->gossip_servers = 8;
   c->workers = 0; c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
 }
 
@@ -65,6 +65,7 @@ void train_usage(FILE *f) {
     "  --gossip-threshold X  gossip-warmup: UPDATE_TIME's threshold                    (0.1)\n"
     "  --gossip-timeline FILE  gossip: write every transfer (node,peer,start_s,end_s) as CSV\n"
     "  --noniid S        gossip: deal a fraction S of the training set out by label (class skew) (0)\n"
+    "  --gossip-servers S  gossip: serving roles per node, pulls served at once (K-1, at most 8)\n"
     "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
     "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
@@ -138,6 +139,7 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--gossip-threshold")) c->gossip_threshold = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--gossip-timeline")) STR(c->gossip_timeline);
     else if (FLAG("--noniid")) c->noniid = (float)parse_double(key, VAL(), 0, 1);
+    else if (FLAG("--gossip-servers")) c->gossip_servers = (int)parse_long(key, VAL(), 1, 4096);
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
 #undef FLAG

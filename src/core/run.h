@@ -48,6 +48,7 @@ typedef struct {
   long gossip_warmup;      /* gossip-warmup: Alg. 2's peer choice for the first W local steps */
   float gossip_threshold;  /* gossip-warmup: UPDATE_TIME's threshold */
   char gossip_timeline[1024]; /* gossip: CSV of every transfer (node, peer, start, end) */
+  int gossip_servers;      /* gossip: serving roles per node (pulls served concurrently), capped at K-1 */
   float noniid;            /* gossip: fraction of the training set dealt out by label (sampler_skew) */
 } train_cfg_t;
 
