@@ -22,10 +22,13 @@
  *   gossip-push    the comparator: after every T steps node i sends w_i to a uniform j, which
  *                  sets w_j <- (w_j + w_i) / 2 (and acknowledges, so the sender knows it landed).
  *
- * Roles. A node's main role trains and makes its own requests; a serving role (a thread on the
- * node's CPU) answers the other nodes' requests while the main role keeps training, as the paper
- * has the peer serve "its latest model". The requester waits for its reply: that wait, when a
- * narrow node's link is shared by many requesters, is the congestion of eq. (1).
+ * Roles. A node's main role trains and makes its own requests; S serving roles (threads on the
+ * node's CPU, --gossip-servers, default K-1 capped at 8) answer the other nodes' requests while
+ * the main role keeps training, as the paper has the peer serve "its latest model". S > 1 lets
+ * concurrent pulls share the node's link, the paper's model (bottleneck at each node's own
+ * link); with S = 1 a wide node serving a narrow requester would sit idle behind that one
+ * transfer. The requester waits for its reply: that wait, when a narrow node's link is shared
+ * by many requesters, is the congestion of eq. (1).
  * Snapshot rule (no torn models): the main role writes w only under the node's model mutex
  * (the SGD step and the averaging take it, the gradient is computed outside it), and the serving
  * role copies w under the same mutex before it sends the copy; so a served model is always one
@@ -43,10 +46,9 @@
  * node's serving role and joins its own.
  *
  * Measured and reported (node 0 gathers every node's records at the end): per node the mean
- * gradient time G_i per step, the mean pull duration (request sent .. reply received), the mean
- * time its serving role took per answer, and the counts; from those the congestion predicate of
- * eq. (1) with C_j = j's mean pull duration (so T G_j + C_j is j's mean interval between
- * requests) and C_i = i's mean serving time, and the bound T*_i of eq. (2). Accuracy is the mean
+ * gradient time G_i per step and the mean pull duration; per (requester, peer) pair the pulls,
+ * their mean and their shortest duration; from those (see gs_write_results) the congestion
+ * predicate of eq. (1), the bound T*_i of eq. (2) and the measured congestion. Accuracy is the mean
  * test error over the nodes' own models at each evaluation point (every --eval-every local steps,
  * default one epoch of a shard, and the end); each node evaluates its own model, so no
  * collective runs during training. --gossip-timeline FILE writes every pull (node, peer, start,
