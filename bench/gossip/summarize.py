@@ -16,8 +16,8 @@ RUNS = S["runs"]
 QUICK = bool(S["quick"])
 K = S["K"]
 MIB = S["model_mib_paper"]
-IDLE_N = 2 * 5e-3 + MIB * 2**20 * 8 / 1e9      # one 54 MiB model over an idle 1 Gb/s route, 2 x 5 ms
-IDLE_W = 2 * 5e-3 + MIB * 2**20 * 8 / 10e9
+IDLE_N = 4 * 5e-3 + MIB * 2**20 * 8 / 1e9      # an uncongested pull: request + 54 MiB reply, 1 Gb/s, 2 x 2 x 5 ms
+IDLE_W = 4 * 5e-3 + MIB * 2**20 * 8 / 10e9
 DS = "%s%s, net %s, batch %d, plain SGD lr %g" % (S["data"], " (%d-example subset, QUICK)" % S["train"] if QUICK else "",
                                                    S["net"], S["batch"], S["lr"])
 CASE_B = ("SIMULATED (SimGrid, real numerics), case (b): K=%d, transfers timed as the paper's %d MiB model "
@@ -200,7 +200,7 @@ if tl1:
     ok = mean_n > 1.5 * IDLE_N and set(cong) >= {6, 7}
     row("G1 congestion (T=1, 6 wide)",
         "narrow nodes' transfers take far longer than one 54 MiB model over 1 Gb/s (~0.45 s): congestion (Fig. 1a)",
-        "pulls served by the narrow nodes: mean %.2f s, max %.2f s (idle route %.3f s); wide-to-wide pulls mean %.3f s (idle %.3f s); "
+        "pulls served by the narrow nodes: mean %.2f s, max %.2f s (uncongested %.3f s); wide-to-wide pulls mean %.3f s (uncongested %.3f s); "
         "measured congested (waiting per pull served above the uncongested pull time): nodes %s; eq. (1) says %s"
         % (mean_n, max(nar or [0]), IDLE_N, sum(wid) / max(1, len(wid)), IDLE_W, cong or "none",
            [i for i in range(K) if s1["eq1_congested"][i]] or "none"),
