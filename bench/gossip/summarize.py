@@ -414,6 +414,9 @@ if G_LO is not None:
         "eq. (1) with the transfer and serve times measured at T=4: congestion at T=1 and none at T=4 for G in [%.3f, %.3f) s per step; we use G = %g s"
         % (G_LO, G_HI, S["G_b"]), DS, CASE_B, "in range" if G_LO <= S["G_b"] < G_HI else "OUT of range: choose G_B inside it")
 
+with open(os.path.join(RES, "analysis.json"), "w") as f:   # the per-node verdicts the rows use, for tests
+    json.dump({n: {k: RUN[n][0].get(k) for k in ("measured_congested", "eq1_congested", "wait_at_node_s", "C_serve_s")}
+               for n in RUN}, f)
 with open(os.path.join(RES, "rows.tsv"), "w") as f:
     for r in rows:
         f.write("\t".join(str(x).replace("\t", " ").replace("|", "/") for x in r) + "\n")
