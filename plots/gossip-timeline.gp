@@ -6,7 +6,7 @@ if (!exists("outdir")) outdir = 'plots/out'
 f1 = resdir.'/gossip/timeline-T1.dat'; f4 = resdir.'/gossip/timeline-T4.dat'
 tmax = 30
 set xlabel "SIMULATED time (s)"; set ylabel "requesting node (0-5 wide, 6-7 narrow)"; set yrange [-0.7:7.7]; set ytics 1
-set xrange [0:tmax]; set grid x
+set xrange [0:tmax]; set grid x; set key outside top center horizontal
 do for [t in "png pdf"] {
   if (t eq "png") { set terminal pngcairo size 1300,700 font ",10"; set output outdir.'/gossip-timeline.png' }
   if (t eq "pdf") { set terminal pdfcairo size 9in,5in font ",8"; set output outdir.'/gossip-timeline.pdf' }

@@ -235,9 +235,11 @@ if w1 and w2:
     if sp1 is not None:
         v1 = ("agrees" if (sp1 - 1) < 0.5 * (sp4 - 1) else "disagrees") + \
             " (rule: the T=1 speed-up from 0 to %d wide, %.2fx, gains under half of the T=4 one, %.2fx)" % (top, sp1, sp4)
+    spd = "; speed-up over 0 wide, T=1 vs T=4: " + ", ".join(
+        "%d wide %.2fx vs %s" % (w, t1[0] / t1[w], "%.2fx" % (t4[0] / t4[w]) if w in t4 and 0 in t4 else "-") for w in w1 if w > 0) if 0 in t1 else ""
     row("G1 learning curves (T=1, wide %s)" % "/".join(map(str, w1)),
         "adding wide nodes barely speeds learning while the narrow nodes congest (Fig. 1b)",
-        "simulated time for the run (to %.1f%% mean test accuracy): %s; final accuracy %s" % (100 * tgt, desc1, fin1), DS, CASE_B, v1)
+        "simulated time for the run (to %.1f%% mean test accuracy): %s; final accuracy %s%s" % (100 * tgt, desc1, fin1, spd), DS, CASE_B, v1)
     mono = all(t4[a] >= 0.98 * t4[b] for a, b in zip(w2, w2[1:]))
     s4 = [summ("g2-w%d" % w) for w in w2]
     nocong = all(x["measured_any_congested"] == 0 for x in s4)
