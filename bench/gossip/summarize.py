@@ -114,6 +114,14 @@ def summ(n):
     return RUN[n][0]
 
 
+def rtime(n):
+    """The run's simulated time: the mean over the nodes of the time each finished its steps (every
+    node evaluates at its last step, so this is the x of the learning curve's last point; the
+    slowest node's finish is the last eval's time_max_s)."""
+    ev = RUN[n][1]
+    return ev[-1]["time_s"] if ev else summ(n)["time_s"]
+
+
 def acc(n):
     return 1.0 - summ(n)["test_err"]
 
@@ -221,8 +229,8 @@ if w1 and w2:
     # target is shown too, but with ~9 evaluation points it is noisy: one run's curve crosses an
     # early target a point earlier or later by chance.
     tgt = target_of(["g1-w%d" % w for w in w1] + ["g2-w%d" % w for w in w2])
-    t1 = {w: summ("g1-w%d" % w)["time_s"] for w in w1}
-    t4 = {w: summ("g2-w%d" % w)["time_s"] for w in w2}
+    t1 = {w: rtime("g1-w%d" % w) for w in w1}
+    t4 = {w: rtime("g2-w%d" % w) for w in w2}
     tt1 = {w: time_to("g1-w%d" % w, tgt) for w in w1}
     tt4 = {w: time_to("g2-w%d" % w, tgt) for w in w2}
     top = max(w for w in w1 if w < K) if any(w < K for w in w1) else None
@@ -239,7 +247,7 @@ if w1 and w2:
         "%d wide %.2fx vs %s" % (w, t1[0] / t1[w], "%.2fx" % (t4[0] / t4[w]) if w in t4 and 0 in t4 else "-") for w in w1 if w > 0) if 0 in t1 else ""
     row("G1 learning curves (T=1, wide %s)" % "/".join(map(str, w1)),
         "adding wide nodes barely speeds learning while the narrow nodes congest (Fig. 1b)",
-        "simulated time for the run (to %.1f%% mean test accuracy): %s; final accuracy %s%s" % (100 * tgt, desc1, fin1, spd), DS, CASE_B, v1)
+        "simulated time for the run, mean over the nodes (to %.1f%% mean test accuracy): %s; final accuracy %s%s" % (100 * tgt, desc1, fin1, spd), DS, CASE_B, v1)
     mono = all(t4[a] >= 0.98 * t4[b] for a, b in zip(w2, w2[1:]))
     s4 = [summ("g2-w%d" % w) for w in w2]
     nocong = all(x["measured_any_congested"] == 0 for x in s4)
@@ -256,14 +264,14 @@ else:
 
 # ---- G1 at the low end of eq. (1)'s interval of G: how the T = 1 penalty depends on compute time
 if have("sens-t1-w0", "sens-t1-w6", "sens-t4-w0", "sens-t4-w6"):
-    r1 = summ("sens-t1-w0")["time_s"] / summ("sens-t1-w6")["time_s"]
-    r4 = summ("sens-t4-w0")["time_s"] / summ("sens-t4-w6")["time_s"]
+    r1 = rtime("sens-t1-w0") / rtime("sens-t1-w6")
+    r4 = rtime("sens-t4-w0") / rtime("sens-t4-w6")
     c1 = summ("sens-t1-w6")
     row("G1 learning curves at G=%g s" % S["G_sens"],
         "adding wide nodes barely speeds learning while the narrow nodes congest (Fig. 1b)",
         "G = %g s per step (the low end of eq. (1)'s interval): run time 0 -> 6 wide %.0f -> %.0f s at T=1 (%.2fx), %.0f -> %.0f s at T=4 (%.2fx); "
         "6 wide, T=1: narrow nodes wait %.2f / %.2f s against a %.2f s serve; final accuracy %.3f, %.3f, %.3f, %.3f"
-        % (S["G_sens"], summ("sens-t1-w0")["time_s"], c1["time_s"], r1, summ("sens-t4-w0")["time_s"], summ("sens-t4-w6")["time_s"], r4,
+        % (S["G_sens"], rtime("sens-t1-w0"), rtime("sens-t1-w6"), r1, rtime("sens-t4-w0"), rtime("sens-t4-w6"), r4,
            c1["wait_at_node_s"][6], c1["wait_at_node_s"][7], c1["C_serve_s"][6],
            acc("sens-t1-w0"), acc("sens-t1-w6"), acc("sens-t4-w0"), acc("sens-t4-w6")),
         DS, CASE_B.replace("G = %g s" % S["G_b"], "G = %g s" % S["G_sens"]),
@@ -273,7 +281,7 @@ if have("sens-t1-w0", "sens-t1-w6", "sens-t4-w0", "sens-t4-w6"):
 PAPER_T = {1: 87.4, 4: 87.5, 8: 87.4, 16: 86.9, 32: 86.2}
 ts = sorted(int(n[4:]) for n in RUN if n.startswith("g3-t"))
 dat("accuracy-t.dat", "T ours_final_mean_acc_percent paper_acc_percent time_s",
-    [[t, 100 * acc("g3-t%d" % t), PAPER_T.get(t, float("nan")), float(summ("g3-t%d" % t)["time_s"])] for t in ts])
+    [[t, 100 * acc("g3-t%d" % t), PAPER_T.get(t, float("nan")), float(rtime("g3-t%d" % t))] for t in ts])
 curves_dat(["g3-t%d" % t for t in ts], "curves-G3.dat")
 with open(os.path.join(RES, "g3.txt"), "w") as f:
     f.write(" ".join(map(str, ts)) + "\n")
@@ -284,7 +292,7 @@ if ts and 1 in ts:
     row("G3 accuracy by T (all narrow)", "T 1/4/8/16/32: 87.4/87.5/87.4/86.9/86.2%; the largest T within 1 point is 16 (Table 3)",
         "T %s: %s%%; largest T within 1 point of T=1: %d (time for the run: %s)"
         % ("/".join(map(str, ts)), "/".join("%.1f" % (100 * acc("g3-t%d" % t)) for t in ts), pick,
-           ", ".join("T=%d %.0f s" % (t, summ("g3-t%d" % t)["time_s"]) for t in ts)),
+           ", ".join("T=%d %.0f s" % (t, rtime("g3-t%d" % t)) for t in ts)),
         DS + ", %s epochs" % S["epochs_g3"], CASE_B,
         "agrees" if pick == ppick else "disagrees (we pick T=%d, the paper %s; our runs are %s epochs, the paper's far longer)"
         % (pick, ppick, S["epochs_g3"]))
@@ -320,12 +328,12 @@ if g4:
     for w in g4:
         nrm, wrm = "g2-w%d" % w, "g4-w%d-warm" % w
         tgt = target_of([nrm, wrm])
-        sp = summ(nrm)["time_s"] / summ(wrm)["time_s"]
+        sp = rtime(nrm) / rtime(wrm)
         spt = time_to(nrm, tgt) / time_to(wrm, tgt)
         W = summ(wrm).get("warmup_steps", 0)
         d_acc.append(100 * (acc(wrm) - acc(nrm))); sps.append(sp)
         parts.append("%d wide: accuracy %.1f%% warm-up vs %.1f%% normal; the run %.2fx faster (%.0f vs %.0f s), to %.1f%% %.2fx" % (
-            w, 100 * acc(wrm), 100 * acc(nrm), sp, summ(wrm)["time_s"], summ(nrm)["time_s"], 100 * tgt, spt))
+            w, 100 * acc(wrm), 100 * acc(nrm), sp, rtime(wrm), rtime(nrm), 100 * tgt, spt))
     ok_acc = all(abs(x) <= 1.0 for x in d_acc)
     ok_sp = sps[-1] > 1.0 and all(b >= a - 0.02 for a, b in zip(sps, sps[1:]))
     row("G4 warm-up (T=4, wide %s)" % "/".join(map(str, g4)),
@@ -340,8 +348,8 @@ else:
 # ---- push comparator ----------------------------------------------------------------------------------
 if have("push-w6", "g2-w6"):
     row("push comparator (T=4, 6 wide)", "push gossip is not suited to warm-up: narrow nodes would receive fewer models (§4.2; no figure)",
-        "push: final accuracy %.1f%%, %.0f s; pull: %.1f%%, %.0f s" % (100 * acc("push-w6"), summ("push-w6")["time_s"],
-                                                                      100 * acc("g2-w6"), summ("g2-w6")["time_s"]),
+        "push: final accuracy %.1f%%, %.0f s; pull: %.1f%%, %.0f s" % (100 * acc("push-w6"), rtime("push-w6"),
+                                                                      100 * acc("g2-w6"), rtime("g2-w6")),
         DS, CASE_B, "shown (no paper figure to compare)")
 
 # ---- case (a): our own bytes and compute ----------------------------------------------------------------
@@ -353,7 +361,7 @@ if have("a-w6-t1", "a-w6-t4"):
         % (sum(a1["G_s"]) / K, max(a1["C_serve_s"]), [i for i in range(K) if a1["measured_congested"][i]] or "none",
            [i for i in range(K) if a1["eq1_congested"][i]] or "none",
            [i for i in range(K) if a4["measured_congested"][i]] or "none", [i for i in range(K) if a4["eq1_congested"][i]] or "none",
-           a1["time_s"], a4["time_s"]),
+           rtime("a-w6-t1"), rtime("a-w6-t4")),
         DS, CASE_A, "shown: with a model this small, " + ("the narrow nodes still congest at T=1" if a1["measured_any_congested"]
                                                           else "compute dominates and nothing congests even at T=1"))
 
@@ -396,7 +404,7 @@ for k in ks:
     beyond_names += names; groups.append("heterogeneous-compute-K=%d" % k)
     tgt = target_of(names)
     row("beyond: heterogeneous compute, K=%d" % k, "future work: a warm-up that also shares compute times (§6)",
-        "; ".join("%s: %.1f%%, run %.0f s, to %.1f%% %s" % (n.split("-", 2)[2], 100 * acc(n), summ(n)["time_s"], 100 * tgt, fmt_t(time_to(n, tgt))) for n in names),
+        "; ".join("%s: %.1f%%, run %.0f s, to %.1f%% %s" % (n.split("-", 2)[2], 100 * acc(n), rtime(n), 100 * tgt, fmt_t(time_to(n, tgt))) for n in names),
         DS + "; half the nodes at 1/4 of the rate, every link wide", CASE_B.replace("K=%d" % K, "K=%d" % k), "beyond the paper (no figure)")
 for k in sorted({int(n.split("-")[1][1:]) for n in RUN if n.startswith("noniid-k")}):
     names = ["iid-k%d" % k, "noniid-k%d" % k, "noniid-k%d-warm" % k]

@@ -64,7 +64,7 @@ enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
 #define EV_F 4   /* eval record: local step, time, test error, test loss */
 #define TL_F 4   /* timeline record: peer, start, request taken, end */
 #define PAIR_F 3 /* per requester, by peer: [K] pulls, [K] duration sum, [K] shortest duration */
-#define ST_F 8   /* node stats: G sum, steps, exchange sum, exchanges, serve sum, served, transfer sum, diverged */
+#define ST_F 9   /* node stats: G sum, steps, exchange sum, exchanges, serve sum, served, transfer sum, diverged, end */
 
 typedef struct {
   int kind, K, me, T;
@@ -277,7 +277,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   xfree(server);
   /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
   float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)Nd.serve_sum, (float)Nd.served,
-                    (float)xfer_sum, (float)diverged};
+                    (float)xfer_sum, (float)diverged, (float)t_end};
   size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
   float *all_pair = xmalloc(PAIR_F * (size_t)K * K * sizeof(float));
   for (int k = 0; k < K; k++) cnt[k] = PAIR_F * (size_t)K;
@@ -383,6 +383,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
     congested |= (int)pred[i]; measured |= (int)meas[i]; disagree += pred[i] != meas[i];
   }
   if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
+  for (int k = 0; k < K; k++) if (st[(size_t)k * ST_F + 8] > t_end) t_end = st[(size_t)k * ST_F + 8];   /* the last node's end */
   json_t x; json_frag_begin(&x);
   json_int(&x, "nodes", K); json_int(&x, "T", T);
   if (c->noniid > 0) json_num(&x, "noniid", c->noniid);
