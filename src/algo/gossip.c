@@ -64,7 +64,7 @@ enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
 #define EV_F 4   /* eval record: local step, time, test error, test loss */
 #define TL_F 4   /* timeline record: peer, start, request taken, end */
 #define PAIR_F 3 /* per requester, by peer: [K] pulls, [K] duration sum, [K] shortest duration */
-#define ST_F 9   /* node stats: G sum, steps, exchange sum, exchanges, serve sum, served, transfer sum, diverged, end */
+#define ST_F 6   /* node stats: G sum, steps, exchange sum, exchanges, diverged, end time */
 
 typedef struct {
   int kind, K, me, T;
@@ -76,7 +76,6 @@ typedef struct {
   float *c;            /* [2K] c_{i,k}: transfer times measured or learned (warm-up), then g_k: mean
                           step times (warmup-compute); INF unknown. Sent whole with every pull. */
   double *p;           /* [K] the main role's peer probabilities (scratch) */
-  double serve_sum; long served;   /* under mc: the serving roles share them */
 } gnode_t;
 
 static void update_time(float *ci, float cj, float th) {   /* UPDATE_TIME (Alg. 2, l. 23-30) */
@@ -101,7 +100,6 @@ static void gs_server(rt_t *rt, void *arg) {
     int src = o->recv_any(rt, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
     int op = (int)req[0];
     if (op == OP_STOP) break;
-    double t0 = o->now(rt);
     if (op == OP_PULL) {
       o->mutex_lock(rt, N->mc);
       if (gs_warm_kind(N->kind)) {
@@ -125,8 +123,6 @@ static void gs_server(rt_t *rt, void *arg) {
       float ack = 1;
       o->send(rt, src, &ack, sizeof ack, GS_TAG_ACK);
     } else die("gossip: node %d: bad request op %d from node %d", rt->node, op, src);
-    double dt = o->now(rt) - t0;
-    o->mutex_lock(rt, N->mc); N->serve_sum += dt; N->served++; o->mutex_unlock(rt, N->mc);
   }
   xfree(req); xfree(reply); xfree(in);
 }
@@ -199,7 +195,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   long m = total / E + (total % E ? 1 : 0);     /* evaluation points: every E steps and the end */
   float *ev = xcalloc((size_t)m * EV_F, sizeof(float));
   fbuf_t tl = {0};
-  double G_sum = 0, pull_sum = 0, xfer_sum = 0; long pulls = 0, ne = 0;
+  double G_sum = 0, pull_sum = 0; long pulls = 0, ne = 0;
   float *pair = xcalloc(PAIR_F * (size_t)K, sizeof(float));   /* by peer: pulls, duration sum, shortest */
   int diverged = 0;
   for (long t = 0; t < total && !pdl_stop_signal; ) {
@@ -252,7 +248,7 @@ static void gossip_node(rt_t *rt, void *arg) {
         o->work(rt, 12.0 * n);
       }
       double t2 = o->now(rt);
-      pull_sum += t2 - t1; pulls++; xfer_sum += t2 - t_taken;
+      pull_sum += t2 - t1; pulls++;
       float d = (float)(t2 - t1);
       if (pair[j] == 0 || d < pair[2 * K + j]) pair[2 * K + j] = d;
       pair[j] += 1; pair[K + j] += d;
@@ -276,8 +272,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   }
   xfree(server);
   /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
-  float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)Nd.serve_sum, (float)Nd.served,
-                    (float)xfer_sum, (float)diverged, (float)t_end};
+  float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)diverged, (float)t_end};
   size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
   float *all_pair = xmalloc(PAIR_F * (size_t)K * K * sizeof(float));
   for (int k = 0; k < K; k++) cnt[k] = PAIR_F * (size_t)K;
@@ -372,7 +367,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
     Cs[k] = served > 0 ? idle_in / served : 0;
     Wt[k] = served > 0 ? extra_in / served : 0;
     sumG += G[k]; sumCx += Cx[k];
-    if (s[7] != 0) anydiv = 1;
+    if (s[4] != 0) anydiv = 1;
   }
   for (int i = 0; i < K && K > 1; i++) {
     double lhs = (T * (sumG - G[i]) + (sumCx - Cx[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
@@ -383,7 +378,7 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
     congested |= (int)pred[i]; measured |= (int)meas[i]; disagree += pred[i] != meas[i];
   }
   if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
-  for (int k = 0; k < K; k++) if (st[(size_t)k * ST_F + 8] > t_end) t_end = st[(size_t)k * ST_F + 8];   /* the last node's end */
+  for (int k = 0; k < K; k++) if (st[(size_t)k * ST_F + 5] > t_end) t_end = st[(size_t)k * ST_F + 5];   /* the last node's end */
   json_t x; json_frag_begin(&x);
   json_int(&x, "nodes", K); json_int(&x, "T", T);
   if (c->noniid > 0) json_num(&x, "noniid", c->noniid);
