@@ -14,8 +14,11 @@
 #include <unistd.h>
 #include "core/model.h"
 #include "kernels/cpu/cpu.h"
+#include "kfac/inv.h"
+#include "kfac/kfac.h"
 #include "optim/optim.h"
 #include "util/util.h"
+#include "util/vec.h"
 
 /* --input CxHxW: three positive integers (C <= 4096, H and W <= 65536), nothing else. */
 static void parse_input(const char *v, int *c, int *h, int *w) {
@@ -93,6 +96,86 @@ static speed_t measure_train_speed(const net_t *net, int B, int threads, int rep
   return s;
 }
 
+/* A K-FAC step's parts, median ms per step over the timed windows, and the kinds' GFLOP/s
+ * (flops as kfac.c counts them: ssyrk's m(m+1)T per image, n³ per inversion, 2 dg da (dg + da)
+ * per preconditioned layer). */
+typedef struct { double fb, factors, inverse, precond, update, step, gf_factors, gf_inverse, gf_precond; } kfac_speed_t;
+
+static kfac_speed_t measure_kfac_speed(const net_t *net, int B, int threads, int repeats, double window_s) {
+  size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
+  float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *dw = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);
+  int *y = xmalloc((size_t)B * sizeof(int));
+  rng_t r; rng_seed(&r, 7, 0);
+  for (size_t i = 0; i < (size_t)B * img; i++) x[i] = rng_normal(&r);
+  for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
+  net_init_params(net, w, 1);
+  optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
+  workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);
+  ws.unfused = 1;
+  kfac_cfg_t kc = {1e-3f, 0, 1, KFAC_INV_FAST};
+  kfac_t k; kfac_init(&k, net, &kc, threads);
+  size_t maxb = 0;
+  for (int l = 0; l < k.nl; l++) if (k.L[l].bundle > maxb) maxb = k.L[l].bundle;
+  float *bd = xmalloc(maxb * sizeof(float)), *m = xmalloc(maxb * sizeof(float));
+  double v[6][64]; if (repeats > 64) repeats = 64;
+  long step = 0;
+  for (int rep = -1; rep < repeats; rep++) {
+    double t[6] = {0}, t0 = now_s();
+    kfac_stats_t s0 = k.st;
+    int steps = 0;
+    do {
+      double a = now_s();
+      net_forward(&ws, w, x, y, B, 1, NULL);
+      net_backward(&ws, w, g, y, B, 1.0f / B);
+      t[0] += now_s() - a;
+      for (int l = 0; l < k.nl; l++) {
+        kfac_bundle(&k, l, &ws, B, 1.0f / B, g, bd);
+        kfac_owner_update(&k, l, bd, step, m);
+        kfac_to_flat(&k, l, m, dw);
+      }
+      a = now_s();
+      optim_step(&o, w, dw, 1e-4f);
+      vec_zero(g, n);
+      t[4] += now_s() - a;
+      steps++; step++;
+    } while (now_s() - t0 < window_s);
+    if (rep < 0) continue;
+    t[1] = k.st.factors - s0.factors; t[2] = k.st.inverse - s0.inverse; t[3] = k.st.precond - s0.precond;
+    t[5] = now_s() - t0;
+    for (int i = 0; i < 6; i++) v[i][rep] = 1e3 * t[i] / steps;
+  }
+  kfac_speed_t s;
+  s.fb = median(v[0], repeats); s.factors = median(v[1], repeats); s.inverse = median(v[2], repeats);
+  s.precond = median(v[3], repeats); s.update = median(v[4], repeats); s.step = median(v[5], repeats);
+  /* flops per step are fixed for a net and batch: from the counters over all the steps run */
+  double per = 1.0 / (double)step;
+  s.gf_factors = k.st.fl_factors * per / (s.factors * 1e-3) / 1e9;
+  s.gf_inverse = k.st.fl_inverse * per / (s.inverse * 1e-3) / 1e9;
+  s.gf_precond = k.st.fl_precond * per / (s.precond * 1e-3) / 1e9;
+  kfac_free(&k); ws_free(&ws); optim_free(&o);
+  xfree(w); xfree(g); xfree(dw); xfree(x); xfree(y); xfree(bd); xfree(m);
+  return s;
+}
+
+/* GFLOP/s (n³ flops) of cpu_spd_inverse at order n on `threads` threads, median of 5 windows. */
+static double measure_inverse_gflops(int n, int threads) {
+  float *a = xmalloc((size_t)n * n * 4), *inv = xmalloc((size_t)n * n * 4);
+  float *sc = xmalloc((cpu_spd_inverse_scratch_floats(n) + 16) * 4);
+  double *ad = xmalloc((size_t)n * n * 8);
+  ref_spd_random(ad, NULL, n, 1e3, 5);
+  for (size_t i = 0; i < (size_t)n * n; i++) a[i] = (float)ad[i];
+  cpu_set_threads(threads);
+  double v[5];
+  cpu_spd_inverse(inv, a, n, sc);
+  for (int r = 0; r < 5; r++) {
+    int reps = 0; double t0 = now_s(), el;
+    do { cpu_spd_inverse(inv, a, n, sc); reps++; } while ((el = now_s() - t0) < 0.05);
+    v[r] = (double)n * n * n * reps / el / 1e9;
+  }
+  xfree(a); xfree(inv); xfree(sc); xfree(ad);
+  return median(v, 5);
+}
+
 /* Per-step totals (ms) of a profiled run: the step (mean over the timed windows), convolutions
  * (with their fused activation/pool), fc layers, all layers, and the update. */
 typedef struct { double step, conv, fc, layers, update; } prof_totals_t;
@@ -145,7 +228,7 @@ static void print_profile(const net_t *net, int B, const double *prof, long step
 }
 
 static void speed_usage(FILE *f, const char *cmd) {
-  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]%s\n"
+  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile] [--algo sgd|kfac]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
@@ -156,16 +239,21 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
              "  of the step and its nominal GFLOP/s (timers around every layer: a little slower), and\n"
              "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON.\n"
+             "  --algo kfac also times a K-FAC step (kfac.h) on the same batch: forward/backward, factors,\n"
+             "  inversions, preconditioning and update (kfac_*_ms), with the factor, inversion and\n"
+             "  preconditioning GFLOP/s (kfac_factors_to_sgemm: the factor GEMMs against sgemm).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
     fprintf(f, "  calibrate also writes the figure (default results/calibration/<host>-<net>.json), which\n"
-               "  the sim runtime uses with --device-rate calibrated.\n");
+               "  the sim runtime uses with --device-rate calibrated; it always adds the K-FAC kinds' rates\n"
+               "  (kfac_rel_*: factors, preconditioning, and inversions at n = 16..1024, each relative to the\n"
+               "  training rate), which kfac-dist charges per kind on the sim runtime.\n");
 }
 
 static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
-  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0;
+  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -174,6 +262,10 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
     else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
     else if (!strcmp(a, "--profile")) profile = 1;
+    else if (!strcmp(a, "--algo")) {
+      if (!v || (strcmp(v, "sgd") && strcmp(v, "kfac"))) die_usage("--algo must be sgd or kfac, not '%s'", v ? v : "");
+      kfac = !strcmp(v, "kfac"); i++;
+    }
     else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
@@ -204,6 +296,28 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_num(&j, "flops_train_per_img", net.flops_train);
   json_str(&j, "flops_counted", "nominal direct convolution + fc (gflops = img_per_s x flops_train_per_img)");
   json_str(&j, "conv", conv);
+  if (kfac || calibrate) {
+    /* K-FAC's step, and for the sim runtime its kinds' rates relative to the training step */
+    kfac_speed_t ks = measure_kfac_speed(&net, B, T, R < 3 ? R : 3, B >= 32 ? 0.5 : 0.25);
+    static const int inv_n[4] = {16, 64, 256, 1024};
+    double inv_gf[4];
+    for (int i = 0; i < 4; i++) inv_gf[i] = measure_inverse_gflops(inv_n[i], T);
+    fprintf(stderr, "kfac step %.1f ms at batch %d: forward/backward %.1f, factors %.1f (%.1f GFLOP/s = %.0f%% of sgemm), "
+                    "inversions %.1f (%.1f GFLOP/s), preconditioning %.1f (%.1f GFLOP/s), update %.1f\n",
+            ks.step, B, ks.fb, ks.factors, ks.gf_factors, 100 * ks.gf_factors / sgm, ks.inverse, ks.gf_inverse, ks.precond,
+            ks.gf_precond, ks.update);
+    json_num(&j, "kfac_step_ms", ks.step); json_num(&j, "kfac_fb_ms", ks.fb); json_num(&j, "kfac_factors_ms", ks.factors);
+    json_num(&j, "kfac_inverse_ms", ks.inverse); json_num(&j, "kfac_precond_ms", ks.precond);
+    json_num(&j, "kfac_update_ms", ks.update);
+    json_num(&j, "kfac_factors_gflops", ks.gf_factors); json_num(&j, "kfac_factors_to_sgemm", ks.gf_factors / sgm);
+    json_num(&j, "kfac_inverse_gflops", ks.gf_inverse); json_num(&j, "kfac_precond_gflops", ks.gf_precond);
+    json_num(&j, "kfac_rel_factors", ks.gf_factors / s.gflops);
+    json_num(&j, "kfac_rel_precond", ks.gf_precond / s.gflops);
+    double dn[4], rel[4];
+    for (int i = 0; i < 4; i++) { dn[i] = inv_n[i]; rel[i] = inv_gf[i] / s.gflops; }
+    json_num_array(&j, "kfac_inv_n", dn, 4, 6); json_num_array(&j, "kfac_rel_inverse", rel, 4, 5);
+    json_num_array(&j, "kfac_inverse_gflops_by_n", inv_gf, 4, 5);
+  }
   if (profile) {
     /* prof_other_ms: everything but convolutions, fc and the update (pools, activations, softmax,
      * input copy, loop) */

@@ -235,7 +235,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     switch (L->type) {
     case L_CONV:
       ws->fused[i] = 0;
-      if (ws->pidx[i] && k == &kernels_cpu &&
+      if (ws->pidx[i] && k == &kernels_cpu && !ws->unfused &&
           cpu_conv_act_pool_fusable(B, L->c, L->h, L->w, L->oc, L->k, L->pad, net->L[i + 2].s)) {
         /* conv + act + pool in one kernel: the full-size activation is never stored */
         cpu_conv_act_pool_forward(ws->a[i + 3], ws->pidx[i], in, params + L->w_off, params + L->b_off, B, L->c, L->h,
@@ -244,7 +244,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
         i += 2;
         break;
       }
-      if (k == &kernels_cpu && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
+      if (k == &kernels_cpu && !ws->unfused && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
         /* fused conv + activation: one pass less over the activations (bit-identical) */
         cpu_conv_act_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad,
                              net->L[i + 1].slope, ws->scratch);

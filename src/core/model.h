@@ -95,6 +95,10 @@ typedef struct {
   float *probs;                   /* [max_batch][classes] */
   float *scratch; size_t scratch_n;
   rng_t rng;                      /* dropout masks */
+  int unfused;                    /* 1: net_forward runs no fused conv kernels, so after net_backward
+                                   * da[i + 1] of every conv/fc/softmax layer i holds the gradient
+                                   * w.r.t. its pre-activation output and a[i] its input (K-FAC's
+                                   * factors read both); set after ws_init */
   double *prof;                   /* NULL, or [2][NET_MAX_LAYERS] seconds: forward/backward time of
                                    * each layer is ADDED to prof[l] / prof[NET_MAX_LAYERS + l] (a
                                    * fused conv + activation is charged to the conv); `pdl speed

@@ -1,6 +1,7 @@
 /* run.c — configuration parsing, set-up, evaluation, summary and checkpoints shared by every
  * training run (see run.h). */
 #include "core/run.h"
+#include "kfac/kfac.h"
 #include "core/snap.h"
 #include <sys/stat.h>
 #include <zlib.h>
@@ -21,6 +22,7 @@ void train_cfg_defaults(train_cfg_t *c) {
   c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3;
   snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
   c->gossip_warmup = -1; c->gossip_threshold = 0.1f; c->gossip_servers = 8;
+  c->kfac_damping = 0.03f; c->kfac_inv_every = 1;
   c->workers = 0; c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
 }
 
@@ -66,6 +68,12 @@ void train_usage(FILE *f) {
     "  --gossip-timeline FILE  gossip: write every transfer (node,peer,start_s,end_s) as CSV\n"
     "  --noniid S        gossip: deal a fraction S of the training set out by label (class skew) (0)\n"
     "  --gossip-servers S  gossip: serving roles per node, pulls served at once (K-1, at most 8)\n"
+    "  --kfac-damping D  kfac: Tikhonov damping, split between A and G by pi      (0.03)\n"
+    "  --kfac-stat-decay E  kfac: running average of the factors (0: this batch only) (0)\n"
+    "  --kfac-inv-every N  kfac: invert the factors every N updates                (1)\n"
+    "  --kfac-inverse I  kfac: fast (float, ours) | ref (LAPACKE double) | eig | cuda (fast)\n"
+    "  --kfac-comm C     kfac-dist: reduce-scatterv (+ allgatherv) | allreduce (NCCL style) (reduce-scatterv)\n"
+    "  --kfac-assign A   kfac-dist: layer owners: layer (l mod R, the paper) | lpt (by cost) (layer)\n"
     "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
     "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
     "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
@@ -140,6 +148,26 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--gossip-timeline")) STR(c->gossip_timeline);
     else if (FLAG("--noniid")) c->noniid = (float)parse_double(key, VAL(), 0, 1);
     else if (FLAG("--gossip-servers")) c->gossip_servers = (int)parse_long(key, VAL(), 1, 4096);
+    else if (FLAG("--kfac-damping")) c->kfac_damping = (float)parse_double(key, VAL(), 1e-12, 1e6);
+    else if (FLAG("--kfac-stat-decay")) c->kfac_stat_decay = (float)parse_double(key, VAL(), 0, 0.999999);
+    else if (FLAG("--kfac-inv-every")) c->kfac_inv_every = (int)parse_long(key, VAL(), 1, 1 << 30);
+    else if (FLAG("--kfac-inverse")) {
+      const char *v = VAL(); kfac_inv_t k;
+      if (kfac_inv_parse(v, &k)) die_usage("train: --kfac-inverse must be fast, ref, eig or cuda, not '%s'", v);
+      c->kfac_inverse = (int)k;
+    }
+    else if (FLAG("--kfac-comm")) {
+      const char *v = VAL();
+      if (!strcmp(v, "allreduce")) c->kfac_comm_allreduce = 1;
+      else if (!strcmp(v, "reduce-scatterv")) c->kfac_comm_allreduce = 0;
+      else die_usage("train: --kfac-comm must be 'reduce-scatterv' or 'allreduce', not '%s'", v);
+    }
+    else if (FLAG("--kfac-assign")) {
+      const char *v = VAL();
+      if (!strcmp(v, "lpt")) c->kfac_assign_lpt = 1;
+      else if (!strcmp(v, "layer")) c->kfac_assign_lpt = 0;
+      else die_usage("train: --kfac-assign must be 'layer' or 'lpt', not '%s'", v);
+    }
     else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
     else die_usage("train: unknown flag '%s' (pdl train --help)", key);
 #undef FLAG

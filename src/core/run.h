@@ -50,6 +50,12 @@ typedef struct {
   char gossip_timeline[1024]; /* gossip: CSV of every transfer (node, peer, start, end) */
   int gossip_servers;      /* gossip: serving roles per node (pulls served concurrently), capped at K-1 */
   float noniid;            /* gossip: fraction of the training set dealt out by label (sampler_skew) */
+  float kfac_damping;      /* kfac: Tikhonov damping gamma, split by pi between A and G */
+  float kfac_stat_decay;   /* kfac: running average of the factors (0: this batch only, the paper) */
+  int kfac_inv_every;      /* kfac: invert every N updates (1: the paper) */
+  int kfac_inverse;        /* kfac: kfac_inv_t (fast, ref, eig, cuda) */
+  int kfac_comm_allreduce; /* kfac-dist: 1 allreduce both steps (NCCL style), 0 reduce-scatterv + allgatherv */
+  int kfac_assign_lpt;     /* kfac-dist: 1 layer owners by cost (LPT), 0 layer l to process l mod R */
 } train_cfg_t;
 
 typedef struct {

@@ -1,0 +1,285 @@
+/* kfac.c — K-FAC, sequential and distributed (Tsuji, Osawa, Yokota, Matsuoka; docs/PAPERS.md §3,
+ * the optimizer in src/kfac/kfac.h). One node program; per update, as the paper's Fig. 3:
+ *
+ *   1-2  every process: forward and backward of its b examples (its slice of the global batch
+ *        of R·b, so R processes see what one process with batch R·b sees), then the bundle
+ *        [∇W | A | G] of every layer from that same mini-batch, scaled by 1/R;
+ *   3    Reduce + Scatterv: the bundles summed over processes to each layer's owner
+ *        (--kfac-comm reduce-scatterv: one MPI_Reduce_scatter over a buffer ordered by owner;
+ *        allreduce: every process gets every sum, as with NCCL, which has no Scatterv);
+ *   4-5  each owner: damped inverses of its layers' A and G, ΔW = G⁻¹ ∇W A⁻¹;
+ *   6    Allgather of the ΔW (allgatherv; or an allreduce of a buffer zero outside the
+ *        process's own layers, which sums to the same bits);
+ *   7    every process: momentum SGD with the ΔW, the same on all of them.
+ *
+ * Owners (--kfac-assign): `layer`, the paper's one layer per process in turn (layer l to process
+ * l mod R; past R = layers the extra processes own nothing); `lpt`, ours (the paper's named
+ * future work, load balance): layers by their inversion cost da³ + dg³, largest first, each to
+ * the least-loaded process.
+ * The loss and the stop/signal flags ride on step 6: each process appends its own three floats
+ * to its part, and every process sums the R triples.
+ * On the sim runtime the factor, inversion and preconditioning flops are charged per kind: at
+ * the rates that `pdl calibrate` measured for each kind relative to the training step (the
+ * calibration file's kfac_rel_* figures; with no calibration, at the device's training rate,
+ * and the summary says so). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "algo/algo.h"
+#include "kfac/kfac.h"
+#include "rt/watchdog.h"
+
+typedef struct {
+  double fb, factors, comm1, own, comm2, update;   /* seconds, this node, summed over updates */
+  double owner_max, owner_mean;                      /* owner seconds over nodes (summary) */
+  int N, nl, comm_allreduce, assign_lpt;
+  int owner[NET_MAX_LAYERS];
+  double load[1024];                                 /* inversion cost per node (first 1024) */
+  const char *rates;
+  kfac_t *k;
+  double msg1_bytes, msg2_bytes;                     /* floats sent per update in steps 3 and 6, x4 */
+} kstats_t;
+
+/* Relative rates of the K-FAC kinds against the training step, for the sim's charges: a kind's
+ * flops are charged as flops / rel (so a kind that runs at half the training rate costs twice). */
+typedef struct { double factors, precond, inv_n[4], inv_rel[4]; int calibrated; } krates_t;
+
+static double inv_rel(const krates_t *kr, int n) {   /* log-linear in n between the measured sizes */
+  if (!kr->calibrated) return 1.0;
+  double x = log((double)n);
+  if (n <= kr->inv_n[0]) return kr->inv_rel[0];
+  for (int i = 1; i < 4; i++)
+    if (n <= kr->inv_n[i]) {
+      double x0 = log(kr->inv_n[i - 1]), x1 = log(kr->inv_n[i]), f = (x - x0) / (x1 - x0);
+      return exp((1 - f) * log(kr->inv_rel[i - 1]) + f * log(kr->inv_rel[i]));
+    }
+  return kr->inv_rel[3];
+}
+
+/* The kfac_rel_* figures of the calibration file for this net (pdl calibrate), if it has them. */
+static void load_rates(const run_t *r, krates_t *kr) {
+  memset(kr, 0, sizeof *kr);
+  kr->factors = kr->precond = 1;
+  if (strcmp(r->cfg.device_rate, "calibrated")) return;
+  char path[1200], host[256] = "host"; gethostname(host, sizeof host);
+  snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, r->net.name);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[8192] = "";
+  if (!fgets(line, sizeof line, f)) line[0] = 0;
+  fclose(f);
+  const char *p = strstr(line, "\"kfac_rel_factors\":"), *q = strstr(line, "\"kfac_rel_precond\":"),
+             *n = strstr(line, "\"kfac_inv_n\":["), *v = strstr(line, "\"kfac_rel_inverse\":[");
+  if (!p || !q || !n || !v) return;
+  kr->factors = atof(p + 19); kr->precond = atof(q + 19);
+  n += 14; v += 20;
+  for (int i = 0; i < 4; i++) {
+    kr->inv_n[i] = strtod(n, (char **)&n); kr->inv_rel[i] = strtod(v, (char **)&v);
+    if (*n == ',') n++;
+    if (*v == ',') v++;
+  }
+  kr->calibrated = kr->factors > 0 && kr->precond > 0 && kr->inv_rel[0] > 0 && kr->inv_rel[3] > 0;
+  if (!kr->calibrated) { kr->factors = kr->precond = 1; }
+}
+
+/* Owners of the layers: the paper's round robin, or longest-processing-time first. */
+static void assign(const kfac_t *k, int R, int lpt, int *owner, double *load) {
+  for (int r = 0; r < R && r < 1024; r++) load[r] = 0;
+  if (!lpt) {
+    for (int l = 0; l < k->nl; l++) { owner[l] = l % R; if (owner[l] < 1024) load[owner[l]] += k->L[l].cost; }
+    return;
+  }
+  int order[NET_MAX_LAYERS];
+  for (int l = 0; l < k->nl; l++) order[l] = l;
+  for (int i = 1; i < k->nl; i++)   /* by cost, largest first; ties by layer index */
+    for (int j = i; j > 0 && k->L[order[j]].cost > k->L[order[j - 1]].cost; j--) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+  double lo[1024];
+  int RR = R < 1024 ? R : 1024;
+  for (int r = 0; r < RR; r++) lo[r] = 0;
+  for (int i = 0; i < k->nl; i++) {
+    int best = 0;
+    for (int r = 1; r < RR; r++) if (lo[r] < lo[best]) best = r;
+    owner[order[i]] = best; lo[best] += k->L[order[i]].cost;
+  }
+  for (int r = 0; r < RR; r++) load[r] = lo[r];
+}
+
+static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
+  const kstats_t *s = arg;
+  const kfac_t *k = s->k;
+  double u = L->r->updates ? (double)L->r->updates : 1.0;
+  json_int(j, "nodes", s->N);
+  json_num(j, "time_per_update_s", L->r->updates ? L->t_end / u : 0.0);
+  json_num(j, "fb_s_per_update", s->fb / u);
+  json_num(j, "factors_s_per_update", s->factors / u);
+  json_num(j, "comm1_s_per_update", s->comm1 / u);
+  json_num(j, "owner_s_per_update", s->own / u);
+  json_num(j, "owner_max_s_per_update", s->owner_max / u);
+  json_num(j, "owner_mean_s_per_update", s->owner_mean / u);
+  json_num(j, "comm2_s_per_update", s->comm2 / u);
+  json_num(j, "update_s_per_update", s->update / u);
+  json_num(j, "inverse_s_per_update", k->st.inverse / u);
+  json_num(j, "precond_s_per_update", k->st.precond / u);
+  json_int(j, "inversions", k->st.inversions);
+  json_int(j, "inverse_retries", k->st.retries);
+  json_num(j, "kfac_damping", k->cfg.damping);
+  json_num(j, "kfac_stat_decay", k->cfg.stat_decay);
+  json_int(j, "kfac_inv_every", k->cfg.inv_every);
+  json_str(j, "kfac_inverse", kfac_inv_name(k->cfg.inverse));
+  json_str(j, "kfac_comm", s->comm_allreduce ? "allreduce" : "reduce-scatterv");
+  json_str(j, "kfac_assign", s->assign_lpt ? "lpt" : "layer");
+  json_str(j, "kfac_sim_rates", s->rates);
+  json_num(j, "msg1_bytes", s->msg1_bytes);
+  json_num(j, "msg2_bytes", s->msg2_bytes);
+  double mx = 0, tot = 0;
+  int RR = s->N < 1024 ? s->N : 1024;
+  for (int r = 0; r < RR; r++) { tot += s->load[r]; if (s->load[r] > mx) mx = s->load[r]; }
+  json_num(j, "inv_cost_max_over_mean", tot > 0 ? mx / (tot / s->N) : 0.0);
+  char own[4 * NET_MAX_LAYERS + 8]; size_t o = 0;
+  for (int l = 0; l < s->nl && o + 8 < sizeof own; l++) o += (size_t)snprintf(own + o, sizeof own - o, "%s%d", l ? "," : "", s->owner[l]);
+  json_str(j, "owners", own);
+  char dims[16 * NET_MAX_LAYERS]; o = 0;
+  for (int l = 0; l < k->nl && o + 24 < sizeof dims; l++)
+    o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%dx%d", l ? "," : "", k->L[l].da, k->L[l].dg);
+  json_str(j, "factor_dims", dims);
+}
+
+static void kfac_node(rt_t *rt, void *arg) {
+  job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  int me = rt->node, N = rt->nnodes, b = c->batch;
+  if (job->algo->shape == ALGO_ONE_NODE && N > 1)
+    die_usage("train: --algo kfac is sequential (one process); use --algo kfac-dist with %d processes", N);
+  size_t n = r->net.nparams;
+  kstats_t st; memset(&st, 0, sizeof st);
+  st.N = N; st.comm_allreduce = c->kfac_comm_allreduce; st.assign_lpt = c->kfac_assign_lpt;
+  loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, kfac_summary, &st);
+  int threads = loop_threads(&L, 1);
+  kfac_cfg_t kc = {c->kfac_damping, c->kfac_stat_decay, c->kfac_inv_every, (kfac_inv_t)c->kfac_inverse};
+  kfac_t k; kfac_init(&k, &r->net, &kc, threads);
+  st.k = &k; st.nl = k.nl;
+  assign(&k, N, st.assign_lpt, st.owner, st.load);
+  krates_t kr; load_rates(r, &kr);
+  st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
+
+  /* buffers ordered by owner: step 3's bundles and step 6's ΔW (+ 3 floats per node) */
+  size_t off_b[NET_MAX_LAYERS], off_w[NET_MAX_LAYERS], *cnt_b = xcalloc((size_t)N, sizeof(size_t)),
+         *cnt_w = xcalloc((size_t)N, sizeof(size_t)), tot_b = 0, tot_w = 0;
+  for (int o = 0; o < N; o++) {
+    for (int l = 0; l < k.nl; l++) {
+      if (st.owner[l] != o) continue;
+      off_b[l] = tot_b; tot_b += k.L[l].bundle; cnt_b[o] += k.L[l].bundle;
+      off_w[l] = tot_w; tot_w += (size_t)k.L[l].dg * k.L[l].da; cnt_w[o] += (size_t)k.L[l].dg * k.L[l].da;
+    }
+    tot_w += 3; cnt_w[o] += 3;
+  }
+  size_t my_b0 = 0, my_w0 = 0;
+  for (int o = 0; o < me; o++) { my_b0 += cnt_b[o]; my_w0 += cnt_w[o]; }
+  st.msg1_bytes = 4.0 * (double)tot_b; st.msg2_bytes = 4.0 * (double)tot_w;
+  float *bund = xmalloc((tot_b ? tot_b : 1) * sizeof(float));
+  int share = st.comm_allreduce || N == 1;   /* the owner's parts live inside the full buffers */
+  float *mine = share ? bund + my_b0 : xmalloc((cnt_b[me] ? cnt_b[me] : 1) * sizeof(float));
+  float *upd = xcalloc(tot_w, sizeof(float));
+  float *myupd = share ? upd + my_w0 : xmalloc(cnt_w[me] * sizeof(float));
+
+  replica_t rep;
+  replica_init(&rep, r, b, threads, me, N, 0, (uint64_t)me);
+  rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
+  float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float)), *dw = xcalloc(n, sizeof(float));
+  net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
+  optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
+  loop_state(&L, "w", w, n * sizeof(float));
+  loop_state_optim(&L, "msgd", &o);
+  loop_state_replica(&L, "replica", &rep);
+  long step = 0;
+  if (loop_resume(&L)) step = L.updates;
+  /* (the owners' running factors and held inverses, used with --kfac-stat-decay or
+   * --kfac-inv-every, are not in the snapshot: a resumed run rebuilds them from its first batch) */
+  float inv_R = 1.0f / (float)N;
+  for (; step < r->total_steps; step++) {
+    watchdog_context("kfac update %ld on node %d", step, me);
+    /* 1-2: gradient and factors of this node's b examples */
+    double t0 = rt->ops->now(rt);
+    vec_zero(g, n);
+    double loss = replica_grad(&rep, rt, w, g, 1.0f / (float)b);   /* the local mean gradient */
+    double t1 = rt->ops->now(rt), fl0 = k.st.fl_factors;
+    for (int l = 0; l < k.nl; l++) {
+      float *B = bund + off_b[l];
+      kfac_bundle(&k, l, &rep.ws, b, 1.0f / (float)b, g, B);
+      if (N > 1) vec_scale(B, inv_R, k.L[l].bundle);
+    }
+    rt->ops->compute(rt, (k.st.fl_factors - fl0) / kr.factors);
+    double t2 = rt->ops->now(rt);
+    /* 3: Reduce + Scatterv (or Allreduce) of the bundles to their owners */
+    if (N > 1) {
+      if (st.comm_allreduce) rt->ops->allreduce(rt, bund, tot_b);
+      else rt->ops->reduce_scatterv(rt, bund, mine, cnt_b);
+    }
+    double t3 = rt->ops->now(rt);
+    /* 4-5: the owner's inversions and ΔW */
+    double fp0 = k.st.fl_precond, charge = 0;
+    if (st.comm_allreduce && N > 1) vec_zero(upd, tot_w);
+    for (int l = 0; l < k.nl; l++) {
+      if (st.owner[l] != me) continue;
+      kfac_owner_update(&k, l, mine + (off_b[l] - my_b0), step, myupd + (off_w[l] - my_w0));
+      if (k.inverted_at[l] == step) {   /* inverted now: each factor at its size's rate */
+        double da = k.L[l].da, dg = k.L[l].dg;
+        charge += da * da * da / inv_rel(&kr, k.L[l].da) + dg * dg * dg / inv_rel(&kr, k.L[l].dg);
+      }
+    }
+    charge += (k.st.fl_precond - fp0) / kr.precond;
+    rt->ops->compute(rt, charge);
+    float *flags = myupd + cnt_w[me] - 3;
+    flags[0] = (float)loss; flags[1] = L.job->reached ? 1.0f : 0.0f; flags[2] = loop_signal_flag();
+    double t4 = rt->ops->now(rt);
+    /* 6: Allgather (or Allreduce) of the ΔW */
+    if (N > 1) {
+      if (st.comm_allreduce) rt->ops->allreduce(rt, upd, tot_w);
+      else rt->ops->allgatherv(rt, myupd, upd, cnt_w);
+    }
+    double t5 = rt->ops->now(rt);
+    /* 7: the same momentum step on every node */
+    double lsum = 0; float stop = 0, sig = 0;
+    for (int q = 0, at = 0; q < N; q++) {
+      at += (int)cnt_w[q];
+      lsum += upd[at - 3]; if (upd[at - 2] > stop) stop = upd[at - 2]; if (upd[at - 1] > sig) sig = upd[at - 1];
+    }
+    if (stop > 0) break;
+    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + off_w[l], dw);
+    optim_step(&o, w, dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
+    rt->ops->work(rt, 4.0 * n * 6);
+    double t6 = rt->ops->now(rt);
+    st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;
+    st.update += t6 - t5;
+    double mloss = lsum / (double)(b * N);
+    loop_loss(&L, mloss, 1);
+    if (loop_diverged(&L, mloss, step)) break;
+    loop_progress(&L, w, step + 1, (double)(step + 1) * b * N, step + 1 == r->total_steps);
+    if (sig > 0) { loop_interrupted(sig); step++; break; }
+    loop_checkpoint(&L, 0);
+  }
+  loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
+  /* owner time over nodes, for the load-balance figures */
+  float *ow = xcalloc((size_t)N, sizeof(float));
+  ow[me] = (float)st.own;
+  if (N > 1) rt->ops->allreduce(rt, ow, (size_t)N);
+  for (int q = 0; q < N; q++) { st.owner_mean += ow[q] / N; if (ow[q] > st.owner_max) st.owner_max = ow[q]; }
+  xfree(ow);
+  loop_finish(&L, w, w);
+  replica_free(&rep); optim_free(&o); kfac_free(&k);
+  if (!share) { xfree(myupd); xfree(mine); }
+  xfree(bund); xfree(upd); xfree(w); xfree(g); xfree(dw); xfree(cnt_b); xfree(cnt_w);
+}
+
+#define KFAC_FLAGS "--kfac-damping --kfac-stat-decay --kfac-inv-every --kfac-inverse"
+const algo_t algo_kfac = {
+  .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
+  .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD",
+  .flags = KFAC_FLAGS,
+};
+const algo_t algo_kfac_dist = {
+  .name = "kfac-dist", .shape = ALGO_PEERS, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
+  .help = "distributed K-FAC (Tsuji et al. Fig. 3): bundles reduced to layer owners, owners invert, allgather dW",
+  .flags = KFAC_FLAGS " --kfac-comm --kfac-assign",
+};

@@ -1,0 +1,249 @@
+/* kfac.c — see kfac.h. Factor GEMMs are single-threaded OpenBLAS ssyrk/sgemm called from our
+ * OpenMP team (the project's threading model, kernels/cpu/cpu.h): the factors split the batch's
+ * images into per-thread partial sums added in thread order, the preconditioning splits ΔW's
+ * rows; so a thread count gives the same bits every run. */
+#include "kfac/kfac.h"
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+#include "kernels/cpu/cpu.h"
+#include "kfac/inv.h"
+#ifdef PDL_HAVE_CUSOLVER
+#include "kernels/cuda/cuda_inv.h"
+#include "kernels/cuda/cuda_layers.h"
+#endif
+#include "util/util.h"
+
+static const char *const inv_names[] = {"fast", "ref", "eig", "cuda"};
+
+int kfac_inv_parse(const char *s, kfac_inv_t *out) {
+  for (int i = 0; i < 4; i++) if (!strcmp(s, inv_names[i])) { *out = (kfac_inv_t)i; return 0; }
+  return 1;
+}
+const char *kfac_inv_name(kfac_inv_t i) { return inv_names[i]; }
+
+void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads) {
+  memset(k, 0, sizeof *k);
+  k->net = net; k->cfg = *cfg; k->nthreads = nthreads < 1 ? 1 : nthreads;
+  if (k->cfg.inv_every < 1) k->cfg.inv_every = 1;
+  size_t col = 0;
+  for (int i = 0; i < net->nlayers; i++) {
+    const layer_t *L = &net->L[i];
+    if (L->type != L_CONV && L->type != L_FC && L->type != L_SOFTMAX) continue;
+    kfac_layer_t *K = &k->L[k->nl];
+    K->li = i; K->conv = L->type == L_CONV;
+    K->dg = L->oc;
+    K->da = (int)(L->n_w / (size_t)L->oc) + 1;
+    K->T = K->conv ? L->oh * L->ow : 1;
+    K->w_off = L->w_off; K->b_off = L->b_off;
+    K->bundle = (size_t)K->dg * K->da + (size_t)K->da * K->da + (size_t)K->dg * K->dg;
+    K->cost = pow((double)K->da, 3) + pow((double)K->dg, 3);
+    k->inverted_at[k->nl] = -1;
+    if (K->da > k->max_da) k->max_da = K->da;
+    if (K->dg > k->max_dg) k->max_dg = K->dg;
+    if (K->conv && (size_t)(K->da - 1) * K->T > col) col = (size_t)(K->da - 1) * K->T;
+    k->nl++;
+  }
+  size_t fmax = (size_t)k->max_da * k->max_da + (size_t)k->max_dg * k->max_dg;
+  k->part_n = cpu_round16(fmax); k->col_n = cpu_round16(col);
+  k->part = xmalloc(k->part_n * k->nthreads * sizeof(float));
+  k->col = xmalloc((k->col_n ? k->col_n : 16) * k->nthreads * sizeof(float));
+  int m = k->max_da > k->max_dg ? k->max_da : k->max_dg;
+  k->tmp = xmalloc((size_t)k->max_dg * k->max_da * sizeof(float));
+  k->dmp = xmalloc((size_t)m * m * sizeof(float));
+  k->inv_scratch = xmalloc((cpu_spd_inverse_scratch_floats(m) + 16) * sizeof(float));
+}
+
+void kfac_free(kfac_t *k) {
+  for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
+  xfree(k->part); xfree(k->col); xfree(k->tmp); xfree(k->dmp); xfree(k->inv_scratch);
+  memset(k, 0, sizeof *k);
+}
+
+void kfac_from_flat(const kfac_t *k, int l, const float *flat, float *m) {
+  const kfac_layer_t *K = &k->L[l];
+  int in = K->da - 1;
+  for (int o = 0; o < K->dg; o++) {
+    memcpy(m + (size_t)o * K->da, flat + K->w_off + (size_t)o * in, (size_t)in * sizeof(float));
+    m[(size_t)o * K->da + in] = flat[K->b_off + o];
+  }
+}
+
+void kfac_to_flat(const kfac_t *k, int l, const float *m, float *flat) {
+  const kfac_layer_t *K = &k->L[l];
+  int in = K->da - 1;
+  for (int o = 0; o < K->dg; o++) {
+    memcpy(flat + K->w_off + (size_t)o * in, m + (size_t)o * K->da, (size_t)in * sizeof(float));
+    flat[K->b_off + o] = m[(size_t)o * K->da + in];
+  }
+}
+
+/* Lower triangle of S [n][n] copied to the upper. */
+static void mirror_lower(float *S, int n) {
+  for (int i = 0; i < n; i++) for (int j = i + 1; j < n; j++) S[(size_t)i * n + j] = S[(size_t)j * n + i];
+}
+
+/* A and G of layer K for images [b0, b1) of the batch, as sums (lower triangles), into Ap, Gp. */
+static void factor_part(const kfac_layer_t *K, const layer_t *L, const float *in, const float *dout, int b0, int b1,
+                        float *Ap, float *Gp, float *col) {
+  int da = K->da, dg = K->dg, m = da - 1, T = K->T;
+  memset(Ap, 0, (size_t)da * da * sizeof(float));
+  memset(Gp, 0, (size_t)dg * dg * sizeof(float));
+  if (!K->conv) {   /* fc: A += Xᵀ X over the images' input rows, G += Dᵀ D */
+    int nb = b1 - b0;
+    if (nb < 1) return;
+    const float *X = in + (size_t)b0 * m, *D = dout + (size_t)b0 * dg;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, m, nb, 1.0f, X, m, 1.0f, Ap, da);
+    for (int b = 0; b < nb; b++) for (int j = 0; j < m; j++) Ap[(size_t)m * da + j] += X[(size_t)b * m + j];
+    Ap[(size_t)m * da + m] += (float)nb;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, dg, nb, 1.0f, D, dg, 1.0f, Gp, dg);
+    return;
+  }
+  for (int b = b0; b < b1; b++) {   /* conv: the image's patches [m][T]: A += P Pᵀ, G += D Dᵀ */
+    const float *d = dout + (size_t)b * dg * T;
+    cpu_im2col(col, (size_t)T, in + (size_t)b * L->c * L->h * L->w, L->c, L->h, L->w, L->k, L->pad, 0, L->c, 0, T);
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, m, T, 1.0f, col, T, 1.0f, Ap, da);
+    for (int j = 0; j < m; j++) {
+      const float *r = col + (size_t)j * T; float s = 0;
+      for (int t = 0; t < T; t++) s += r[t];
+      Ap[(size_t)m * da + j] += s;
+    }
+    Ap[(size_t)m * da + m] += (float)T;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, dg, T, 1.0f, d, T, 1.0f, Gp, dg);
+  }
+}
+
+void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle) {
+  const kfac_layer_t *K = &k->L[l];
+  const layer_t *L = &k->net->L[K->li];
+  SHAPE_ASSERT(ws->unfused && B >= 1);
+  double t0 = now_s();
+  int da = K->da, dg = K->dg, T = K->T;
+  float *A = bundle + (size_t)dg * da, *G = A + (size_t)da * da;
+  kfac_from_flat(k, l, g, bundle);
+  const float *in = ws->a[K->li], *dout = ws->da[K->li + 1];
+  int nt = k->nthreads < B ? k->nthreads : B;
+  cpu_blas_init();
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), n = omp_get_num_threads(), b0, b1;
+    cpu_split(B, n, t, &b0, &b1);
+    float *Ap = k->part + (size_t)t * k->part_n, *Gp = Ap + (size_t)da * da;
+    factor_part(K, L, in, dout, b0, b1, Ap, Gp, k->col + (size_t)t * k->col_n);
+  }
+  /* sums of the threads' parts, in thread order; then the means: A /B, G /(B·T) with the
+   * per-example gradients da / s (hence 1 / s²) */
+  memcpy(A, k->part, (size_t)da * da * sizeof(float));
+  memcpy(G, k->part + (size_t)da * da, (size_t)dg * dg * sizeof(float));
+  for (int t = 1; t < nt; t++) {
+    const float *Ap = k->part + (size_t)t * k->part_n, *Gp = Ap + (size_t)da * da;
+    for (size_t i = 0; i < (size_t)da * da; i++) A[i] += Ap[i];
+    for (size_t i = 0; i < (size_t)dg * dg; i++) G[i] += Gp[i];
+  }
+  float ca = 1.0f / (float)B, cg = (float)(1.0 / ((double)B * T * (double)s * (double)s));
+  for (size_t i = 0; i < (size_t)da * da; i++) A[i] *= ca;
+  for (size_t i = 0; i < (size_t)dg * dg; i++) G[i] *= cg;
+  mirror_lower(A, da); mirror_lower(G, dg);
+  k->st.factors += now_s() - t0;
+  /* ssyrk: m(m+1)T per image for A (+ the bias row), dg(dg+1)T for G */
+  k->st.fl_factors += (double)B * T * ((double)(da - 1) * da + (double)dg * (dg + 1) + (da - 1));
+}
+
+double kfac_pi(const float *A, int da, const float *G, int dg) {
+  double ta = 0, tg = 0;
+  for (int i = 0; i < da; i++) ta += A[(size_t)i * da + i];
+  for (int i = 0; i < dg; i++) tg += G[(size_t)i * dg + i];
+  double pi = sqrt((ta / da) / (tg / dg));
+  return ta > 0 && tg > 0 && isfinite(pi) && pi > 0 ? pi : 1.0;
+}
+
+#ifdef PDL_HAVE_CUSOLVER
+/* cuSOLVER on host matrices: upload, invert on the device, download. */
+static int cuda_inverse_host(float *inv, const float *a, int n) {
+  if (cuda_device_count() < 1) die("--kfac-inverse cuda: no CUDA device (%s)", cuda_no_device_reason());
+  size_t nn = (size_t)n * n;
+  float *da = cuda_alloc_floats(nn), *di = cuda_alloc_floats(nn);
+  cuda_upload(da, a, nn);
+  int info = cuda_spd_inverse(di, da, n, NULL);
+  if (!info) cuda_download(inv, di, nn);
+  cuda_free(da); cuda_free(di);
+  return info;
+}
+#endif
+
+/* The chosen inversion of the SPD n x n matrix a into inv. */
+static int invert(kfac_t *k, float *inv, const float *a, int n) {
+  switch (k->cfg.inverse) {
+  case KFAC_INV_REF: return ref_spd_inverse(inv, a, n, NULL);
+  case KFAC_INV_EIG: return ref_spd_inverse_eig(inv, a, n, NULL);
+  case KFAC_INV_CUDA:
+#ifdef PDL_HAVE_CUSOLVER
+    return cuda_inverse_host(inv, a, n);
+#else
+    die("--kfac-inverse cuda: this build has no cuSOLVER (nvcc and cusolverDn.h not found)");
+#endif
+  default: cpu_set_threads(k->nthreads); return cpu_spd_inverse(inv, a, n, k->inv_scratch);
+  }
+}
+
+/* inv = (F + δ I)⁻¹; with a factor that is not SPD in float (rounding, a rank-deficient batch),
+ * δ grows 10x up to 4 times. */
+static int damped_inverse(kfac_t *k, float *inv, const float *F, int n, double delta) {
+  int info = 0;
+  for (int tries = 0; tries < 5; tries++, delta *= 10) {
+    memcpy(k->dmp, F, (size_t)n * n * sizeof(float));
+    for (int i = 0; i < n; i++) k->dmp[(size_t)i * n + i] += (float)delta;
+    info = invert(k, inv, k->dmp, n);
+    k->st.inversions++;
+    k->st.fl_inverse += (double)n * n * n;
+    if (!info) return 0;
+    k->st.retries++;
+  }
+  return info;
+}
+
+int kfac_owner_update(kfac_t *k, int l, const float *bundle, long step, float *dw) {
+  const kfac_layer_t *K = &k->L[l];
+  int da = K->da, dg = K->dg;
+  const float *Gw = bundle, *Ab = bundle + (size_t)dg * da, *Gb = Ab + (size_t)da * da;
+  if (!k->Ai[l]) {
+    k->A[l] = xmalloc((size_t)da * da * sizeof(float)); k->G[l] = xmalloc((size_t)dg * dg * sizeof(float));
+    k->Ai[l] = xmalloc((size_t)da * da * sizeof(float)); k->Gi[l] = xmalloc((size_t)dg * dg * sizeof(float));
+    memcpy(k->A[l], Ab, (size_t)da * da * sizeof(float)); memcpy(k->G[l], Gb, (size_t)dg * dg * sizeof(float));
+  } else {
+    float e = k->cfg.stat_decay, f = 1.0f - e;
+    for (size_t i = 0; i < (size_t)da * da; i++) k->A[l][i] = e * k->A[l][i] + f * Ab[i];
+    for (size_t i = 0; i < (size_t)dg * dg; i++) k->G[l][i] = e * k->G[l][i] + f * Gb[i];
+  }
+  int info = 0;
+  if (k->inverted_at[l] < 0 || step % k->cfg.inv_every == 0) {
+    double t0 = now_s();
+    double pi = kfac_pi(k->A[l], da, k->G[l], dg), sg = sqrt((double)k->cfg.damping);
+    info = damped_inverse(k, k->Ai[l], k->A[l], da, pi * sg);
+    if (!info) info = damped_inverse(k, k->Gi[l], k->G[l], dg, sg / pi);
+    k->st.inverse += now_s() - t0;
+    if (info) { k->inverted_at[l] = -1; memcpy(dw, Gw, (size_t)dg * da * sizeof(float)); return info; }
+    k->inverted_at[l] = step;
+  }
+  /* ΔW = Gi · Gw · Ai, rows of ΔW split over the threads */
+  double t0 = now_s();
+  const float *Gi = k->Gi[l], *Ai = k->Ai[l];
+  float *tmp = k->tmp;
+  int nt = k->nthreads < dg ? k->nthreads : dg;
+  cpu_blas_init();
+#pragma omp parallel num_threads(nt)
+  {
+    int r0, r1;
+    cpu_split(dg, omp_get_num_threads(), omp_get_thread_num(), &r0, &r1);
+    if (r1 > r0) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, da, dg, 1.0f, Gi + (size_t)r0 * dg, dg, Gw, da,
+                  0.0f, tmp + (size_t)r0 * da, da);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, da, da, 1.0f, tmp + (size_t)r0 * da, da, Ai, da,
+                  0.0f, dw + (size_t)r0 * da, da);
+    }
+  }
+  k->st.precond += now_s() - t0;
+  k->st.fl_precond += 2.0 * dg * da * ((double)dg + da);
+  return 0;
+}

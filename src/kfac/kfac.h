@@ -1,0 +1,98 @@
+/* kfac.h — K-FAC (Martens & Grosse 2015) with KFC conv factors (Grosse & Martens 2016), the
+ * optimizer of the distributed K-FAC paper (Tsuji, Osawa, Yokota, Matsuoka; docs/PAPERS.md §3).
+ *
+ * Per layer l with weights W [dg][da-1] (out x in, row-major, as the core stores them) and bias b:
+ *   the gradient matrix  Gw = [dL/dW | dL/db]                       [dg][da]
+ *   the input factor     A  = E_b[ sum_t  ã_t ã_tᵀ ]                 [da][da]
+ *   the output factor    G  = E_b[ (1/T) sum_t g_t g_tᵀ ]            [dg][dg]
+ * ã_t: the layer input at output position t with a 1 appended for the bias (fc: the input vector,
+ * T = 1; conv: the k x k x Ci im2col patch of position t, T = Ho·Wo positions); g_t: the gradient
+ * of the example's own loss w.r.t. the pre-activation output at t; E_b: the mean over the
+ * mini-batch. This is KFC's normalisation (Ω sums over positions, Γ averages), so Ω ⊗ Γ has the
+ * Fisher's scale: (A ⊗ G) · 1 agrees with E[vec(Gw) vec(Gw)ᵀ] in magnitude. kfac-pytorch instead
+ * divides the patches by T and averages over B·T (A/T² of ours, G·T of ours: a T³/T difference in
+ * the two factors, T² in their product) — see docs/REPRODUCTION-kfac.md.
+ *
+ * The update (the paper's eq. 9, ΔW = A⁻¹ ∇W G⁻¹ in its in x out convention) is, in ours,
+ *   ΔW = (G + √γ/π I)⁻¹ · Gw · (A + π√γ I)⁻¹,   π = sqrt( (tr A / da) / (tr G / dg) )
+ * (factored Tikhonov damping with the trace split, Martens & Grosse 2015 §6.3, as in the authors'
+ * later chainerkfac code), then momentum SGD on ΔW (optim.c's msgd; weight decay added to ΔW).
+ * Defaults follow the paper: factors from the current mini-batch only (stat_decay 0) and inverted
+ * every iteration (inv_every 1); both are options.
+ *
+ * The distributed form splits the work by layer: every process computes its mini-batch's bundle
+ * of each layer, [Gw | A | G] (kfac_bundle), the bundles are summed over processes to their
+ * layer's owner, and the owner turns the mean bundle into ΔW (kfac_owner_update). */
+#ifndef PDL_KFAC_H
+#define PDL_KFAC_H
+#include <stddef.h>
+#include "core/model.h"
+
+typedef enum { KFAC_INV_FAST, KFAC_INV_REF, KFAC_INV_EIG, KFAC_INV_CUDA } kfac_inv_t;
+
+typedef struct {
+  float damping;       /* γ (--kfac-damping, default 0.03: docs/REPRODUCTION-kfac.md) */
+  float stat_decay;    /* running average F = ε F + (1 - ε) F_batch; 0: this batch only (the paper) */
+  int inv_every;       /* invert every N updates (1: the paper) */
+  kfac_inv_t inverse;  /* which inversion: fast CPU (cpu_spd_inverse), LAPACKE double, eigen, cuSOLVER */
+} kfac_cfg_t;
+
+typedef struct {
+  int li;              /* index in net->L */
+  int conv;            /* 1: conv (KFC factors), 0: fc or softmax */
+  int da, dg, T;       /* A is da x da (inputs + 1), G is dg x dg (outputs), T output positions */
+  size_t w_off, b_off; /* the layer's weights and bias in the flat parameter vector */
+  size_t bundle;       /* floats of [Gw | A | G] = dg*da + da*da + dg*dg */
+  double cost;         /* da³ + dg³: the layer's inversion work, for the owner assignment */
+} kfac_layer_t;
+
+typedef struct {
+  double factors, inverse, precond;      /* seconds spent in each (this process) */
+  double fl_factors, fl_inverse, fl_precond; /* their flop counts, for the sim runtime's charges */
+  long inversions, retries;              /* factor inversions; ones redone with 10x the damping */
+} kfac_stats_t;
+
+typedef struct {
+  const net_t *net;
+  kfac_cfg_t cfg;
+  int nl;
+  kfac_layer_t L[NET_MAX_LAYERS];
+  int max_da, max_dg;
+  /* owner state of layer l (allocated on first use): running factors and damped inverses */
+  float *A[NET_MAX_LAYERS], *G[NET_MAX_LAYERS], *Ai[NET_MAX_LAYERS], *Gi[NET_MAX_LAYERS];
+  long inverted_at[NET_MAX_LAYERS];      /* update of the inverses held (-1: none) */
+  float *tmp, *dmp, *inv_scratch;        /* [max_dg][max_da]; a damped factor; the inversion's scratch */
+  float *part;                           /* per-thread partial factors */
+  float *col;                            /* per-thread im2col patches */
+  size_t part_n, col_n;
+  int nthreads;
+  kfac_stats_t st;
+} kfac_t;
+
+/* The K-FAC layers of net (every conv, fc and softmax layer, in order). */
+void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads);
+void kfac_free(kfac_t *k);
+
+/* Layer l's bundle [Gw | A | G] of a mini-batch of B: Gw from the flat gradient g (the batch mean),
+ * A and G from ws after net_forward(train = 1) and net_backward(scale s) on that batch, with
+ * ws->unfused set (the per-example loss gradients are da / s). */
+void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
+
+/* The owner's work for layer l at update `step`, from the mean bundle: folds A and G into the
+ * running factors, inverts the damped factors when due (step % inv_every == 0 or none held) and
+ * writes ΔW into dw [dg][da]. Returns 0, or the inversion's non-zero info if even 1e4x the
+ * damping did not give an SPD factor (then dw is the unpreconditioned Gw). */
+int kfac_owner_update(kfac_t *k, int l, const float *bundle, long step, float *dw);
+
+/* Layer l's [dg][da] matrix to/from its weights and bias in a flat vector. */
+void kfac_to_flat(const kfac_t *k, int l, const float *m, float *flat);
+void kfac_from_flat(const kfac_t *k, int l, const float *flat, float *m);
+
+/* Damping split of a factor pair: π = sqrt((tr A / da) / (tr G / dg)), 1 if either trace is not
+ * positive and finite. */
+double kfac_pi(const float *A, int da, const float *G, int dg);
+
+/* Parses --kfac-inverse (fast|ref|eig|cuda); 0 ok. */
+int kfac_inv_parse(const char *s, kfac_inv_t *out);
+const char *kfac_inv_name(kfac_inv_t i);
+#endif
