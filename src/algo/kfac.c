@@ -146,6 +146,51 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_str(j, "factor_dims", dims);
 }
 
+/* The two compute phases of an update run as a role on the node's device, so that the sim
+ * runtime charges them at the device's rate (the main role lives on the node's CPU host); on the
+ * real runtime they run inline. */
+typedef struct {
+  kfac_t *k; replica_t *rep; const krates_t *kr; const int *owner;
+  const float *w; float *g, *bund, *mine, *myupd;
+  const size_t *off_b, *off_w; size_t my_b0, my_w0;
+  int me, N, b; long step; double loss, t_fb;
+} phase_t;
+
+static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
+  phase_t *p = arg; kfac_t *k = p->k;
+  double t0 = rt->ops->now(rt);
+  vec_zero(p->g, p->rep->net->nparams);
+  p->loss = replica_grad(p->rep, rt, p->w, p->g, 1.0f / (float)p->b);   /* the local mean gradient */
+  p->t_fb = rt->ops->now(rt) - t0;
+  double fl0 = k->st.fl_factors;
+  for (int l = 0; l < k->nl; l++) {
+    float *B = p->bund + p->off_b[l];
+    kfac_bundle(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);
+    if (p->N > 1) vec_scale(B, 1.0f / (float)p->N, k->L[l].bundle);
+  }
+  rt->ops->compute(rt, (k->st.fl_factors - fl0) / p->kr->factors);
+}
+
+static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
+  phase_t *p = arg; kfac_t *k = p->k;
+  double fp0 = k->st.fl_precond, charge = 0;
+  for (int l = 0; l < k->nl; l++) {
+    if (p->owner[l] != p->me) continue;
+    kfac_owner_update(k, l, p->mine + (p->off_b[l] - p->my_b0), p->step, p->myupd + (p->off_w[l] - p->my_w0));
+    if (k->inverted_at[l] == p->step) {   /* inverted now: each factor at its size's rate */
+      double da = k->L[l].da, dg = k->L[l].dg;
+      charge += da * da * da / inv_rel(p->kr, k->L[l].da) + dg * dg * dg / inv_rel(p->kr, k->L[l].dg);
+    }
+  }
+  charge += (k->st.fl_precond - fp0) / p->kr->precond;
+  rt->ops->compute(rt, charge);
+}
+
+static void on_device(rt_t *rt, rt_fn fn, void *arg) {
+  if (!rt->ops->simulated) { fn(rt, arg); return; }
+  rt->ops->thread_join(rt, rt->ops->thread_start(rt, 0, fn, arg));
+}
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -186,6 +231,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   replica_t rep;
   replica_init(&rep, r, b, threads, me, N, 0, (uint64_t)me);
   rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
+  rep.overlap = 1;                        /* sim: w and g stay untouched until replica_grad returns */
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float)), *dw = xcalloc(n, sizeof(float));
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
@@ -196,21 +242,14 @@ static void kfac_node(rt_t *rt, void *arg) {
   if (loop_resume(&L)) step = L.updates;
   /* (the owners' running factors and held inverses, used with --kfac-stat-decay or
    * --kfac-inv-every, are not in the snapshot: a resumed run rebuilds them from its first batch) */
-  float inv_R = 1.0f / (float)N;
+  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, off_b, off_w, my_b0, my_w0, me, N, b, 0, 0, 0};
   for (; step < r->total_steps; step++) {
     watchdog_context("kfac update %ld on node %d", step, me);
     /* 1-2: gradient and factors of this node's b examples */
     double t0 = rt->ops->now(rt);
-    vec_zero(g, n);
-    double loss = replica_grad(&rep, rt, w, g, 1.0f / (float)b);   /* the local mean gradient */
-    double t1 = rt->ops->now(rt), fl0 = k.st.fl_factors;
-    for (int l = 0; l < k.nl; l++) {
-      float *B = bund + off_b[l];
-      kfac_bundle(&k, l, &rep.ws, b, 1.0f / (float)b, g, B);
-      if (N > 1) vec_scale(B, inv_R, k.L[l].bundle);
-    }
-    rt->ops->compute(rt, (k.st.fl_factors - fl0) / kr.factors);
-    double t2 = rt->ops->now(rt);
+    ph.step = step;
+    on_device(rt, phase_grad, &ph);
+    double t2 = rt->ops->now(rt), t1 = t0 + ph.t_fb;
     /* 3: Reduce + Scatterv (or Allreduce) of the bundles to their owners */
     if (N > 1) {
       if (st.comm_allreduce) rt->ops->allreduce(rt, bund, tot_b);
@@ -218,18 +257,9 @@ static void kfac_node(rt_t *rt, void *arg) {
     }
     double t3 = rt->ops->now(rt);
     /* 4-5: the owner's inversions and ΔW */
-    double fp0 = k.st.fl_precond, charge = 0;
     if (st.comm_allreduce && N > 1) vec_zero(upd, tot_w);
-    for (int l = 0; l < k.nl; l++) {
-      if (st.owner[l] != me) continue;
-      kfac_owner_update(&k, l, mine + (off_b[l] - my_b0), step, myupd + (off_w[l] - my_w0));
-      if (k.inverted_at[l] == step) {   /* inverted now: each factor at its size's rate */
-        double da = k.L[l].da, dg = k.L[l].dg;
-        charge += da * da * da / inv_rel(&kr, k.L[l].da) + dg * dg * dg / inv_rel(&kr, k.L[l].dg);
-      }
-    }
-    charge += (k.st.fl_precond - fp0) / kr.precond;
-    rt->ops->compute(rt, charge);
+    on_device(rt, phase_owner, &ph);
+    double loss = ph.loss;
     float *flags = myupd + cnt_w[me] - 3;
     flags[0] = (float)loss; flags[1] = L.job->reached ? 1.0f : 0.0f; flags[2] = loop_signal_flag();
     double t4 = rt->ops->now(rt);
