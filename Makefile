@@ -77,7 +77,7 @@ PDL := $(if $(SAN),$(BUILD)/pdl,bin/pdl)
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
-        bench-easgd bench-collectives bench-hermans bench-gossip plots regress regress-update cuda-emu fuzz FORCE
+        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac plots regress regress-update cuda-emu fuzz FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
 # builds in a fresh make so that detection sees what was installed.
@@ -183,11 +183,11 @@ cuda-emu:
 	@BUILD=$(BUILD) bash kernels/cuda/emu/run.sh
 
 # ---- benches, plots, regression (each bench folder has its own driver) ----------------------
-bench-core bench-ppasgd bench-easgd bench-collectives bench-hermans bench-gossip: bench-%: deps
+bench-core bench-ppasgd bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac: bench-%: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) DATA=$(DATA) bash bench/$*/run.sh
 
-bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench-gossip
+bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench-gossip bench-kfac
 
 plots:
 	@bash plots/render.sh

@@ -18,13 +18,14 @@ section() { [ -f "$out" ] && awk -v t="$1" '$0 == t {on = 1; next} on && /^## / 
   echo "\`bench/reproduction.sh\` from \`results/*/table.md\` (a section whose bench has no results on"
   echo "this machine is kept from the previous version); last written $(date -u +%Y-%m-%d) at commit"
   echo "$(git rev-parse --short HEAD 2>/dev/null), host $(hostname). Re-run the benches to refresh it."
-  for paper in core ppasgd easgd collectives hermans gossip; do
+  for paper in core ppasgd easgd collectives kfac hermans gossip; do
     t=$RESROOT/$paper/table.md
     case $paper in
       core) title="## Training core speed (bench-core)";;
       ppasgd) title="## PP-ASGD, Sato et al. 2017 (bench-ppasgd)";;
       easgd) title="## EASGD, Zhang et al. 2015 (bench-easgd)";;
       collectives) title="## Collectives, K-FAC paper K1 (bench-collectives)";;
+      kfac) title="## Distributed K-FAC, Tsuji et al. K2-K4 (bench-kfac)";;
       hermans) title="## AGN / ADAG, Hermans 2017 (bench-hermans)";;
       gossip) title="## Gossip SGD on heterogeneous links, Oguni et al. (bench-gossip)";;
     esac
@@ -36,10 +37,6 @@ section() { [ -f "$out" ] && awk -v t="$1" '$0 == t {on = 1; next} on && /^## / 
       else echo; echo "_not run yet: \`make bench-$paper\`_"; fi
     fi
   done
-  echo
-  echo "## Not built yet"
-  echo
-  echo "Distributed K-FAC (K2-K4): its rows will appear here when its bench exists."
 } > "$out.tmp" && mv "$out.tmp" "$out"
 python3 bench/status.py --write   # the README's status block follows this file
 echo "wrote $out and README.md's status block"

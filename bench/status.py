@@ -14,7 +14,7 @@ import sys
 PAPERS = [  # (name, ids, bench target)
     ("PP-ASGD, Sato et al. 2017", ["P1", "P2", "P3", "P4"], "`make bench-ppasgd`"),
     ("EASGD / EAMSGD, Zhang et al. 2015", ["E1", "E2", "E3"], "`make bench-easgd`"),
-    ("Distributed K-FAC, Tsuji et al.", ["K1", "K2", "K3", "K4"], "`make bench-collectives` (K1)"),
+    ("Distributed K-FAC, Tsuji et al.", ["K1", "K2", "K3", "K4"], "`make bench-collectives` (K1), `make bench-kfac` (K2-K4)"),
     ("AGN / ADAG, Hermans 2017", ["H1", "H2", "H3"], "`make bench-hermans`"),
     ("Gossip SGD on heterogeneous links, Oguni et al.", ["G1", "G2", "G3", "G4"], "`make bench-gossip`"),
 ]

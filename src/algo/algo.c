@@ -51,14 +51,22 @@ static void algo_names(char *buf, size_t len) {
     k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? " " : "", algo_table[i]->name);
 }
 
+int algo_calibration_path(const train_cfg_t *c, const net_t *net, char *path, size_t len) {
+  const char *d = c->device_rate;
+  if (!strncmp(d, "calibrated:", 11) && d[11]) { snprintf(path, len, "%s", d + 11); return 1; }
+  if (strcmp(d, "calibrated")) return 0;
+  char host[256] = "host"; gethostname(host, sizeof host);
+  snprintf(path, len, "results/calibration/%s-%s.json", host, net->name);
+  return 1;
+}
+
 double algo_device_rate(const train_cfg_t *c, const net_t *net) {
   const char *d = c->device_rate;
   if (!d[0]) return 0;
   char *end; double v = strtod(d, &end);
   if (end != d && !*end && v > 0) return v;
-  if (!strcmp(d, "calibrated")) {
-    char path[1200], host[256] = "host"; gethostname(host, sizeof host);
-    snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, net->name);
+  char path[1200];
+  if (algo_calibration_path(c, net, path, sizeof path)) {
     FILE *f = fopen(path, "r");
     if (!f) die("--device-rate calibrated: %s not found (run: bin/pdl calibrate --net %s)", path, net->name);
     char line[4096]; double g = 0;
@@ -68,7 +76,7 @@ double algo_device_rate(const train_cfg_t *c, const net_t *net) {
     return g;
   }
   if (!strcmp(d, "k80")) return 1500;  /* one K80 die: 4.37 TFLOP/s peak fp32, ~1/3 achieved on CNN training */
-  die_usage("--device-rate: '%s' is not a number, 'calibrated' or a known device (k80)", d);
+  die_usage("--device-rate: '%s' is not a number, 'calibrated', 'calibrated:FILE' or a known device (k80)", d);
 }
 
 /* Examples one update consumes, from the algorithm's shape. */

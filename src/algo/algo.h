@@ -65,8 +65,12 @@ struct job {
 /* Runs --algo of c on --runtime real|sim; returns the process exit status. */
 int algo_train(const train_cfg_t *c);
 
-/* Sim device rate from --device-rate (GFLOP/s, 'calibrated', or a device name); 0 = default. */
+/* Sim device rate from --device-rate (GFLOP/s, 'calibrated', 'calibrated:FILE', or a device
+ * name); 0 = default. */
 double algo_device_rate(const train_cfg_t *c, const net_t *net);
+/* The calibration file --device-rate names: 'calibrated' = results/calibration/<host>-<net>.json
+ * (what `pdl calibrate` writes), 'calibrated:FILE' = FILE. 0 if it names none. */
+int algo_calibration_path(const train_cfg_t *c, const net_t *net, char *path, size_t len);
 
 /* ---- the node loop ---------------------------------------------------------------------------
  * One per node program. The reporter (node 0) evaluates and writes; every node may call the

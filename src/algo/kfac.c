@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "algo/algo.h"
 #include "kfac/kfac.h"
 #include "rt/watchdog.h"
@@ -62,9 +61,8 @@ static double inv_rel(const krates_t *kr, int n) {   /* log-linear in n between 
 static void load_rates(const run_t *r, krates_t *kr) {
   memset(kr, 0, sizeof *kr);
   kr->factors = kr->precond = 1;
-  if (strcmp(r->cfg.device_rate, "calibrated")) return;
-  char path[1200], host[256] = "host"; gethostname(host, sizeof host);
-  snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, r->net.name);
+  char path[1200];
+  if (!algo_calibration_path(&r->cfg, &r->net, path, sizeof path)) return;
   FILE *f = fopen(path, "r");
   if (!f) return;
   char line[8192] = "";

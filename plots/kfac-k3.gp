@@ -1,0 +1,17 @@
+# kfac-k3.gp — K3 (the paper's Fig. 6): one process, K-FAC vs Adam vs momentum SGD: test accuracy by
+# epoch (left) and by wall-clock second (right), real runs on this machine. Reads
+# resdir/kfac/kfac-k3-{kfac,adam,msgd}.dat.
+if (!exists("resdir")) resdir = 'results'
+if (!exists("outdir")) outdir = 'plots/out'
+set grid; set key bottom right; set ylabel "test accuracy (%)"
+do for [t in "png pdf"] {
+  if (t eq "png") { set terminal pngcairo size 1300,520 font ",10"; set output outdir.'/kfac-k3.png' }
+  if (t eq "pdf") { set terminal pdfcairo size 9in,3.6in font ",8"; set output outdir.'/kfac-k3.pdf' }
+  set multiplot layout 1,2 title "K-FAC K3: one process (vgg-small, Fashion-MNIST subset; real)"
+  set title "by epoch"; set xlabel "epoch"
+  plot for [o in "kfac adam msgd"] resdir.'/kfac/kfac-k3-'.o.'.dat' using 1:(100*$3) with linespoints lw 2 title o
+  set title "by time"; set xlabel "seconds"
+  plot for [o in "kfac adam msgd"] resdir.'/kfac/kfac-k3-'.o.'.dat' using 2:(100*$3) with linespoints lw 2 title o
+  unset multiplot
+  set output
+}
