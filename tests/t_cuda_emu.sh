@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/t_cuda_emu.sh — the CUDA kernels (kernels/cuda/*.cu) compiled by g++ against the host
-# emulator (kernels/cuda/emu: stand-in headers, launches as host threads, cuBLAS as OpenBLAS) and run
-# by tests/test_cuda_layers.c against reference/, under ASan + UBSan. On a machine without a GPU this
-# is the only check the CUDA code gets, so it runs in make test everywhere (it needs g++, not nvcc).
+# emulator (kernels/cuda/emu: stand-in headers, launches as host threads, cuBLAS as OpenBLAS, cuSOLVER
+# as LAPACK) and run by tests/test_cuda_layers.c and tests/test_cuda_inv.c against reference/, under
+# ASan + UBSan. On a machine without a GPU this is the only check the CUDA code gets, so it runs in
+# make test everywhere (it needs g++, not nvcc).
 # The emulator reports one device, so no test may skip here. Its lines are prefixed "emu:".
 # pdl-test: serial
 cd "$(dirname "$0")/.." || exit 1

@@ -33,6 +33,7 @@ static void ctx_destroy(PdlCudaCtx *c) {
   if (cur != c->device) CHECK_CUDA(cudaSetDevice(c->device));
   CHECK_CUDA(cudaStreamSynchronize(c->stream));
   CHECK_CUBLAS(cublasDestroy(c->blas));
+  if (c->solver) c->solver_free(c->solver);
   CHECK_CUDA(cudaFree(c->scratch));
   CHECK_CUDA(cudaStreamDestroy(c->stream));
   if (cur != c->device) CHECK_CUDA(cudaSetDevice(cur));

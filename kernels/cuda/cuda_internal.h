@@ -1,5 +1,6 @@
 /* cuda_internal.h — shared by the kernels/cuda .cu files only (C++): error-check macros and the per-thread
- * context (device, stream, cuBLAS handle, a growable device scratch for small reductions).
+ * context (device, stream, cuBLAS handle, a growable device scratch for small reductions and
+ * workspaces, a cuSOLVER handle once cuda_inv.cu made one).
  * Every CUDA runtime / cuBLAS call goes through CHECK_CUDA / CHECK_CUBLAS, every kernel launch is
  * followed by CHECK_LAUNCH; a failure names the call, file and line and exits 1. */
 #ifndef PDL_CUDA_INTERNAL_H
@@ -38,8 +39,11 @@ struct PdlCudaCtx {
   int device;            /* device the stream and handle were created on */
   cudaStream_t stream;   /* created with cudaStreamDefault: ordered with the legacy stream 0 */
   cublasHandle_t blas;   /* bound to stream, pointer mode host, default (full FP32) math */
-  void *scratch;         /* device bytes for reductions (softmax loss) */
+  void *scratch;         /* device bytes for reductions (softmax loss), cuSOLVER workspaces */
   size_t scratch_bytes;
+  void *solver;                /* cuSOLVER handle bound to stream, made by cuda_inv.cu on first use */
+  void (*solver_free)(void *); /* its destructor, called by the context's teardown (so the context
+                                  itself needs no cuSOLVER) */
 };
 
 /* The calling thread's context on its current device, created on first use. */

@@ -6,6 +6,7 @@
 typedef int cublasStatus_t;
 enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7 };
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
+typedef enum { CUBLAS_FILL_MODE_LOWER = 0, CUBLAS_FILL_MODE_UPPER = 1 } cublasFillMode_t;
 typedef struct emu_blas *cublasHandle_t;
 enum { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_DEFAULT_MATH = 0 };
 inline const char *cublasGetStatusName(cublasStatus_t s) { return s ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_SUCCESS"; }

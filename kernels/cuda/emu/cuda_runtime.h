@@ -14,12 +14,13 @@ inline std::mutex emu_launch_mutex; // launches from several host threads run on
 #include <vector>
 using std::min;
 using std::max;
+using std::isfinite; // a device function of the CUDA math headers, in the global namespace
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
 typedef struct emu_stream *cudaStream_t;
 enum { cudaStreamDefault = 0 };
 typedef int cudaMemcpyKind;
-enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
+enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 struct cudaDeviceProp { char name[256]; int major, minor; size_t totalGlobalMem; };
 struct dim3 { unsigned x = 0, y = 0, z = 0; };
 inline thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;

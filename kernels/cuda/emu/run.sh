@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# kernels/cuda/emu/run.sh — run tests/test_cuda_layers against kernels/cuda on the CPU, for machines
-# without a GPU. The .cu sources are compiled by g++ with the stand-in headers of this folder
-# (kernel<<<g, b, shm, s>>>(args) rewritten to emu_launch(kernel, g, b, shm, s)(args)); each launch
-# runs blockDim.x host threads over the blocks in order, with barriers for __syncthreads and warp
-# shuffles; cublasSgemm is column-major OpenBLAS sgemm with cuBLAS's argument checks. Built with
-# ASan + UBSan, so an out-of-bounds index in a kernel fails loudly. Checks indexing, layouts and
-# the row-/column-major GEMM mapping; says nothing about real-GPU timing, memory model or
-# arch-specific codegen. Usage (repo root): bash kernels/cuda/emu/run.sh   (~1 min on 2 cores)
+# kernels/cuda/emu/run.sh — run tests/test_cuda_layers and tests/test_cuda_inv against kernels/cuda on
+# the CPU, for machines without a GPU. The .cu sources are compiled by g++ with the stand-in headers
+# of this folder (kernel<<<g, b, shm, s>>>(args) rewritten to emu_launch(kernel, g, b, shm, s)(args));
+# each launch runs blockDim.x host threads over the blocks in order, with barriers for __syncthreads
+# and warp shuffles; cublasSgemm is column-major OpenBLAS sgemm with cuBLAS's argument checks, and
+# cusolverDnSpotrf/Spotri are column-major LAPACK with cuSOLVER's. Built with ASan + UBSan, so an
+# out-of-bounds index in a kernel fails loudly. Checks indexing, layouts and the row-/column-major
+# mappings; says nothing about real-GPU timing, memory model or arch-specific codegen.
+# Usage (repo root): bash kernels/cuda/emu/run.sh   (~1.5 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 out=${BUILD:-build}/cuda-emu
@@ -19,3 +20,10 @@ gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"em
   tests/test_cuda_layers.c reference/*.c src/core/rng.c src/util/util.c "$out/layers.o" "$out/context.o" \
   -o "$out/test_cuda_layers_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_layers_emu"
+# The SPD inversion (cuda_inv.cu) with the cusolverDn.h stand-in (cuSOLVER as column-major LAPACK).
+perl -0pe 's/(\w+)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_inv.cu > "$out/cuda_inv_emu.cpp"
+g++ -std=c++20 $san -Wall -Wextra -DPDL_HAVE_CUSOLVER -Ikernels/cuda/emu -Isrc -I. -c "$out/cuda_inv_emu.cpp" -o "$out/inv.o"
+gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_HAVE_CUSOLVER \
+  -Isrc -I. tests/test_cuda_inv.c reference/*.c src/core/rng.c src/util/util.c "$out/inv.o" "$out/context.o" \
+  -o "$out/test_cuda_inv_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
+OPENBLAS_NUM_THREADS=1 "$out/test_cuda_inv_emu"
