@@ -15,6 +15,7 @@ WEAK int cmd_stability(int argc, char **argv);
 WEAK int cmd_coll(int argc, char **argv);
 WEAK int cmd_ppasgd_probe(int argc, char **argv);
 WEAK int cmd_toy(int argc, char **argv);
+WEAK int cmd_inverse(int argc, char **argv);
 
 static const struct { const char *name; cmd_fn fn; const char *help; } cmds[] = {
   {"train", cmd_train, "train a net (sequential or distributed: --algo, --runtime real|sim)"},
@@ -25,6 +26,7 @@ static const struct { const char *name; cmd_fn fn; const char *help; } cmds[] = 
   {"coll", cmd_coll, "MPI/NCCL collective benchmark (OSU/nccl-tests style)"},
   {"ppasgd-probe", cmd_ppasgd_probe, "PP-ASGD prediction-error measurement (P1)"},
   {"toy", cmd_toy, "async PS workers on Booth/a quadratic (Hermans: staleness, momentum)"},
+  {"inverse", cmd_inverse, "SPD inversion speed: double LAPACKE reference vs the fast CPU path, cuSOLVER"},
 };
 #define NCMDS (int)(sizeof cmds / sizeof cmds[0])
 

@@ -1,0 +1,240 @@
+/* inv.c — `pdl inverse`: speed of the SPD inversions of kfac/inv.h, measured in one run: the double
+ * LAPACKE oracle (ref_spd_inverse), the fast CPU path on 1 and on T threads (cpu_spd_inverse) and
+ * cuSOLVER (cuda_spd_inverse) where a device exists, on the test matrices of ref_spd_random.
+ * Each time is the median over --reps repeats; a repeat runs the call enough times to last
+ * ~50 ms (small orders take well under a millisecond) and divides. OpenBLAS is single-threaded,
+ * as everywhere in pdl, so the reference is one core's double LAPACK. One JSON line per order on
+ * stdout (and appended to --json FILE); the table and progress go to stderr. The speed ratio
+ * ref_s / fast_s is the CI gate's "fast-vs-reference inversion speed ratio". */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/layers.h"
+#include "kernels/cpu/cpu.h"
+#include "kfac/inv.h"
+#include "util/util.h"
+#if defined(PDL_HAVE_CUDA) && defined(PDL_HAVE_CUSOLVER)
+#include "kernels/cuda/cuda_inv.h"
+#include "kernels/cuda/cuda_layers.h"
+#define HAVE_CUDA_INV 1
+#endif
+
+#define INV_MAX_SIZES 32
+#define INV_MAX_N 8192
+#define INV_MAX_REPS 100
+#define INV_REP_S 0.05 /* least duration of one timed repeat */
+
+static void usage(FILE *f) {
+  fprintf(f,
+"usage: pdl inverse [--sizes N,N,...] [--cond C] [--reps R] [--threads T] [--json FILE]\n"
+"\n"
+"Times the SPD inversions of src/kfac/inv.h on A = Q diag(lambda) Q^T (Q random orthogonal,\n"
+"eigenvalues log-spaced from 1 down to 1/C), in float except the reference:\n"
+"  ref    ref_spd_inverse: LAPACKE dpotrf + dpotri in double (one thread: OpenBLAS is\n"
+"         single-threaded in pdl), the oracle\n"
+"  fast1  cpu_spd_inverse on 1 thread;  fast  the same on T threads\n"
+"  cuda   cuda_spd_inverse (cuSOLVER) when a CUDA device exists\n"
+"Each time is the median of R repeats (a repeat lasts >= 50 ms: short calls are repeated and\n"
+"averaged inside it).\n"
+"\n"
+"  --sizes N,...   orders, 1..%d, at most %d of them (default 256,1024,2048)\n"
+"  --cond C        condition number of A, 1..1e7 (default 1e4)\n"
+"  --reps R        repeats, 1..%d (default 5)\n"
+"  --threads T     threads of the fast path, 1..1024 (default: online cores)\n"
+"  --json FILE     also append the JSON lines to FILE\n"
+"\n"
+"Output: a table on stderr; per order one JSON line on stdout with event \"inverse\", n, cond,\n"
+"threads, reps, ref_s, fast1_s, fast_s, cuda_s (null without a device), speedup (ref_s / fast_s),\n"
+"speedup_1t (ref_s / fast1_s), fast_max_err (||X - Xref||_max / ||Xref||_max of the T-thread\n"
+"result against the reference), fast_resid (||A X - I||_max / (||A||_max ||X||_max)), cuda_max_err,\n"
+"cuda_resid, and the run's metadata (git revision, host, cpu, isa).\n"
+"\n"
+"exit status: 0 ok, 1 an inversion failed, 2 bad flags\n", INV_MAX_N, INV_MAX_SIZES, INV_MAX_REPS);
+}
+
+/* --sizes: comma-separated orders. */
+static int parse_sizes(const char *v, int *out) {
+  if (!v || !*v) die_usage("--sizes needs a value, e.g. 256,1024");
+  int k = 0;
+  const char *p = v;
+  for (;;) {
+    char item[32];
+    const char *comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == 0 || len >= sizeof item) die_usage("--sizes '%s': want orders separated by commas, e.g. 256,1024", v);
+    if (k == INV_MAX_SIZES) die_usage("--sizes '%s': more than %d orders", v, INV_MAX_SIZES);
+    memcpy(item, p, len);
+    item[len] = 0;
+    out[k++] = (int)parse_long("--sizes", item, 1, INV_MAX_N);
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return k;
+}
+
+typedef int (*inv_fn)(float *, const float *, int, float *);
+
+/* Median seconds per call of fn(x, a, n, s) over reps repeats, after one untimed call (which also
+ * sets how many calls a repeat takes). Dies if a call does not return 0. */
+static double time_inv(const char *what, inv_fn fn, float *x, const float *a, int n, float *s, int reps) {
+  double t0 = now_s();
+  int info = fn(x, a, n, s);
+  if (info) die("%s: inversion of order %d returned %d (not SPD in its precision: lower --cond)", what, n, info);
+  const double once = now_s() - t0;
+  const int calls = once >= INV_REP_S ? 1 : once * 1000 < INV_REP_S ? 1000 : (int)(INV_REP_S / once) + 1;
+  double v[INV_MAX_REPS];
+  for (int r = 0; r < reps; r++) {
+    progress("n=%d %s: repeat %d/%d", n, what, r + 1, reps);
+    t0 = now_s();
+    for (int c = 0; c < calls; c++) info |= fn(x, a, n, s);
+    v[r] = (now_s() - t0) / calls;
+    if (info) die("%s: inversion of order %d failed on a repeat (%d)", what, n, info);
+  }
+  return median(v, reps);
+}
+
+/* ||x - ref||_max / ||ref||_max */
+static double max_rel_diff(const float *x, const float *ref, size_t nn) {
+  double d = 0, m = 0;
+  for (size_t i = 0; i < nn; i++) {
+    d = fmax(d, fabs((double)x[i] - (double)ref[i]));
+    m = fmax(m, fabs((double)ref[i]));
+  }
+  return d / m;
+}
+
+/* ||A X - I||_max / (||A||_max ||X||_max), in double (dgemm on panels of 64 rows of A). */
+static double resid(const float *a, const float *x, int n) {
+  enum { PANEL = 64 };
+  const size_t nn = (size_t)n * n;
+  double am = 0, xm = 0, r = 0;
+  double *xd = xmalloc(nn * sizeof *xd), *ap = xmalloc((size_t)PANEL * n * sizeof *ap);
+  double *pp = xmalloc((size_t)PANEL * n * sizeof *pp);
+  for (size_t i = 0; i < nn; i++) {
+    xd[i] = x[i];
+    am = fmax(am, fabs((double)a[i]));
+    xm = fmax(xm, fabs(xd[i]));
+  }
+  for (int i0 = 0; i0 < n; i0 += PANEL) {
+    const int rows = n - i0 < PANEL ? n - i0 : PANEL;
+    for (size_t k = 0; k < (size_t)rows * n; k++) ap[k] = a[(size_t)i0 * n + k];
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0, ap, n, xd, n, 0.0, pp, n);
+    for (int i = 0; i < rows; i++)
+      for (int j = 0; j < n; j++) r = fmax(r, fabs(pp[(size_t)i * n + j] - (i0 + i == j ? 1.0 : 0.0)));
+  }
+  xfree(xd); xfree(ap); xfree(pp);
+  return r / (am * xm);
+}
+
+#ifdef HAVE_CUDA_INV
+/* Median seconds of cuda_spd_inverse (synchronous) on device copies; x receives the result. */
+static double time_cuda(float *x, const float *a, int n, int reps) {
+  const size_t nn = (size_t)n * n;
+  float *d_a = cuda_alloc_floats(nn), *d_x = cuda_alloc_floats(nn);
+  cuda_upload(d_a, a, nn);
+  const double t = time_inv("cuda", cuda_spd_inverse, d_x, d_a, n, NULL, reps);
+  cuda_download(x, d_x, nn);
+  cuda_free(d_a);
+  cuda_free(d_x);
+  return t;
+}
+#endif
+
+int cmd_inverse(int argc, char **argv) {
+  int sizes[INV_MAX_SIZES] = {256, 1024, 2048}, nsizes = 3, reps = 5, T = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  double cond = 1e4;
+  const char *json_path = NULL;
+  if (T < 1) T = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+    else if (!strcmp(a, "--sizes")) { nsizes = parse_sizes(v, sizes); i++; }
+    else if (!strcmp(a, "--cond")) { cond = parse_double(a, v, 1.0, 1e7); i++; }
+    else if (!strcmp(a, "--reps")) { reps = (int)parse_long(a, v, 1, INV_MAX_REPS); i++; }
+    else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
+    else if (!strcmp(a, "--json")) { if (!v) die_usage("--json needs a value"); json_path = v; i++; }
+    else die_usage("inverse: unknown flag '%s' (pdl inverse --help)", a);
+  }
+  cpu_blas_init();
+  results_t out;
+  results_open(&out, json_path);
+  int have_cuda = 0;
+  char cuda_why[300] = "built without CUDA/cuSOLVER";
+#ifdef HAVE_CUDA_INV
+  have_cuda = cuda_device_count() > 0;
+  if (have_cuda) {
+    char desc[256];
+    cuda_set_device(0);
+    cuda_describe_device(0, desc, sizeof desc);
+    json_meta_set_gpu(desc);
+  } else {
+    snprintf(cuda_why, sizeof cuda_why, "%s", cuda_no_device_reason());
+  }
+#endif
+  if (!have_cuda) fprintf(stderr, "cuda: skipped: no CUDA device (%s)\n", cuda_why);
+  fprintf(stderr, "%6s %8s %10s %10s %10s %10s %8s %8s %10s %10s\n", "n", "cond", "ref_s", "fast1_s", "fast_s",
+          "cuda_s", "x(T)", "x(1)", "fast_err", "fast_res");
+  for (int si = 0; si < nsizes; si++) {
+    const int n = sizes[si];
+    const size_t nn = (size_t)n * n;
+    progress("n=%d: building the test matrix", n);
+    double *ad = xmalloc(nn * sizeof *ad);
+    ref_spd_random(ad, NULL, n, cond, 1);
+    float *a = xmalloc(nn * sizeof *a), *ref = xmalloc(nn * sizeof *ref), *x = xmalloc(nn * sizeof *x);
+    for (size_t i = 0; i < nn; i++) a[i] = (float)ad[i];
+    xfree(ad);
+    float *s = xmalloc((cpu_spd_inverse_scratch_floats(n) + 1) * sizeof *s);
+    const double ref_s = time_inv("ref", ref_spd_inverse, ref, a, n, NULL, reps);
+    cpu_set_threads(1);
+    const double fast1_s = time_inv("fast, 1 thread", cpu_spd_inverse, x, a, n, s, reps);
+    cpu_set_threads(T);
+    const double fast_s = time_inv("fast", cpu_spd_inverse, x, a, n, s, reps);
+    progress("n=%d: errors", n);
+    const double err = max_rel_diff(x, ref, nn), res = resid(a, x, n);
+    double cuda_s = -1, cuda_err = -1, cuda_res = -1;
+#ifdef HAVE_CUDA_INV
+    if (have_cuda) {
+      cuda_s = time_cuda(x, a, n, reps);
+      cuda_err = max_rel_diff(x, ref, nn);
+      cuda_res = resid(a, x, n);
+    }
+#endif
+    progress_done();
+    char cs[16] = "-";
+    if (have_cuda) snprintf(cs, sizeof cs, "%.5f", cuda_s);
+    fprintf(stderr, "%6d %8.0e %10.5f %10.5f %10.5f %10s %8.2f %8.2f %10.2e %10.2e\n", n, cond, ref_s, fast1_s, fast_s,
+            cs, ref_s / fast_s, ref_s / fast1_s, err, res);
+    json_t j;
+    json_begin(&j);
+    json_str(&j, "event", "inverse");
+    json_int(&j, "n", n);
+    json_num(&j, "cond", cond);
+    json_int(&j, "threads", T);
+    json_int(&j, "reps", reps);
+    json_num(&j, "ref_s", ref_s);
+    json_num(&j, "fast1_s", fast1_s);
+    json_num(&j, "fast_s", fast_s);
+    if (have_cuda) json_num(&j, "cuda_s", cuda_s); else json_raw(&j, "cuda_s", "null");
+    json_num(&j, "speedup", ref_s / fast_s);
+    json_num(&j, "speedup_1t", ref_s / fast1_s);
+    json_num(&j, "fast_max_err", err);
+    json_num(&j, "fast_resid", res);
+    if (have_cuda) { json_num(&j, "cuda_max_err", cuda_err); json_num(&j, "cuda_resid", cuda_res); }
+    else { json_raw(&j, "cuda_max_err", "null"); json_raw(&j, "cuda_resid", "null"); }
+    json_str(&j, "ref", "LAPACKE dpotrf+dpotri, double, 1 thread");
+    json_meta(&j);
+    const char *line = json_end(&j);
+    printf("%s\n", line);
+    fflush(stdout);
+    results_write(&out, line);
+    xfree(a); xfree(ref); xfree(x); xfree(s);
+  }
+#ifdef HAVE_CUDA_INV
+  if (have_cuda) cuda_thread_release();
+#endif
+  results_close(&out);
+  return 0;
+}
