@@ -10,6 +10,11 @@ dir = resdir.'/collectives/dat'
 lab(f) = system(sprintf("basename %s .dat | sed -e 's/^[a-z_]*-//' -e 's/-np\\([0-9]*\\)/, \\1 ranks/' -e 's/^mpi/MPI (Open MPI)/' -e 's/^nccl/NCCL/'", f))
 nice(op) = op eq 'reduce' ? 'Reduce' : op eq 'allgather' ? 'Allgather' : 'Allreduce'
 host = system('hostname')
+# K-FAC's own message sizes per update (bench-kfac's results/kfac/kfac-msgs.dat, when present):
+# step 3 (Reduce + Scatterv of the bundles) on the reduce and allreduce plots, step 6 (Allgather of
+# the dW) on the allgather and allreduce plots
+msgs = resdir.'/kfac/kfac-msgs.dat'
+kb(s) = system(sprintf("awk '$1 == %d {print $2}' %s 2>/dev/null", s, msgs))
 do for [op in "reduce allgather allreduce"] {
   files = system('ls '.dir.'/'.op.'-*.dat 2>/dev/null')
   if (strlen(files) > 0) {
@@ -25,6 +30,14 @@ do for [op in "reduce allgather allreduce"] {
       set format y '10^{%L}'
       set grid xtics ytics
       set key top left
+      unset arrow; unset label
+      do for [s in "3 6"] {
+        b = kb(int(s))
+        if (strlen(b) > 0 && ((s eq "3" && op ne 'allgather') || (s eq "6" && op ne 'reduce'))) {
+          set arrow from b+0, graph 0 to b+0, graph 1 nohead dt 3 lw 1.5 lc rgb 'black'
+          set label sprintf("K-FAC step %s\n(vgg-small)", s) at b+0, graph 0.95 left offset 0.3,0 font ',8'
+        }
+      }
       plot for [i=1:words(files)] word(files, i) using 1:3:4 with filledcurves fs transparent solid 0.18 noborder lc i notitle, \
            for [i=1:words(files)] word(files, i) using 1:2 with linespoints pt 7 ps 0.6 lw 1.5 lc i title lab(word(files, i)), \
            for [i=1:words(files)] word(files, i) using 1:5 with lines dt 2 lw 1 lc i notitle

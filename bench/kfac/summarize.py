@@ -78,6 +78,10 @@ def k2t(mode, assign, comm):
 sim_l, sim_p, sim_ar = k2t("sim", "layer", "reduce-scatterv"), k2t("sim", "lpt", "reduce-scatterv"), k2t("sim", "layer", "allreduce")
 real_l, real_ar = k2t("real", "layer", "reduce-scatterv"), k2t("real", "layer", "allreduce")
 nl = len(k2[0]["factor_dims"].split(",")) if k2 else 0
+if k2:   # the message sizes K-FAC sends per update, for the K1 plots' markers (plots/collectives.gp)
+    with open(os.path.join(res, "kfac-msgs.dat"), "w") as f:
+        f.write("# step bytes (vgg-small, whole buffers: step 3 = Reduce(+Scatterv) of [grad | A | G], step 6 = Allgather of dW)\n")
+        f.write("3 %d\n6 %d\n" % (k2[0]["msg1_bytes"], k2[0]["msg2_bytes"]))
 brk = {d["procs"]: d for d in k2 if d["mode"] == "sim" and d["kfac_assign"] == "layer" and d["kfac_comm"] == "reduce-scatterv"}
 with open(os.path.join(res, "kfac-k2.dat"), "w") as f:
     f.write("# procs speedup_sim_layer speedup_sim_lpt speedup_sim_allreduce speedup_real linear t_sim_layer t_sim_lpt"
