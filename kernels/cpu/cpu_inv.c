@@ -38,9 +38,11 @@
 /* Leaf order of the triangular products (syrk_part) and solves (trsm_rec): below it one BLAS call
  * on the whole triangle. */
 #define INV_LEAF 64
-/* Below this many multiply-adds an operation runs on the calling thread: waking a team costs a
- * few microseconds, about what 2^18 MACs take on one core. */
-#define INV_PAR_MIN_MACS (1L << 18)
+/* Below this many multiply-adds an operation runs on the calling thread. Each level of the
+ * recursions opens about six teams, each costing microseconds to wake and join; with 2^18 here
+ * two threads were slower than one at n = 257 (0.46 vs 0.39 ms), with 2^22 (the products of a
+ * level of order ~300) they are as fast, and the large products are split as before. */
+#define INV_PAR_MIN_MACS (1L << 22)
 /* Tile of the final mirror. With a leading dimension that is a multiple of 1024 floats (n = 1024,
  * 2048, ...) a tile's rows all map to one L1 set, so a tile must not have more rows (read side) or
  * columns (write side) than the cache has ways, 8 to 12 on current x86: 8 x 8. */
