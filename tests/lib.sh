@@ -24,4 +24,16 @@ last_line() { tail -n 1; }
 jget() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); v=d; 
 for k in sys.argv[1].split("."): v=v[k]
 print(v)' "$1"; }
+# maxdiff A B: max |a - b| over two float32 parameter dumps (PDL_DUMP_PARAMS); 1e30 when their
+# lengths differ or they are empty
+maxdiff() { python3 - "$1" "$2" <<'PY'
+import struct, sys
+def r(p):
+    d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
+a, b = r(sys.argv[1]), r(sys.argv[2])
+print(max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) and a else 1e30)
+PY
+}
+# within X TOL: X <= TOL (floats)
+within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
 finish() { exit "$FAILED"; }

@@ -8,15 +8,6 @@
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.02 --momentum 0.9 --threads 1 --quiet --steps 24)
-maxdiff() { python3 - "$1" "$2" <<'PY'
-import struct, sys
-def r(p):
-    d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
-a, b = r(sys.argv[1]), r(sys.argv[2])
-print(max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) else 1e30)
-PY
-}
-within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
 
 PDL_DUMP_PARAMS=$T/seq64.bin "$PDL" train "${S[@]}" --algo nag --batch 64 >/dev/null || notok "sequential nag" "failed"
 PDL_DUMP_PARAMS=$T/seq32.bin "$PDL" train "${S[@]}" --algo nag --batch 32 >/dev/null

@@ -13,15 +13,6 @@ source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --threads 1 --quiet --batch 16)
 SIM=(--runtime sim --platform "links:k=2,bw=1Gbps,lat=0.05ms")
-maxdiff() { python3 - "$@" <<'PY'
-import struct, sys
-def r(p):
-    d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
-a, b = r(sys.argv[1]), r(sys.argv[2])
-print(max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) else 1e30)
-PY
-}
-within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
 same() { # same NAME A B: bit-identical parameter dumps
   if [ -s "$2" ] && cmp -s "$2" "$3"; then ok "$1"; else notok "$1" "differ (max |diff| $(maxdiff "$2" "$3" 2>/dev/null))"; fi
 }

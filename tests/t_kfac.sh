@@ -14,15 +14,6 @@
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.01 --threads 1 --quiet --steps 12)
-maxdiff() { python3 - "$1" "$2" <<'PY'
-import struct, sys
-def r(p):
-    d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
-a, b = r(sys.argv[1]), r(sys.argv[2])
-print(max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) and a else 1e30)
-PY
-}
-within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
 close() {   # close NAME A B TOL
   local d; d=$(maxdiff "$2" "$3")
   if within "$d" "$4"; then ok "$1 (max |diff| $d <= $4)"; else notok "$1" "max |diff| $d > $4"; fi

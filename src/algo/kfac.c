@@ -35,7 +35,7 @@ typedef struct {
   double owner_max, owner_mean;                      /* owner seconds over nodes (summary) */
   int N, nl, comm_allreduce, assign_lpt;
   int owner[NET_MAX_LAYERS];
-  double load[1024];                                 /* inversion cost per node (first 1024) */
+  double *load;                                      /* [N] inversion cost owned by each node */
   const char *rates;
   kfac_t *k;
   double msg1_bytes, msg2_bytes;                     /* floats sent per update in steps 3 and 6, x4 */
@@ -82,26 +82,19 @@ static void load_rates(const run_t *r, krates_t *kr) {
   if (!kr->calibrated) { kr->factors = kr->precond = 1; }
 }
 
-/* Owners of the layers: the paper's round robin, or longest-processing-time first. */
+/* Owners of the layers: the paper's round robin, or longest-processing-time first; load[r]
+ * receives the inversion cost node r owns. */
 static void assign(const kfac_t *k, int R, int lpt, int *owner, double *load) {
-  for (int r = 0; r < R && r < 1024; r++) load[r] = 0;
-  if (!lpt) {
-    for (int l = 0; l < k->nl; l++) { owner[l] = l % R; if (owner[l] < 1024) load[owner[l]] += k->L[l].cost; }
-    return;
-  }
+  for (int r = 0; r < R; r++) load[r] = 0;
   int order[NET_MAX_LAYERS];
   for (int l = 0; l < k->nl; l++) order[l] = l;
-  for (int i = 1; i < k->nl; i++)   /* by cost, largest first; ties by layer index */
+  for (int i = 1; lpt && i < k->nl; i++)   /* by cost, largest first; ties by layer index */
     for (int j = i; j > 0 && k->L[order[j]].cost > k->L[order[j - 1]].cost; j--) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
-  double lo[1024];
-  int RR = R < 1024 ? R : 1024;
-  for (int r = 0; r < RR; r++) lo[r] = 0;
   for (int i = 0; i < k->nl; i++) {
-    int best = 0;
-    for (int r = 1; r < RR; r++) if (lo[r] < lo[best]) best = r;
-    owner[order[i]] = best; lo[best] += k->L[order[i]].cost;
+    int l = order[i], o = i % R;
+    if (lpt) { o = 0; for (int r = 1; r < R; r++) if (load[r] < load[o]) o = r; }
+    owner[l] = o; load[o] += k->L[l].cost;
   }
-  for (int r = 0; r < RR; r++) load[r] = lo[r];
 }
 
 static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
@@ -132,8 +125,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_num(j, "msg1_bytes", s->msg1_bytes);
   json_num(j, "msg2_bytes", s->msg2_bytes);
   double mx = 0, tot = 0;
-  int RR = s->N < 1024 ? s->N : 1024;
-  for (int r = 0; r < RR; r++) { tot += s->load[r]; if (s->load[r] > mx) mx = s->load[r]; }
+  for (int r = 0; r < s->N; r++) { tot += s->load[r]; if (s->load[r] > mx) mx = s->load[r]; }
   json_num(j, "inv_cost_max_over_mean", tot > 0 ? mx / (tot / s->N) : 0.0);
   char own[4 * NET_MAX_LAYERS + 8]; size_t o = 0;
   for (int l = 0; l < s->nl && o + 8 < sizeof own; l++) o += (size_t)snprintf(own + o, sizeof own - o, "%s%d", l ? "," : "", s->owner[l]);
@@ -201,7 +193,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   int threads = loop_threads(&L, 1);
   kfac_cfg_t kc = {c->kfac_damping, c->kfac_stat_decay, c->kfac_inv_every, (kfac_inv_t)c->kfac_inverse};
   kfac_t k; kfac_init(&k, &r->net, &kc, threads);
-  st.k = &k; st.nl = k.nl;
+  st.k = &k; st.nl = k.nl; st.load = xcalloc((size_t)N, sizeof(double));
   assign(&k, N, st.assign_lpt, st.owner, st.load);
   krates_t kr; load_rates(r, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
@@ -297,7 +289,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   loop_finish(&L, w, w);
   replica_free(&rep); optim_free(&o); kfac_free(&k);
   if (!share) { xfree(myupd); xfree(mine); }
-  xfree(bund); xfree(upd); xfree(w); xfree(g); xfree(dw); xfree(cnt_b); xfree(cnt_w);
+  xfree(bund); xfree(upd); xfree(w); xfree(g); xfree(dw); xfree(cnt_b); xfree(cnt_w); xfree(st.load);
 }
 
 #define KFAC_FLAGS "--kfac-damping --kfac-stat-decay --kfac-inv-every --kfac-inverse"

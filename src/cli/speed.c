@@ -56,6 +56,14 @@ double measure_sgemm_gflops(int n, int threads, int repeats) {
 
 typedef struct { double img_s, img_s_min, img_s_max, gflops; } speed_t;
 
+/* The timed steps' input: B normal images and uniform labels from a fixed seed. */
+static void random_batch(const net_t *net, int B, float *x, int *y) {
+  size_t img = (size_t)net->in_c * net->in_h * net->in_w;
+  rng_t r; rng_seed(&r, 7, 0);
+  for (size_t i = 0; i < (size_t)B * img; i++) x[i] = rng_normal(&r);
+  for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
+}
+
 /* Median images/s of full training steps of net at batch B on `threads` threads. With prof != NULL
  * ([2 * NET_MAX_LAYERS + 2], zeroed by the caller) the timed windows also add each layer's forward
  * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
@@ -65,9 +73,7 @@ static speed_t measure_train_speed(const net_t *net, int B, int threads, int rep
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
   float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);  /* optim_step re-zeroes g */
   int *y = xmalloc((size_t)B * sizeof(int));
-  rng_t r; rng_seed(&r, 7, 0);
-  for (size_t i = 0; i < (size_t)B * img; i++) x[i] = rng_normal(&r);
-  for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
+  random_batch(net, B, x, y);
   net_init_params(net, w, 1);
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
   workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);
@@ -105,9 +111,7 @@ static kfac_speed_t measure_kfac_speed(const net_t *net, int B, int threads, int
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
   float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *dw = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);
   int *y = xmalloc((size_t)B * sizeof(int));
-  rng_t r; rng_seed(&r, 7, 0);
-  for (size_t i = 0; i < (size_t)B * img; i++) x[i] = rng_normal(&r);
-  for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
+  random_batch(net, B, x, y);
   net_init_params(net, w, 1);
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
   workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);

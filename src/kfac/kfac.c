@@ -58,6 +58,9 @@ void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads)
 void kfac_free(kfac_t *k) {
   for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
   xfree(k->part); xfree(k->col); xfree(k->tmp); xfree(k->dmp); xfree(k->inv_scratch);
+#ifdef PDL_HAVE_CUSOLVER
+  if (k->dev_n) { cuda_free(k->dev_a); cuda_free(k->dev_inv); }   /* (no CUDA call without a device) */
+#endif
   memset(k, 0, sizeof *k);
 }
 
@@ -159,15 +162,18 @@ double kfac_pi(const float *A, int da, const float *G, int dg) {
 }
 
 #ifdef PDL_HAVE_CUSOLVER
-/* cuSOLVER on host matrices: upload, invert on the device, download. */
-static int cuda_inverse_host(float *inv, const float *a, int n) {
+/* cuSOLVER on host matrices: upload, invert on the device, download; the device buffers are
+ * kept in k and grown to the largest factor, so an update allocates nothing. */
+static int cuda_inverse_host(kfac_t *k, float *inv, const float *a, int n) {
   if (cuda_device_count() < 1) die("--kfac-inverse cuda: no CUDA device (%s)", cuda_no_device_reason());
   size_t nn = (size_t)n * n;
-  float *da = cuda_alloc_floats(nn), *di = cuda_alloc_floats(nn);
-  cuda_upload(da, a, nn);
-  int info = cuda_spd_inverse(di, da, n, NULL);
-  if (!info) cuda_download(inv, di, nn);
-  cuda_free(da); cuda_free(di);
+  if (nn > k->dev_n) {
+    if (k->dev_n) { cuda_free(k->dev_a); cuda_free(k->dev_inv); }
+    k->dev_a = cuda_alloc_floats(nn); k->dev_inv = cuda_alloc_floats(nn); k->dev_n = nn;
+  }
+  cuda_upload(k->dev_a, a, nn);
+  int info = cuda_spd_inverse(k->dev_inv, k->dev_a, n, NULL);
+  if (!info) cuda_download(inv, k->dev_inv, nn);
   return info;
 }
 #endif
@@ -179,7 +185,7 @@ static int invert(kfac_t *k, float *inv, const float *a, int n) {
   case KFAC_INV_EIG: return ref_spd_inverse_eig(inv, a, n, NULL);
   case KFAC_INV_CUDA:
 #ifdef PDL_HAVE_CUSOLVER
-    return cuda_inverse_host(inv, a, n);
+    return cuda_inverse_host(k, inv, a, n);
 #else
     die("--kfac-inverse cuda: this build has no cuSOLVER (nvcc and cusolverDn.h not found)");
 #endif

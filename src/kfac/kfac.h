@@ -65,6 +65,7 @@ typedef struct {
   float *part;                           /* per-thread partial factors */
   float *col;                            /* per-thread im2col patches */
   size_t part_n, col_n;
+  float *dev_a, *dev_inv; size_t dev_n; /* --kfac-inverse cuda: device buffers, grown on demand */
   int nthreads;
   kfac_stats_t st;
 } kfac_t;
