@@ -100,6 +100,13 @@ static void test_factors_fc(void) { check_factors("relu F7 S4", 1, 3, 3, 6, 1); 
 static void test_factors_conv(void) {
   check_factors("relu C3 P C4k3p0 S3", 2, 8, 8, 5, 1);
   check_factors("leaky C5k5p1 F6 S3", 3, 7, 7, 3, 2);
+  /* image groups (kfac.c's FACTOR_COLS = 512 patch columns per ssyrk): 24x24 maps are one image
+   * per group; 14x14 two, with 23 images on 2 threads ending in a partial group; 7x7 / 5x5 more */
+  check_factors("relu C3 P C4k3p0 S3", 2, 24, 24, 7, 2);
+  check_factors("relu C3 P C4k3p0 S3", 2, 14, 14, 23, 2);
+  /* 128 output channels: G by ssyrk (smaller ones by a full sgemm); 40 images of 16 positions =
+   * a group of 32 and one of 8 */
+  check_factors("relu C128 S3", 1, 4, 4, 40, 1);
 }
 
 /* One example, fc layers: Gw[o][i] Gw[o'][i'] = G[o][o'] A[i][i']. */

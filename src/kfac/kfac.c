@@ -23,6 +23,14 @@ int kfac_inv_parse(const char *s, kfac_inv_t *out) {
 }
 const char *kfac_inv_name(kfac_inv_t i) { return inv_names[i]; }
 
+/* Patch columns per factor ssyrk for a conv layer of T output positions: whole images, at least
+ * one, up to FACTOR_COLS columns. */
+#define FACTOR_COLS 512
+/* Below this order a factor is formed as a full sgemm square (2x the multiply-adds, faster than
+ * ssyrk there: 0.013 vs 0.025 ms at 32 x 784 on one Xeon thread); counted as the ssyrk's. */
+#define SYRK_MIN 128
+static int group_cols(int T) { return T >= FACTOR_COLS ? T : FACTOR_COLS / T * T; }
+
 void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads) {
   memset(k, 0, sizeof *k);
   k->net = net; k->cfg = *cfg; k->nthreads = nthreads < 1 ? 1 : nthreads;
@@ -42,11 +50,14 @@ void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads)
     k->inverted_at[k->nl] = -1;
     if (K->da > k->max_da) k->max_da = K->da;
     if (K->dg > k->max_dg) k->max_dg = K->dg;
-    if (K->conv && (size_t)(K->da - 1) * K->T > col) col = (size_t)(K->da - 1) * K->T;
+    if (K->conv) {   /* a group's patches [da][cols] and its gradients [dg][cols] */
+      size_t c = (size_t)group_cols(K->T) * (size_t)(K->da + K->dg);
+      if (c > col) col = c;
+    }
     k->nl++;
   }
   size_t fmax = (size_t)k->max_da * k->max_da + (size_t)k->max_dg * k->max_dg;
-  k->part_n = cpu_round16(fmax); k->col_n = cpu_round16(col);
+  k->part_n = cpu_round16(fmax);   /* (slot 0 unused: thread 0 writes the bundle) */ k->col_n = cpu_round16(col);
   k->part = xmalloc(k->part_n * k->nthreads * sizeof(float));
   k->col = xmalloc((k->col_n ? k->col_n : 16) * k->nthreads * sizeof(float));
   int m = k->max_da > k->max_dg ? k->max_da : k->max_dg;
@@ -82,38 +93,63 @@ void kfac_to_flat(const kfac_t *k, int l, const float *m, float *flat) {
   }
 }
 
-/* Lower triangle of S [n][n] copied to the upper. */
-static void mirror_lower(float *S, int n) {
-  for (int i = 0; i < n; i++) for (int j = i + 1; j < n; j++) S[(size_t)i * n + j] = S[(size_t)j * n + i];
+/* Lower triangle of S [n][n] copied to the upper, for the row blocks [r0, r1) of 32 rows, in
+ * 32 x 32 tiles (a plain column walk of a 1153-row factor cost more than its ssyrk). */
+static void mirror_lower(float *S, int n, int r0, int r1) {
+  enum { TB = 32 };
+  for (int ib = r0 * TB; ib < n && ib < r1 * TB; ib += TB)
+    for (int jb = ib; jb < n; jb += TB) {
+      int ie = ib + TB < n ? ib + TB : n, je = jb + TB < n ? jb + TB : n;
+      for (int i = ib; i < ie; i++)
+        for (int j = (jb > i + 1 ? jb : i + 1); j < je; j++) S[(size_t)i * n + j] = S[(size_t)j * n + i];
+    }
 }
 
-/* A and G of layer K for images [b0, b1) of the batch, as sums (lower triangles), into Ap, Gp. */
+/* A and G of layer K for images [b0, b1) of the batch, as sums scaled by ca and cg (lower
+ * triangles only), into Ap, Gp.
+ * Conv layers take their images in groups of up to FACTOR_COLS patch columns, so each ssyrk has
+ * an inner dimension near FACTOR_COLS instead of one image's T (49 at 7x7, where a per-image
+ * ssyrk of a 1153-row A ran at a third of sgemm). */
 static void factor_part(const kfac_layer_t *K, const layer_t *L, const float *in, const float *dout, int b0, int b1,
-                        float *Ap, float *Gp, float *col) {
+                        float ca, float cg, float *Ap, float *Gp, float *col) {
   int da = K->da, dg = K->dg, m = da - 1, T = K->T;
-  memset(Ap, 0, (size_t)da * da * sizeof(float));
-  memset(Gp, 0, (size_t)dg * dg * sizeof(float));
-  if (!K->conv) {   /* fc: A += Xᵀ X over the images' input rows, G += Dᵀ D */
-    int nb = b1 - b0;
-    if (nb < 1) return;
-    const float *X = in + (size_t)b0 * m, *D = dout + (size_t)b0 * dg;
-    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, m, nb, 1.0f, X, m, 1.0f, Ap, da);
-    for (int b = 0; b < nb; b++) for (int j = 0; j < m; j++) Ap[(size_t)m * da + j] += X[(size_t)b * m + j];
-    Ap[(size_t)m * da + m] += (float)nb;
-    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, dg, nb, 1.0f, D, dg, 1.0f, Gp, dg);
+  if (b1 <= b0) {
+    for (int i = 0; i < da; i++) memset(Ap + (size_t)i * da, 0, (size_t)(i + 1) * sizeof(float));
+    for (int i = 0; i < dg; i++) memset(Gp + (size_t)i * dg, 0, (size_t)(i + 1) * sizeof(float));
     return;
   }
-  for (int b = b0; b < b1; b++) {   /* conv: the image's patches [m][T]: A += P Pᵀ, G += D Dᵀ */
-    const float *d = dout + (size_t)b * dg * T;
-    cpu_im2col(col, (size_t)T, in + (size_t)b * L->c * L->h * L->w, L->c, L->h, L->w, L->k, L->pad, 0, L->c, 0, T);
-    cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, m, T, 1.0f, col, T, 1.0f, Ap, da);
-    for (int j = 0; j < m; j++) {
-      const float *r = col + (size_t)j * T; float s = 0;
-      for (int t = 0; t < T; t++) s += r[t];
-      Ap[(size_t)m * da + j] += s;
+  if (!K->conv) {   /* fc: A = ca Xᵀ X over the images' input rows, G = cg Dᵀ D */
+    int nb = b1 - b0;
+    const float *X = in + (size_t)b0 * m, *D = dout + (size_t)b0 * dg;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, m, nb, ca, X, m, 0.0f, Ap, da);
+    float *bias = Ap + (size_t)m * da;
+    memset(bias, 0, (size_t)da * sizeof(float));
+    for (int b = 0; b < nb; b++) for (int j = 0; j < m; j++) bias[j] += X[(size_t)b * m + j];
+    for (int j = 0; j < m; j++) bias[j] *= ca;
+    bias[m] = ca * (float)nb;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, dg, nb, cg, D, dg, 0.0f, Gp, dg);
+    return;
+  }
+  /* conv: a group's patches P [da][g·T] (the last row ones, for the bias) and gradients
+   * D [dg][g·T]: A += ca P Pᵀ, G += cg D Dᵀ */
+  int g = group_cols(T) / T;
+  for (int b = b0; b < b1; b += g) {
+    int nb = b1 - b < g ? b1 - b : g;
+    size_t ld = (size_t)nb * T;
+    float *D = col + (size_t)da * ld;
+    for (int i = 0; i < nb; i++) {
+      cpu_im2col(col + (size_t)i * T, ld, in + (size_t)(b + i) * L->c * L->h * L->w, L->c, L->h, L->w, L->k, L->pad,
+                 0, L->c, 0, T);
+      const float *d = dout + (size_t)(b + i) * dg * T;
+      for (int o = 0; o < dg; o++) memcpy(D + (size_t)o * ld + (size_t)i * T, d + (size_t)o * T, (size_t)T * sizeof(float));
     }
-    Ap[(size_t)m * da + m] += (float)T;
-    cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, dg, T, 1.0f, d, T, 1.0f, Gp, dg);
+    for (size_t t = 0; t < ld; t++) col[(size_t)m * ld + t] = 1.0f;
+    float beta = b == b0 ? 0.0f : 1.0f;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, da, (int)ld, ca, col, (int)ld, beta, Ap, da);
+    if (dg < SYRK_MIN)   /* the full square: OpenBLAS's sgemm beats its ssyrk there */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dg, dg, (int)ld, cg, D, (int)ld, D, (int)ld, beta, Gp, dg);
+    else
+      cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, dg, (int)ld, cg, D, (int)ld, beta, Gp, dg);
   }
 }
 
@@ -127,29 +163,36 @@ void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const 
   kfac_from_flat(k, l, g, bundle);
   const float *in = ws->a[K->li], *dout = ws->da[K->li + 1];
   int nt = k->nthreads < B ? k->nthreads : B;
+  /* the means: A /B, G /(B·T) with the per-example gradients da / s (hence 1 / s²), applied as
+   * the ssyrk's alpha */
+  float ca = 1.0f / (float)B, cg = (float)(1.0 / ((double)B * T * (double)s * (double)s));
   cpu_blas_init();
 #pragma omp parallel num_threads(nt)
   {
     int t = omp_get_thread_num(), n = omp_get_num_threads(), b0, b1;
     cpu_split(B, n, t, &b0, &b1);
-    float *Ap = k->part + (size_t)t * k->part_n, *Gp = Ap + (size_t)da * da;
-    factor_part(K, L, in, dout, b0, b1, Ap, Gp, k->col + (size_t)t * k->col_n);
+    /* thread 0 writes A and G in place, the others partial sums added in thread order */
+    float *Ap = t ? k->part + (size_t)t * k->part_n : A, *Gp = t ? Ap + (size_t)da * da : G;
+    factor_part(K, L, in, dout, b0, b1, ca, cg, Ap, Gp, k->col + (size_t)t * k->col_n);
+#pragma omp barrier
+    int nbk_a = (da + 31) / 32, nbk_g = (dg + 31) / 32, r0, r1;
+    cpu_split(da, n, t, &r0, &r1);
+    for (int u = 1; u < n; u++) {
+      const float *P = k->part + (size_t)u * k->part_n, *Q = P + (size_t)da * da;
+      for (int i = r0; i < r1; i++) for (int j = 0; j <= i; j++) A[(size_t)i * da + j] += P[(size_t)i * da + j];
+      int g0, g1;
+      cpu_split(dg, n, t, &g0, &g1);
+      for (int i = g0; i < g1; i++) for (int j = 0; j <= i; j++) G[(size_t)i * dg + j] += Q[(size_t)i * dg + j];
+    }
+#pragma omp barrier
+    cpu_split(nbk_a, n, t, &r0, &r1);
+    mirror_lower(A, da, r0, r1);
+    cpu_split(nbk_g, n, t, &r0, &r1);
+    mirror_lower(G, dg, r0, r1);
   }
-  /* sums of the threads' parts, in thread order; then the means: A /B, G /(B·T) with the
-   * per-example gradients da / s (hence 1 / s²) */
-  memcpy(A, k->part, (size_t)da * da * sizeof(float));
-  memcpy(G, k->part + (size_t)da * da, (size_t)dg * dg * sizeof(float));
-  for (int t = 1; t < nt; t++) {
-    const float *Ap = k->part + (size_t)t * k->part_n, *Gp = Ap + (size_t)da * da;
-    for (size_t i = 0; i < (size_t)da * da; i++) A[i] += Ap[i];
-    for (size_t i = 0; i < (size_t)dg * dg; i++) G[i] += Gp[i];
-  }
-  float ca = 1.0f / (float)B, cg = (float)(1.0 / ((double)B * T * (double)s * (double)s));
-  for (size_t i = 0; i < (size_t)da * da; i++) A[i] *= ca;
-  for (size_t i = 0; i < (size_t)dg * dg; i++) G[i] *= cg;
-  mirror_lower(A, da); mirror_lower(G, dg);
   k->st.factors += now_s() - t0;
-  /* ssyrk: m(m+1)T per image for A (+ the bias row), dg(dg+1)T for G */
+  /* the factors' flops, as the sim charges them: m(m+1)T per image for the patches' Gram (m =
+   * da - 1) and mT for the bias row, dg(dg+1)T for G (whatever the kernels do for it) */
   k->st.fl_factors += (double)B * T * ((double)(da - 1) * da + (double)dg * (dg + 1) + (da - 1));
 }
 
