@@ -18,10 +18,11 @@ section() { [ -f "$out" ] && awk -v t="$1" '$0 == t {on = 1; next} on && /^## / 
   echo "\`bench/reproduction.sh\` from \`results/*/table.md\` (a section whose bench has no results on"
   echo "this machine is kept from the previous version); last written $(date -u +%Y-%m-%d) at commit"
   echo "$(git rev-parse --short HEAD 2>/dev/null), host $(hostname). Re-run the benches to refresh it."
-  for paper in core ppasgd easgd collectives kfac hermans gossip; do
+  for paper in core core-avx2 ppasgd easgd collectives kfac hermans gossip; do
     t=$RESROOT/$paper/table.md
     case $paper in
       core) title="## Training core speed (bench-core)";;
+      core-avx2) title="## Training core speed, AVX2 code on both sides (bench-core ISA=avx2)";;
       ppasgd) title="## PP-ASGD, Sato et al. 2017 (bench-ppasgd)";;
       easgd) title="## EASGD, Zhang et al. 2015 (bench-easgd)";;
       collectives) title="## Collectives, K-FAC paper K1 (bench-collectives)";;

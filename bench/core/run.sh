@@ -95,10 +95,15 @@ for T in (1, 2):
         rest = q["prof_step_ms"] - q["prof_conv_ms"]
         bound = 1e3 / rest
         r = bound / t["img_per_s"]
+        bw = ""
+        if "prof_update_gbps" in q:
+            bw = ("; the update moves 24 B per parameter (%.1f MB) at %.1f GB/s, %.0f%% of what the same loop gets "
+                  "alone on fresh arrays (%.1f GB/s)" % (q["prof_update_bytes"] / 1e6, q["prof_update_gbps"],
+                  100 * q["prof_update_gbps"] / q["mem_update_gbps"], q["mem_update_gbps"]))
         row("core-bound%s-b1-t%d" % (tag, T), ">= 3x PyTorch at batch 1: reachable here?",
             "outside the convolutions a step takes %.3f ms (update %.3f, fc %.3f, rest %.3f: memory-bound passes "
-            "over the parameters and fc weights); even with free convolutions <= %.0f img/s = %.1fx PyTorch's %.0f"
-            % (rest, q["prof_update_ms"], q["prof_fc_ms"], q["prof_other_ms"], bound, r, t["img_per_s"]),
+            "over the parameters and fc weights%s); even with free convolutions <= %.0f img/s = %.1fx PyTorch's %.0f"
+            % (rest, q["prof_update_ms"], q["prof_fc_ms"], q["prof_other_ms"], bw, bound, r, t["img_per_s"]),
             data, "real (profiled run)", "3x out of reach on this machine" if r < 3 else "reachable in principle")
     p = pdl.get((128, T))
     if p:

@@ -54,6 +54,36 @@ double measure_sgemm_gflops(int n, int threads, int repeats) {
   return median(t, repeats);
 }
 
+/* The memory bandwidth the update can hope for: GB/s of the momentum update's own pattern (read w,
+ * g, M; write w, M, g = 0: 24 bytes per parameter) on fresh arrays of n floats, best of 20 runs,
+ * each after a 16 MiB pass that evicts the arrays from L2 as a training step does (its
+ * activations and the other layers' weights pass through). A plain STREAM triad of the same size
+ * is printed beside it for reference. One thread. */
+static void measure_update_bandwidth(size_t n, double *update_gbps, double *triad_gbps) {
+  const size_t big = (size_t)4 << 20;
+  float *w = xmalloc(n * 4), *g = xmalloc(n * 4), *M = xmalloc(n * 4), *x = xmalloc(big * 4);
+  for (size_t i = 0; i < n; i++) { w[i] = 1.0f; g[i] = 1e-3f; M[i] = 0.0f; }
+  for (size_t i = 0; i < big; i++) x[i] = 0.0f;
+  double bu = 1e30, bt = 1e30;
+  for (int r = 0; r < 20; r++) {
+    for (size_t i = 0; i < big; i += 16) x[i] += 1.0f;
+    double t0 = now_s();
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) { M[i] = 0.9f * M[i] - 1e-6f * g[i]; w[i] += M[i]; g[i] = 0.0f; }
+    double t = now_s() - t0;
+    if (t < bu) bu = t;
+    for (size_t i = 0; i < n; i++) g[i] = 1e-3f;
+    for (size_t i = 0; i < big; i += 16) x[i] += 1.0f;
+    t0 = now_s();
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) w[i] = M[i] + 0.5f * g[i];
+    t = now_s() - t0;
+    if (t < bt) bt = t;
+  }
+  *update_gbps = 24.0 * n / bu / 1e9; *triad_gbps = 12.0 * n / bt / 1e9;
+  xfree(w); xfree(g); xfree(M); xfree(x);
+}
+
 typedef struct { double img_s, img_s_min, img_s_max, gflops; } speed_t;
 
 /* The timed steps' input: B normal images and uniform labels from a fixed seed. */
@@ -242,7 +272,9 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  without Winograd, winograd = F(2x2,3x3) only, winograd4 = F(4x4,3x3) only, for comparisons).\n"
              "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
              "  of the step and its nominal GFLOP/s (timers around every layer: a little slower), and\n"
-             "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON.\n"
+             "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON, and\n"
+             "  the update's traffic (24 B per parameter: prof_update_bytes, prof_update_gbps) beside the same\n"
+             "  loop on fresh arrays after an L2-evicting pass (mem_update_gbps) and a STREAM triad (mem_triad_gbps).\n"
              "  --algo kfac also times a K-FAC step (kfac.h) on the same batch: forward/backward, factors,\n"
              "  inversions, preconditioning and update (kfac_*_ms), with the factor, inversion and\n"
              "  preconditioning GFLOP/s (kfac_factors_to_sgemm: the factor GEMMs against sgemm).\n"
@@ -327,6 +359,15 @@ static int speed_main(int argc, char **argv, int calibrate) {
      * input copy, loop) */
     json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
     json_num(&j, "prof_update_ms", tot.update); json_num(&j, "prof_other_ms", tot.step - tot.conv - tot.fc - tot.update);
+    /* the update's traffic against what the memory system gives that pattern on fresh arrays */
+    double ubw, tbw;
+    measure_update_bandwidth(net.nparams, &ubw, &tbw);
+    const double ugb = 24.0 * net.nparams / (tot.update * 1e-3) / 1e9;
+    fprintf(stderr, "update: 24 B per parameter = %.2f MB per step at %.1f GB/s; the same loop alone on fresh arrays "
+                    "(after an L2-evicting pass) %.1f GB/s, a STREAM triad of that size %.1f GB/s\n",
+            24.0 * net.nparams / 1e6, ugb, ubw, tbw);
+    json_num(&j, "prof_update_bytes", 24.0 * net.nparams); json_num(&j, "prof_update_gbps", ugb);
+    json_num(&j, "mem_update_gbps", ubw); json_num(&j, "mem_triad_gbps", tbw);
   }
   json_meta(&j);
   const char *line = json_end(&j);
