@@ -105,6 +105,81 @@ static void test_net_cpu_vs_ref(void) {
   xfree(w); xfree(gr); xfree(gc); xfree(x);
 }
 
+/* The kernel table is the only door (issue 18): the fused entries are optional. Without the
+ * conv + act + pool entries model.c takes conv + act, and without those the layers one by one:
+ * conv + act gives the same bits as the pair (layers.h), conv + act + pool the same up to
+ * rounding (its db sums only the pooled maxima). Every workspace buffer, the input upload, the
+ * dropout masks and the argmax's download go through the table's memory entries. The counting backend below is the CPU table
+ * with host_memory = 0 and memory entries that count (as a device backend would be driven). */
+static long mem_live, mem_allocs, mem_up, mem_down;
+static void *count_alloc(size_t n) { mem_live++; mem_allocs++; return host_alloc(n); }
+static void count_release(void *p) { mem_live--; host_release(p); }
+static void count_up(void *d, const void *s, size_t n) { mem_up += (long)n; host_copy(d, s, n); }
+static void count_down(void *d, const void *s, size_t n) { mem_down += (long)n; host_copy(d, s, n); }
+
+/* one training step; returns how many convs ran fused with their activation (1) or with act + pool (2), as 10 x
+ * the latter + the former */
+static int run_net(const net_t *n, const kernels_t *k, const float *w, const float *x, const int *y, int B, int T,
+                   float *g, double *loss, int *hits) {
+  workspace_t ws; ws_init(&ws, n, B, T, k, 9);
+  *loss = net_forward(&ws, w, x, y, B, 1, hits);
+  net_backward(&ws, w, g, y, B, 0.5f);
+  int f = 0;
+  for (int i = 0; i < n->nlayers; i++) f += ws.fused[i] == 2 ? 10 : ws.fused[i] == 1;
+  ws_free(&ws);
+  return f;
+}
+
+static void test_kernel_table_seam(void) {
+  /* 28x28 so the 3x3 conv + act + pool takes Winograd and the fused pool entry; dropout too */
+  net_t n; net_build(&n, "leaky C8 C8 P C16 P F32 D0.3 S10", 1, 28, 28);
+  int B = 4; size_t np = n.nparams, img = 28 * 28;
+  float *w = xmalloc(np * 4), *x = xmalloc(B * img * 4), *g1 = xcalloc(np, 4), *g2 = xcalloc(np, 4), *g3 = xcalloc(np, 4);
+  float *g4 = xcalloc(np, 4);
+  int drop = -1;
+  for (int i = 0; i < n.nlayers; i++) if (n.L[i].type == L_DROPOUT) drop = i;
+  EXPECT(drop >= 0);
+  int y[4] = {1, 3, 5, 7};
+  net_init_params(&n, w, 3); fill(x, B * img, 4, 1.0f);
+  kernels_t nopool = kernels_cpu;
+  nopool.name = "cpu without fused pools";
+  nopool.conv_act_pool_fusable = NULL; nopool.conv_act_pool_forward = NULL; nopool.conv_act_pool_backward = NULL;
+  kernels_t plain = nopool;
+  plain.name = "cpu without fused entries";
+  plain.conv_act_forward = NULL; plain.conv_act_backward = NULL;
+  kernels_t counted = kernels_cpu;
+  counted.name = "cpu through counted memory";
+  counted.alloc = count_alloc; counted.release = count_release; counted.upload = count_up;
+  counted.download = count_down; counted.host_memory = 0;
+  for (int T = 1; T <= 2; T++) {
+    double l1, l2, l3, l4; int h1, h2, h3, h4;
+    memset(g1, 0, np * 4); memset(g2, 0, np * 4); memset(g3, 0, np * 4); memset(g4, 0, np * 4);
+    mem_live = mem_allocs = mem_up = mem_down = 0;
+    int f1 = run_net(&n, &kernels_cpu, w, x, y, B, T, g1, &l1, &h1);
+    int f2 = run_net(&n, &plain, w, x, y, B, T, g2, &l2, &h2);
+    run_net(&n, &counted, w, x, y, B, T, g3, &l3, &h3);
+    int f4 = run_net(&n, &nopool, w, x, y, B, T, g4, &l4, &h4);
+    /* C8 + act alone, C8 + act + pool, C16 + act + pool (14x14: Winograd) */
+    EXPECT_MSG(f1 == 21 && f2 == 0 && f4 == 3, "T=%d: fused convs (10 x with pool + without) %d, %d, %d; want 21, 0, 3",
+               T, f1, f2, f4);
+    EXPECT_MSG(l4 == l2 && h4 == h2 && !memcmp(g4, g2, np * 4),
+               "T=%d: fused conv + act differs from the unfused layers (loss %.9g vs %.9g)", T, l4, l2);
+    double e = max_rel_err(g1, g2, np, 1e-3);
+    EXPECT_MSG(fabs(l1 - l2) <= 1e-6 * fabs(l2) && h1 == h2 && e < 1e-4,
+               "T=%d: fused conv + act + pool vs the unfused layers: loss %.9g vs %.9g, gradients %.2g (rounding only)",
+               T, l1, l2, e);
+    EXPECT_MSG(l1 == l3 && h1 == h3 && !memcmp(g1, g3, np * 4), "T=%d: the counted-memory backend differs", T);
+    EXPECT_MSG(mem_allocs > 10 && mem_live == 0, "T=%d: %ld allocations through the table, %ld not released", T,
+               mem_allocs, mem_live);
+    /* the input batch and the dropout mask went up, the probabilities came down for the argmax */
+    long want_up = drop < 0 ? -1 : (long)(B * img + (size_t)B * n.L[drop].c * n.L[drop].h * n.L[drop].w) * 4;
+    EXPECT_MSG(mem_up == want_up, "T=%d: uploaded %ld bytes, want %ld", T, mem_up, want_up);
+    EXPECT_MSG(mem_down == (long)B * n.classes * 4, "T=%d: downloaded %ld bytes, want %ld", T, mem_down,
+               (long)B * n.classes * 4);
+  }
+  xfree(w); xfree(x); xfree(g1); xfree(g2); xfree(g3); xfree(g4);
+}
+
 static void test_optimizers(void) {
   float w[2], g[2];
   optim_t o;
@@ -177,6 +252,7 @@ int main(void) {
   RUN(test_net_gradient_fd);
   RUN(test_net_gradient_fd_winograd);
   RUN(test_net_cpu_vs_ref);
+  RUN(test_kernel_table_seam);
   RUN(test_optimizers);
   RUN(test_bit_identical);
   return harness_exit();

@@ -175,17 +175,12 @@ void net_init_params(const net_t *net, float *params, uint64_t seed) {
   }
 }
 
-#define KTABLE(P) { #P, P##conv_forward, P##conv_backward, P##fc_forward, P##fc_backward, \
-  P##maxpool_forward, P##maxpool_backward, P##act_forward, P##act_backward, P##dropout_forward, \
-  P##dropout_backward, P##softmax_xent_forward, P##softmax_xent_backward }
-const kernels_t kernels_cpu = KTABLE(cpu_);
-const kernels_t kernels_ref = KTABLE(ref_);
-
 static size_t in_size(const layer_t *L) { return (size_t)L->c * L->h * L->w; }
 static size_t out_size(const layer_t *L) { return (size_t)L->oc * L->oh * L->ow; }
 
+/* n floats of workspace memory from the backend, zero-filled, freed by ws_free */
 static float *ws_alloc(workspace_t *ws, size_t n) {
-  float *p = xcalloc(n ? n : 1, sizeof(float));
+  float *p = ws->k->alloc((n ? n : 1) * sizeof(float));
   SHAPE_ASSERT(ws->nowned < (int)(sizeof ws->owned / sizeof ws->owned[0]));
   ws->owned[ws->nowned++] = p;
   return p;
@@ -193,39 +188,45 @@ static float *ws_alloc(workspace_t *ws, size_t n) {
 
 void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, const kernels_t *k, uint64_t seed) {
   memset(ws, 0, sizeof *ws);
-  ws->net = net; ws->k = k ? k : &kernels_cpu; ws->max_batch = max_batch; ws->nthreads = nthreads;
+  SHAPE_ASSERT(k && k->alloc && k->release && k->upload && k->download && k->conv_scratch_floats);
+  ws->net = net; ws->k = k; ws->max_batch = max_batch; ws->nthreads = nthreads;
   rng_seed(&ws->rng, seed, 0xd50);
   size_t B = (size_t)max_batch;
   ws->a[0] = ws_alloc(ws, B * in_size(&net->L[0]));
   ws->da[0] = ws_alloc(ws, B * in_size(&net->L[0]));
-  size_t scratch = 0;
+  size_t scratch = 0, host = (size_t)max_batch * net->classes;
   for (int i = 0; i < net->nlayers; i++) {
     const layer_t *L = &net->L[i];
     if (L->inplace) { ws->a[i + 1] = ws->a[i]; ws->da[i + 1] = ws->da[i]; }
     else { ws->a[i + 1] = ws_alloc(ws, B * out_size(L)); ws->da[i + 1] = ws_alloc(ws, B * out_size(L)); }
-    if (L->type == L_DROPOUT) ws->mask[i] = ws_alloc(ws, B * out_size(L));
-    if (L->type == L_CONV && L->k == 3 && i + 2 < net->nlayers && net->L[i + 1].type == L_ACT &&
+    if (L->type == L_DROPOUT) {
+      ws->mask[i] = ws_alloc(ws, B * out_size(L));
+      if (B * out_size(L) > host) host = B * out_size(L);
+    }
+    if (L->type == L_CONV && k->conv_act_pool_forward && L->k == 3 && i + 2 < net->nlayers && net->L[i + 1].type == L_ACT &&
         net->L[i + 2].type == L_POOL && net->L[i + 2].s == 2) /* bytes, in whole floats */
       ws->pidx[i] = (uint8_t *)ws_alloc(ws, (B * out_size(&net->L[i + 2]) + 3) / 4);
     if (L->type == L_CONV) {
-      size_t s = cpu_conv_scratch_floats(max_batch, L->c, L->h, L->w, L->oc, L->k, L->pad, nthreads);
+      size_t s = k->conv_scratch_floats(max_batch, L->c, L->h, L->w, L->oc, L->k, L->pad, nthreads);
       if (s > scratch) scratch = s;
     }
   }
   ws->probs = ws_alloc(ws, B * (size_t)net->classes);
   ws->scratch_n = scratch; ws->scratch = ws_alloc(ws, scratch);
+  if (!k->host_memory) ws->host = xcalloc(host, sizeof(float));
 }
 
 void ws_free(workspace_t *ws) {
-  for (int i = 0; i < ws->nowned; i++) xfree(ws->owned[i]);
+  for (int i = 0; i < ws->nowned; i++) ws->k->release(ws->owned[i]);
+  xfree(ws->host);
   memset(ws, 0, sizeof *ws);
 }
 
 double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct) {
   const net_t *net = ws->net; const kernels_t *k = ws->k;
   SHAPE_ASSERT(B >= 1 && B <= ws->max_batch);
-  cpu_set_threads(ws->nthreads);
-  memcpy(ws->a[0], x, (size_t)B * in_size(&net->L[0]) * sizeof(float));
+  if (k->set_threads) k->set_threads(ws->nthreads);
+  k->upload(ws->a[0], x, (size_t)B * in_size(&net->L[0]) * sizeof(float));
   double loss = 0;
   for (int i = 0; i < net->nlayers; i++) {
     const layer_t *L = &net->L[i];
@@ -235,19 +236,19 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     switch (L->type) {
     case L_CONV:
       ws->fused[i] = 0;
-      if (ws->pidx[i] && k == &kernels_cpu && !ws->unfused &&
-          cpu_conv_act_pool_fusable(B, L->c, L->h, L->w, L->oc, L->k, L->pad, net->L[i + 2].s)) {
+      if (ws->pidx[i] && k->conv_act_pool_fusable && !ws->unfused &&
+          k->conv_act_pool_fusable(B, L->c, L->h, L->w, L->oc, L->k, L->pad, net->L[i + 2].s)) {
         /* conv + act + pool in one kernel: the full-size activation is never stored */
-        cpu_conv_act_pool_forward(ws->a[i + 3], ws->pidx[i], in, params + L->w_off, params + L->b_off, B, L->c, L->h,
-                                  L->w, L->oc, L->pad, net->L[i + 1].slope, net->L[i + 2].ceil_mode, ws->scratch);
+        k->conv_act_pool_forward(ws->a[i + 3], ws->pidx[i], in, params + L->w_off, params + L->b_off, B, L->c, L->h,
+                                 L->w, L->oc, L->pad, net->L[i + 1].slope, net->L[i + 2].ceil_mode, ws->scratch);
         ws->fused[i] = 2;
         i += 2;
         break;
       }
-      if (k == &kernels_cpu && !ws->unfused && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
+      if (k->conv_act_forward && !ws->unfused && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
         /* fused conv + activation: one pass less over the activations (bit-identical) */
-        cpu_conv_act_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad,
-                             net->L[i + 1].slope, ws->scratch);
+        k->conv_act_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad,
+                            net->L[i + 1].slope, ws->scratch);
         ws->fused[i] = 1;
         i++;
         break;
@@ -262,12 +263,14 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     case L_ACT: k->act_forward(out, in, (size_t)B * in_size(L), L->slope); break;
     case L_DROPOUT: {
       size_t n = (size_t)B * in_size(L);
+      float *m = k->host_memory ? ws->mask[i] : ws->host;   /* drawn on the host */
       if (train && L->drop_p > 0) {
         float keep = 1.0f / (1.0f - L->drop_p);
-        for (size_t j = 0; j < n; j++) ws->mask[i][j] = rng_uniform(&ws->rng) < L->drop_p ? 0.0f : keep;
+        for (size_t j = 0; j < n; j++) m[j] = rng_uniform(&ws->rng) < L->drop_p ? 0.0f : keep;
       } else {
-        for (size_t j = 0; j < n; j++) ws->mask[i][j] = 1.0f;
+        for (size_t j = 0; j < n; j++) m[j] = 1.0f;
       }
+      if (!k->host_memory) k->upload(ws->mask[i], m, n * sizeof(float));
       k->dropout_forward(out, in, ws->mask[i], n);
       break;
     }
@@ -276,8 +279,10 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
   }
   if (correct) {
     int hits = 0, C = net->classes;
+    const float *probs = ws->probs;
+    if (!k->host_memory) { k->download(ws->host, ws->probs, (size_t)B * C * sizeof(float)); probs = ws->host; }
     for (int b = 0; b < B; b++) {
-      const float *pr = ws->probs + (size_t)b * C;
+      const float *pr = probs + (size_t)b * C;
       int arg = 0;
       for (int j = 1; j < C; j++) if (pr[j] > pr[arg]) arg = j;
       hits += arg == y[b];
@@ -289,7 +294,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
 
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale) {
   const net_t *net = ws->net; const kernels_t *k = ws->k;
-  cpu_set_threads(ws->nthreads);
+  if (k->set_threads) k->set_threads(ws->nthreads);
   for (int i = net->nlayers - 1; i >= 0; i--) {
     const layer_t *L = &net->L[i];
     float *din = i == 0 ? NULL : ws->da[i];
@@ -310,9 +315,9 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
     case L_POOL:
       if (i >= 2 && ws->fused[i - 2] == 2) { /* the fused conv + act + pool of net_forward */
         const layer_t *C = &net->L[i - 2];
-        cpu_conv_act_pool_backward(i - 2 == 0 ? NULL : ws->da[i - 2], grads + C->w_off, grads + C->b_off, dout, out,
-                                   ws->pidx[i - 2], ws->a[i - 2], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->pad,
-                                   net->L[i - 1].slope, L->ceil_mode, ws->scratch);
+        k->conv_act_pool_backward(i - 2 == 0 ? NULL : ws->da[i - 2], grads + C->w_off, grads + C->b_off, dout, out,
+                                  ws->pidx[i - 2], ws->a[i - 2], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->pad,
+                                  net->L[i - 1].slope, L->ceil_mode, ws->scratch);
         i -= 2;
         break;
       }
@@ -321,9 +326,9 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
     case L_ACT:
       if (i > 0 && ws->fused[i - 1] == 1) {  /* the fused pair, see net_forward */
         const layer_t *C = &net->L[i - 1];
-        cpu_conv_act_backward(i - 1 == 0 ? NULL : ws->da[i - 1], grads + C->w_off, grads + C->b_off, dout, out,
-                              ws->a[i - 1], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->k, C->pad, L->slope,
-                              ws->scratch);
+        k->conv_act_backward(i - 1 == 0 ? NULL : ws->da[i - 1], grads + C->w_off, grads + C->b_off, dout, out,
+                             ws->a[i - 1], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->k, C->pad, L->slope,
+                             ws->scratch);
         i--;
         break;
       }

@@ -63,9 +63,13 @@ double net_memory_bytes(const net_t *net, int batch);
 void net_check_memory(const net_t *net, int batch);
 void net_init_params(const net_t *net, float *params, uint64_t seed);
 
-/* Kernel implementation table (reference oracle or fast CPU path). */
+/* Kernel implementation table: the only door from model.c into a backend (kernels_cpu in
+ * kernels/cpu/cpu_table.c, kernels_ref in reference/ref_table.c; a device backend adds its own).
+ * model.c never names a backend: it calls these entries, and asks the table for scratch sizes and
+ * workspace memory. Signatures of the layer entries are those of core/layers.h. */
 typedef struct {
   const char *name;
+  /* every layer (required) */
   void (*conv_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
   void (*conv_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
   void (*fc_forward)(float *, const float *, const float *, const float *, int, int, int);
@@ -78,7 +82,42 @@ typedef struct {
   void (*dropout_backward)(float *, const float *, const float *, size_t);
   double (*softmax_xent_forward)(float *, const float *, const int *, int, int);
   void (*softmax_xent_backward)(float *, const float *, const int *, int, int, float);
+  /* fused layers (optional: NULL means the backend has none, and model.c runs the layers one by
+   * one; a backend's fused entry must give what the unfused sequence gives): conv + leaky ReLU,
+   * and conv + leaky ReLU + 2x2 max-pool where conv_act_pool_fusable says so for the shapes */
+  void (*conv_act_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int,
+                           float, float *);
+  void (*conv_act_backward)(float *, float *, float *, const float *, const float *, const float *, const float *, int,
+                            int, int, int, int, int, int, float, float *);
+  int (*conv_act_pool_fusable)(int, int, int, int, int, int, int, int);
+  void (*conv_act_pool_forward)(float *, uint8_t *, const float *, const float *, const float *, int, int, int, int,
+                                int, int, float, int, float *);
+  void (*conv_act_pool_backward)(float *, float *, float *, const float *, const float *, const uint8_t *,
+                                 const float *, const float *, int, int, int, int, int, int, float, int, float *);
+  /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
+  size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
+  /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */
+  void (*set_threads)(int nthreads);
+  /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
+   * upload copies host memory into workspace memory, download the reverse. host_memory = 1 says
+   * workspace memory is host memory (model.c may then read it directly, e.g. the probabilities
+   * for the argmax); a device backend sets 0 and model.c goes through download/upload. */
+  void *(*alloc)(size_t bytes);
+  void (*release)(void *p);
+  void (*upload)(void *dst, const void *src, size_t bytes);
+  void (*download)(void *dst, const void *src, size_t bytes);
+  int host_memory;
 } kernels_t;
+/* The layer entries of a backend whose functions follow layers.h's naming (P = cpu_, ref_), and
+ * the host-memory entries: for designated initializers of a kernels_t. */
+#define KERNELS_LAYERS(P) \
+  .conv_forward = P##conv_forward, .conv_backward = P##conv_backward, .fc_forward = P##fc_forward, \
+  .fc_backward = P##fc_backward, .maxpool_forward = P##maxpool_forward, .maxpool_backward = P##maxpool_backward, \
+  .act_forward = P##act_forward, .act_backward = P##act_backward, .dropout_forward = P##dropout_forward, \
+  .dropout_backward = P##dropout_backward, .softmax_xent_forward = P##softmax_xent_forward, \
+  .softmax_xent_backward = P##softmax_xent_backward
+#define KERNELS_HOST_MEMORY \
+  .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .host_memory = 1
 extern const kernels_t kernels_cpu, kernels_ref;
 
 typedef struct {
@@ -103,9 +142,12 @@ typedef struct {
                                    * each layer is ADDED to prof[l] / prof[NET_MAX_LAYERS + l] (a
                                    * fused conv + activation is charged to the conv); `pdl speed
                                    * --profile` sets it */
-  void *owned[2 * NET_MAX_LAYERS + 4]; int nowned;
+  float *host;                    /* host staging for a backend without host memory: probabilities
+                                   * for the argmax, dropout masks (NULL when k->host_memory) */
+  void *owned[3 * NET_MAX_LAYERS + 4]; int nowned;
 } workspace_t;
 
+/* k: the backend (required), e.g. &kernels_cpu; every buffer comes from k->alloc. */
 void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, const kernels_t *k, uint64_t seed);
 void ws_free(workspace_t *ws);
 

@@ -41,6 +41,10 @@ void *xcalloc(size_t n, size_t size) {
 
 void xfree(void *p) { free(p); }
 
+void *host_alloc(size_t bytes) { return xcalloc(bytes ? bytes : 1, 1); }
+void host_release(void *p) { xfree(p); }
+void host_copy(void *dst, const void *src, size_t bytes) { if (bytes) memcpy(dst, src, bytes); }
+
 double now_s(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
