@@ -4,6 +4,7 @@
  * Tolerance checks take a reason string that is printed on failure. */
 #ifndef PDL_HARNESS_H
 #define PDL_HARNESS_H
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,23 @@ static const char *h_cur_name;
   if (!(fabs(_a - _b) <= (tol))) { h_cur_failed++; \
   printf("  FAIL %s:%d: %s = %.9g vs %s = %.9g (tol %.3g: %s)\n", __FILE__, __LINE__, #a, _a, #b, _b, (double)(tol), reason); } } while (0)
 #define SKIP(...) do { h_cur_skipped = 1; printf("skip - %s: ", h_cur_name); printf(__VA_ARGS__); printf("\n"); return; } while (0)
+
+/* PDL_REQUIRE_GPU=1 on a machine with a /dev/nvidia* device node (PDL_REQUIRE_GPU=force on any
+ * machine): a GPU test that cannot use the device fails instead of skipping, so a GPU CI host
+ * whose driver broke does not pass by skipping. */
+static inline int h_gpu_required(void) {
+  const char *e = getenv("PDL_REQUIRE_GPU");
+  if (!e || !*e || !strcmp(e, "0")) return 0;
+  if (!strcmp(e, "force")) return 1;
+  glob_t g;
+  const int found = glob("/dev/nvidia[0-9]*", 0, NULL, &g) == 0 && g.gl_pathc > 0;
+  globfree(&g);
+  return found;
+}
+/* SKIP_NO_GPU("skipped: no CUDA device (%s)", why): a skip, or with h_gpu_required() a failure */
+#define SKIP_NO_GPU(...) do { if (h_gpu_required()) { h_cur_failed++; \
+  printf("  FAIL %s:%d: PDL_REQUIRE_GPU is set and a GPU is required here, but: ", __FILE__, __LINE__); \
+  printf(__VA_ARGS__); printf("\n"); return; } SKIP(__VA_ARGS__); } while (0)
 
 static inline void harness_run(void (*fn)(void), const char *name) {
   h_cur_name = name; h_cur_failed = 0; h_cur_skipped = 0;

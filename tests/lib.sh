@@ -37,3 +37,14 @@ PY
 # within X TOL: X <= TOL (floats)
 within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
 finish() { exit "$FAILED"; }
+
+# gpu_required: PDL_REQUIRE_GPU=1 on a machine with a /dev/nvidia* device node, or
+# PDL_REQUIRE_GPU=force anywhere (tests/harness.h's h_gpu_required): a GPU test that cannot use
+# the device must fail, not skip.
+gpu_required() {
+  case ${PDL_REQUIRE_GPU:-0} in
+    0|'') return 1 ;;
+    force) return 0 ;;
+    *) compgen -G '/dev/nvidia[0-9]*' >/dev/null ;;
+  esac
+}

@@ -12,6 +12,8 @@ obj=$BUILD/obj/src/coll/coll_nccl.o
 if grep -q 'nccl=yes' "$BUILD/config.stamp" 2>/dev/null; then
   if nm "$obj" 2>/dev/null | grep -q ncclAllReduce; then ok "NCCL backend compiled in (nvcc and NCCL found)"
   else notok "NCCL backend compiled in" "$obj has no ncclAllReduce although PDL_HAVE_NCCL is set"; fi
+elif gpu_required; then
+  notok "nccl backend" "not built (no nvcc or nccl.h), and PDL_REQUIRE_GPU says a GPU is required here"
 else
   echo "skip - nccl backend: not built (no nvcc or nccl.h); pdl coll --backend nccl says so"
 fi
@@ -21,12 +23,16 @@ bad=$("$PDL" coll --backend nccl --op allgatherv 2>&1); rc=$?
   || notok "nccl allgatherv exits 2" "exit $rc: $bad"
 
 out=$("$PDL" coll --backend nccl -m 4:64K -f 16 -i 2 -x 1 2>&1); rc=$?
-if grep -q '^skipped: no CUDA device' <<<"$out"; then
+if grep -q '^skipped: no CUDA device' <<<"$out" && gpu_required; then
+  notok "nccl collectives: PDL_REQUIRE_GPU is set and a GPU is required here" "$(grep -m1 '^skipped' <<<"$out")"
+elif grep -q '^skipped: no CUDA device' <<<"$out"; then
   [ $rc -eq 0 ] && echo "skip - nccl collectives: $(grep -m1 '^skipped' <<<"$out")" || notok "no-device skip exits 0" "exit $rc"
   out2=$(MPIRUN -np 2 "$PDL" coll --backend nccl --op allgather -m 4:1K 2>&1); rc=$?
   if [ $rc -eq 0 ] && grep -q '^skipped: no CUDA device' <<<"$out2" && ! grep -q '#wrong' <<<"$out2"; then
     ok "nccl at 2 ranks without a device: every rank skips, no figures printed"
   else notok "nccl at 2 ranks without a device" "exit $rc: $(tail -2 <<<"$out2")"; fi
+elif grep -q '^skipped:' <<<"$out" && gpu_required; then
+  notok "nccl collectives: PDL_REQUIRE_GPU is set and a GPU is required here" "$(grep -m1 '^skipped' <<<"$out")"
 elif grep -q '^skipped:' <<<"$out"; then
   echo "skip - nccl collectives: $(grep -m1 '^skipped' <<<"$out")"
 else

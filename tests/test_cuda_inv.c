@@ -20,7 +20,7 @@
 
 #if defined(PDL_HAVE_CUDA) && defined(PDL_HAVE_CUSOLVER)
 static int g_ndev;
-#define NEED_GPU() do { if (g_ndev <= 0) SKIP("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
+#define NEED_GPU() do { if (g_ndev <= 0) SKIP_NO_GPU("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
 
 static const int sizes[] = {1, 33, 257, 1153};
 static const double conds[] = {1.0, 1e2, 1e4, 1e6};
@@ -161,7 +161,7 @@ static void test_cuda_contexts(void) {
 }
 
 #else /* built without CUDA or cuSOLVER */
-#define DEFINE_SKIP(fn) static void fn(void) { SKIP("skipped: no CUDA device (built without CUDA/cuSOLVER)"); }
+#define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA/cuSOLVER)"); }
 CUDA_INV_TESTS(DEFINE_SKIP)
 #endif
 

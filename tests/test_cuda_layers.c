@@ -26,7 +26,7 @@
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
-#define NEED_GPU() do { if (g_ndev <= 0) SKIP("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
+#define NEED_GPU() do { if (g_ndev <= 0) SKIP_NO_GPU("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
 
 static rng_t g_rng;
 
@@ -447,7 +447,7 @@ static void test_threads(void) {
 }
 
 #else /* built without CUDA */
-#define DEFINE_SKIP(fn) static void fn(void) { SKIP("skipped: no CUDA device (built without CUDA)"); }
+#define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 CUDA_TESTS(DEFINE_SKIP)
 #endif
 
