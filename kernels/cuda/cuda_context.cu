@@ -9,9 +9,17 @@
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_layers.h"
 
+static void (*g_fail_handler)(const char *msg);
+
+extern "C" void cuda_set_fail_handler(void (*handler)(const char *msg)) { g_fail_handler = handler; }
+
 void pdl_cuda_fail(const char *what, const char *errname, const char *errstr, const char *file, int line) {
-  fprintf(stderr, "pdl: CUDA failure in %s at %s:%d: %s (%s)\n", what, file, line, errname ? errname : "?",
-          errstr ? errstr : "?");
+  char msg[1024];
+  snprintf(msg, sizeof msg, "CUDA failure in %s at %s:%d: %s (%s)", what, file, line, errname ? errname : "?",
+           errstr ? errstr : "?");
+  fflush(stdout);
+  if (g_fail_handler) g_fail_handler(msg);   /* does not return */
+  fprintf(stderr, "pdl: %s\n", msg);
   fflush(stderr);
   exit(1);
 }

@@ -28,6 +28,11 @@ PDL_DECLARE_LAYERS(cuda_)
  * this runtime, no device). cuda_no_device_reason() then says why ("" when devices exist). */
 int cuda_device_count(void);
 const char *cuda_no_device_reason(void);
+/* A CUDA, cuBLAS or cuSOLVER call that fails ends the process. By default with the message
+ * "pdl: CUDA failure in <call> at <file>:<line>: <error>" and exit(1); a handler set here gets
+ * that message instead, and must not return (the MPI runtime sets one that names the rank and
+ * calls MPI_Abort, so the other ranks end too instead of waiting for the watchdog). */
+void cuda_set_fail_handler(void (*handler)(const char *msg));
 /* Select the device for the calling thread (before its first layer call; a later switch makes the
  * thread's context be rebuilt on the new device). */
 void cuda_set_device(int dev);

@@ -3,6 +3,9 @@
 #include "rt/mpi_util.h"
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef PDL_HAVE_CUDA
+#include "kernels/cuda/cuda_layers.h"
+#endif
 
 static int g_rank = 0, g_size = 1, g_active = 0;
 
@@ -18,6 +21,17 @@ void pdl_mpi_fail(int rc, const char *call, const char *file, int line) {
   MPI_Abort(MPI_COMM_WORLD, 1);
   exit(1); /* MPI_Abort does not return; this keeps the noreturn promise if it ever did */
 }
+
+#ifdef PDL_HAVE_CUDA
+/* A failed CUDA call on any rank ends the job, naming the rank and the call (cuda_layers.h). */
+static void cuda_fail_abort(const char *msg) {
+  fflush(stdout);
+  fprintf(stderr, "pdl: rank %d of %d: %s\n", g_rank, g_size, msg);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
+#endif
 
 int pdl_mpi_init(int *argc, char ***argv, int required) {
   int inited = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
@@ -37,6 +51,9 @@ int pdl_mpi_init(int *argc, char ***argv, int required) {
   CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank));
   CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &g_size));
   g_active = 1;
+#ifdef PDL_HAVE_CUDA
+  cuda_set_fail_handler(cuda_fail_abort);
+#endif
   return provided;
 }
 
@@ -44,6 +61,9 @@ void pdl_mpi_finalize(void) {
   int inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
+#ifdef PDL_HAVE_CUDA
+  cuda_set_fail_handler(NULL);   /* no MPI_Abort after MPI_Finalize */
+#endif
   if (inited && !finalized) MPI_Finalize();
   g_active = 0;
 }
