@@ -26,6 +26,17 @@
 #include "core/rng.h"
 #include "kfac/inv.h"
 
+/* The cases both test files run: sizes x condition numbers, from one seed. */
+static const int sizes[] = {1, 33, 257, 1153};
+static const double conds[] = {1.0, 1e2, 1e4, 1e6};
+#define NSIZES (int)(sizeof sizes / sizeof sizes[0])
+#define NCONDS (int)(sizeof conds / sizeof conds[0])
+#define SEED 20250611u
+
+/* One case line: "ok - ..." or "not ok - ..." (the enclosing test then fails too). */
+#define CASE(pass, ...) do { int p_ = (pass); printf("%s - ", p_ ? "ok" : "not ok"); printf(__VA_ARGS__); \
+  printf("\n"); if (!p_) h_cur_failed++; } while (0)
+
 #define INV_C_FWD 2.0
 #define INV_C_RES 1.0
 

@@ -14,6 +14,7 @@
 #if defined(PDL_HAVE_CUDA) && defined(PDL_HAVE_CUSOLVER)
 #include "kernels/cuda/cuda_inv.h"
 #include "kernels/cuda/cuda_layers.h"
+#include "tests/gpu_check.h"
 #endif
 
 #define CUDA_INV_TESTS(X) X(test_cuda_vs_ref) X(test_cuda_in_place) X(test_cuda_not_spd) X(test_cuda_contexts)
@@ -22,14 +23,6 @@
 static int g_ndev;
 #define NEED_GPU() do { if (g_ndev <= 0) SKIP_NO_GPU("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
 
-static const int sizes[] = {1, 33, 257, 1153};
-static const double conds[] = {1.0, 1e2, 1e4, 1e6};
-#define NSIZES (int)(sizeof sizes / sizeof sizes[0])
-#define NCONDS (int)(sizeof conds / sizeof conds[0])
-#define SEED 20250611u
-
-#define CASE(pass, ...) do { int p_ = (pass); printf("%s - ", p_ ? "ok" : "not ok"); printf(__VA_ARGS__); \
-  printf("\n"); if (!p_) h_cur_failed++; } while (0)
 
 /* cuda_spd_inverse of the host matrix a into the host x; in_place runs it on one device buffer. */
 static int cuda_inv_host(float *x, const float *a, int n, int in_place) {
@@ -167,13 +160,7 @@ CUDA_INV_TESTS(DEFINE_SKIP)
 
 int main(void) {
 #if defined(PDL_HAVE_CUDA) && defined(PDL_HAVE_CUSOLVER)
-  g_ndev = cuda_device_count();
-  if (g_ndev > 0) {
-    char desc[256];
-    cuda_set_device(0);
-    cuda_describe_device(0, desc, sizeof desc);
-    printf("# device 0 of %d: %s\n", g_ndev, desc);
-  }
+  g_ndev = gpu_test_devices();
 #endif
   RUN(test_cuda_vs_ref);
   RUN(test_cuda_in_place);

@@ -18,6 +18,7 @@
 #include "tests/harness.h"
 #ifdef PDL_HAVE_CUDA
 #include "kernels/cuda/cuda_layers.h"
+#include "tests/gpu_check.h"
 #endif
 
 #define CUDA_TESTS(X) \
@@ -453,14 +454,8 @@ CUDA_TESTS(DEFINE_SKIP)
 
 int main(void) {
 #ifdef PDL_HAVE_CUDA
-  g_ndev = cuda_device_count();
   rng_seed(&g_rng, 20240607, 0);
-  if (g_ndev > 0) {
-    char desc[256];
-    cuda_set_device(0);
-    cuda_describe_device(0, desc, sizeof desc);
-    printf("# device 0 of %d: %s\n", g_ndev, desc);
-  }
+  g_ndev = gpu_test_devices();
 #endif
   RUN(test_conv_forward);
   RUN(test_conv_backward);

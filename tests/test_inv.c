@@ -12,15 +12,6 @@
 #include "tests/harness.h"
 #include "tests/inv_check.h"
 
-static const int sizes[] = {1, 33, 257, 1153};
-static const double conds[] = {1.0, 1e2, 1e4, 1e6};
-#define NSIZES (int)(sizeof sizes / sizeof sizes[0])
-#define NCONDS (int)(sizeof conds / sizeof conds[0])
-#define SEED 20250611u
-
-/* One case line: "ok - ..." or "not ok - ..." (the enclosing test then fails too). */
-#define CASE(pass, ...) do { int p_ = (pass); printf("%s - ", p_ ? "ok" : "not ok"); printf(__VA_ARGS__); \
-  printf("\n"); if (!p_) h_cur_failed++; } while (0)
 
 typedef int (*inv_fn)(float *, const float *, int, float *);
 

@@ -47,53 +47,53 @@ static void gemv_rows(float *restrict out, const float *restrict x, const float 
   }
 }
 
-/* Batch 1, rows [n0, n1): dw[n][:] += d[n] x, and with din (columns [m0, m1)) din += d[n] w[n][:],
- * 4 rows at a time; din must hold its starting value (0 for a fresh gradient). */
+/* Batch 1: din[m0, m1) += sum over rows [n0, n1) of d[n] w[n][m0:m1], 4 rows at a time. */
+static void din_rows(float *restrict din, const float *restrict d, const float *restrict w, int M, int n0, int n1,
+                     int m0, int m1) {
+  int n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float *w0 = w + (size_t)n * M, *w1 = w0 + M, *w2 = w1 + M, *w3 = w2 + M;
+    const float d0 = d[n], d1 = d[n + 1], d2 = d[n + 2], d3 = d[n + 3];
+#pragma omp simd
+    for (int m = m0; m < m1; m++) din[m] += d0 * w0[m] + d1 * w1[m] + d2 * w2[m] + d3 * w3[m];
+  }
+  for (; n < n1; n++) {
+    const float d0 = d[n], *w0 = w + (size_t)n * M;
+#pragma omp simd
+    for (int m = m0; m < m1; m++) din[m] += d0 * w0[m];
+  }
+}
+
+/* Batch 1, rows [n0, n1): dw[n][:] += d[n] x, and with din (columns [m0, m1)) din += d[n] w[n][:]
+ * for the same 4 rows while they are in cache; din must hold its starting value (0 for a fresh
+ * gradient). */
 static void outer_rows(float *restrict dw, float *restrict din, const float *restrict d, const float *restrict x,
                        const float *restrict w, int M, int n0, int n1, int m0, int m1) {
   int n = n0;
   for (; n + 4 <= n1; n += 4) {
-    const size_t o = (size_t)n * M;
-    float *g0 = dw + o, *g1 = g0 + M, *g2 = g1 + M, *g3 = g2 + M;
+    float *g0 = dw + (size_t)n * M, *g1 = g0 + M, *g2 = g1 + M, *g3 = g2 + M;
     const float d0 = d[n], d1 = d[n + 1], d2 = d[n + 2], d3 = d[n + 3];
 #pragma omp simd
     for (int m = 0; m < M; m++) {
       const float v = x[m];
       g0[m] += d0 * v; g1[m] += d1 * v; g2[m] += d2 * v; g3[m] += d3 * v;
     }
-    if (din) {
-      const float *w0 = w + o, *w1 = w0 + M, *w2 = w1 + M, *w3 = w2 + M;
-#pragma omp simd
-      for (int m = m0; m < m1; m++) din[m] += d0 * w0[m] + d1 * w1[m] + d2 * w2[m] + d3 * w3[m];
-    }
+    if (din) din_rows(din, d, w, M, n, n + 4, m0, m1);
   }
   for (; n < n1; n++) {
     float *g0 = dw + (size_t)n * M;
-    const float d0 = d[n], *w0 = w + (size_t)n * M;
+    const float d0 = d[n];
 #pragma omp simd
     for (int m = 0; m < M; m++) g0[m] += d0 * x[m];
-    if (din)
-#pragma omp simd
-      for (int m = m0; m < m1; m++) din[m] += d0 * w0[m];
+    if (din) din_rows(din, d, w, M, n, n + 1, m0, m1);
   }
 }
 
-/* Batch 1, din[m0, m1) = sum over all rows of d[n] w[n][m0:m1] (4 rows at a time) */
+/* Batch 1, din[m0, m1) = sum over all rows of d[n] w[n][m0:m1] */
 static void gemv_cols(float *restrict din, const float *restrict d, const float *restrict w, int M, int N, int m0,
                       int m1) {
   for (int m = m0; m < m1; m++) din[m] = 0.0f;
-  int n = 0;
-  for (; n + 4 <= N; n += 4) {
-    const float *w0 = w + (size_t)n * M, *w1 = w0 + M, *w2 = w1 + M, *w3 = w2 + M;
-    const float d0 = d[n], d1 = d[n + 1], d2 = d[n + 2], d3 = d[n + 3];
-#pragma omp simd
-    for (int m = m0; m < m1; m++) din[m] += d0 * w0[m] + d1 * w1[m] + d2 * w2[m] + d3 * w3[m];
-  }
-  for (; n < N; n++) {
-    const float d0 = d[n], *w0 = w + (size_t)n * M;
-#pragma omp simd
-    for (int m = m0; m < m1; m++) din[m] += d0 * w0[m];
-  }
+  din_rows(din, d, w, M, 0, N, m0, m1);
 }
 
 static void fc_fwd_part(float *out, const float *in, const float *w, const float *b, int B, int M, int N, int t,

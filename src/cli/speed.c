@@ -54,34 +54,32 @@ double measure_sgemm_gflops(int n, int threads, int repeats) {
   return median(t, repeats);
 }
 
-/* The memory bandwidth the update can hope for: GB/s of the momentum update's own pattern (read w,
- * g, M; write w, M, g = 0: 24 bytes per parameter) on fresh arrays of n floats, best of 20 runs,
- * each after a 16 MiB pass that evicts the arrays from L2 as a training step does (its
+/* The memory bandwidth the update can hope for: GB/s of the momentum update itself (optim_step,
+ * msgd: read w, g, M; write w, M, g = 0: 24 bytes per parameter) on fresh arrays of n floats, best
+ * of 20 runs, each after a 16 MiB pass that evicts the arrays from L2 as a training step does (its
  * activations and the other layers' weights pass through). A plain STREAM triad of the same size
- * is printed beside it for reference. One thread. */
+ * is printed beside it for reference. The calling thread's kernel thread count, as the step's. */
 static void measure_update_bandwidth(size_t n, double *update_gbps, double *triad_gbps) {
   const size_t big = (size_t)4 << 20;
-  float *w = xmalloc(n * 4), *g = xmalloc(n * 4), *M = xmalloc(n * 4), *x = xmalloc(big * 4);
-  for (size_t i = 0; i < n; i++) { w[i] = 1.0f; g[i] = 1e-3f; M[i] = 0.0f; }
-  for (size_t i = 0; i < big; i++) x[i] = 0.0f;
+  optim_t o;
+  optim_init(&o, OPT_MSGD, n, 0.9f, 0.0f);
+  float *w = xcalloc(n, 4), *g = xcalloc(n, 4), *x = xcalloc(big, 4);
   double bu = 1e30, bt = 1e30;
   for (int r = 0; r < 20; r++) {
     for (size_t i = 0; i < big; i += 16) x[i] += 1.0f;
     double t0 = now_s();
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) { M[i] = 0.9f * M[i] - 1e-6f * g[i]; w[i] += M[i]; g[i] = 0.0f; }
+    optim_step(&o, w, g, 1e-6f);
     double t = now_s() - t0;
     if (t < bu) bu = t;
-    for (size_t i = 0; i < n; i++) g[i] = 1e-3f;
     for (size_t i = 0; i < big; i += 16) x[i] += 1.0f;
     t0 = now_s();
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) w[i] = M[i] + 0.5f * g[i];
+    for (size_t i = 0; i < n; i++) w[i] = o.M[i] + 0.5f * g[i];
     t = now_s() - t0;
     if (t < bt) bt = t;
   }
   *update_gbps = 24.0 * n / bu / 1e9; *triad_gbps = 12.0 * n / bt / 1e9;
-  xfree(w); xfree(g); xfree(M); xfree(x);
+  optim_free(&o); xfree(w); xfree(g); xfree(x);
 }
 
 typedef struct { double img_s, img_s_min, img_s_max, gflops; } speed_t;
@@ -363,7 +361,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
     double ubw, tbw;
     measure_update_bandwidth(net.nparams, &ubw, &tbw);
     const double ugb = 24.0 * net.nparams / (tot.update * 1e-3) / 1e9;
-    fprintf(stderr, "update: 24 B per parameter = %.2f MB per step at %.1f GB/s; the same loop alone on fresh arrays "
+    fprintf(stderr, "update: 24 B per parameter = %.2f MB per step at %.1f GB/s; the same update alone on fresh arrays "
                     "(after an L2-evicting pass) %.1f GB/s, a STREAM triad of that size %.1f GB/s\n",
             24.0 * net.nparams / 1e6, ugb, ubw, tbw);
     json_num(&j, "prof_update_bytes", 24.0 * net.nparams); json_num(&j, "prof_update_gbps", ugb);
