@@ -197,3 +197,14 @@ void ref_softmax_xent_backward(float *dlogits, const float *probs, const int *la
     }
   }
 }
+
+void ref_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd) {
+  /* the update as optim.h states it, in float like the optimizers */
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i];
+    if (wd != 0) gi = gi + wd * w[i];
+    if (v) { v[i] = mu * v[i] - lr * gi; w[i] = w[i] + v[i]; }
+    else w[i] = w[i] - lr * gi;
+    g[i] = 0;
+  }
+}

@@ -218,6 +218,87 @@ static void test_optimizers(void) {
   EXPECT_NEAR(lr_at(1.0f, 9, 4), 1.0, 0, "exact"); EXPECT_NEAR(lr_at(1.0f, 0, 0), 1.0, 0, "exact");
 }
 
+/* nsteps training steps from the same start, the update either after the backward pass
+ * (net_backward + optim_step: fused = 0) or inside it (optim_fused_step + net_backward_step);
+ * w and the momentum (if any) are left in w and v; returns 1 if g was all zero after every step. */
+static int train_steps(const net_t *n, const kernels_t *k, opt_kind_t kind, float wd, int B, int T, int fused,
+                       float *w, float *v) {
+  size_t np = n->nparams, img = (size_t)n->in_c * n->in_h * n->in_w;
+  float *g = xcalloc(np, 4), *x = xmalloc(B * img * 4); int y[8];
+  net_init_params(n, w, 5);
+  optim_t o; optim_init(&o, kind, np, 0.9f, wd);
+  workspace_t ws; ws_init(&ws, n, B, T, k, 3);
+  int zero = 1;
+  for (int s = 0; s < 3; s++) {
+    fill(x, B * img, 50 + s, 1.0f);
+    for (int i = 0; i < B; i++) y[i] = (i * 3 + s) % n->classes;
+    net_forward(&ws, w, x, y, B, 1, NULL);
+    net_step_t st;
+    if (fused) {
+      EXPECT(optim_fused_step(&o, &st, 0.05f));
+      net_backward_step(&ws, w, g, y, B, 1.0f / B, &st);
+    } else {
+      net_backward(&ws, w, g, y, B, 1.0f / B);
+      optim_step(&o, w, g, 0.05f);
+    }
+    for (size_t i = 0; i < np; i++) zero &= g[i] == 0.0f;
+  }
+  if (v) memcpy(v, o.M, np * 4);
+  EXPECT(o.t == 3);
+  ws_free(&ws); optim_free(&o); xfree(g); xfree(x);
+  return zero;
+}
+
+static void test_backward_step(void) {
+  /* Winograd conv + act + pool, a conv + act alone, fc layers whose row counts (32, 7, 10) leave
+   * remainders after the kernel's blocks of 4 rows, dropout */
+  net_t n; net_build(&n, "leaky C8 C8 P C16 P F32 D0.3 F7 S10", 1, 28, 28);
+  size_t np = n.nparams;
+  float *w1 = xmalloc(np * 4), *w2 = xmalloc(np * 4), *v1 = xmalloc(np * 4), *v2 = xmalloc(np * 4);
+  const struct { opt_kind_t kind; float wd; } opts[] = {{OPT_MSGD, 1e-3f}, {OPT_MSGD, 0}, {OPT_SGD, 1e-3f}, {OPT_SGD, 0}};
+  for (int oi = 0; oi < 4; oi++)
+    for (int B = 1; B <= 3; B += 2)
+      for (int T = 1; T <= 2; T++) {
+        const int mom = opts[oi].kind == OPT_MSGD;
+        train_steps(&n, &kernels_cpu, opts[oi].kind, opts[oi].wd, B, T, 0, w1, mom ? v1 : NULL);
+        int zero = train_steps(&n, &kernels_cpu, opts[oi].kind, opts[oi].wd, B, T, 1, w2, mom ? v2 : NULL);
+        EXPECT_MSG(!memcmp(w1, w2, np * 4) && (!mom || !memcmp(v1, v2, np * 4)),
+                   "%s wd %g B=%d T=%d: net_backward_step differs from net_backward + optim_step (max rel %.2g)",
+                   optim_name(opts[oi].kind), opts[oi].wd, B, T, max_rel_err(w2, w1, np, 1e-3));
+        EXPECT_MSG(zero, "%s B=%d T=%d: net_backward_step left a nonzero gradient", optim_name(opts[oi].kind), B, T);
+      }
+  /* the reference backend: no fused fc entry, its own sgd_step */
+  train_steps(&n, &kernels_ref, OPT_MSGD, 1e-3f, 3, 1, 0, w1, v1);
+  train_steps(&n, &kernels_ref, OPT_MSGD, 1e-3f, 3, 1, 1, w2, v2);
+  EXPECT_MSG(!memcmp(w1, w2, np * 4) && !memcmp(v1, v2, np * 4), "kernels_ref: fused step differs (max rel %.2g)",
+             max_rel_err(w2, w1, np, 1e-3));
+  xfree(w1); xfree(w2); xfree(v1); xfree(v2);
+
+  /* cpu_fc_backward_sgd against the reference fc backward + update, odd shapes, batch 1 and 2 */
+  for (int B = 1; B <= 2; B++) {
+    const int M = 13, N = 9;
+    float w[N * M], b[N], vw[N * M], vb[N], wr[N * M], br[N], vwr[N * M], vbr[N], dw[N * M], db[N], dwr[N * M], dbr[N];
+    float in[2 * M], dout[2 * N], din[2 * M], dinr[2 * M];
+    fill(w, N * M, 11, 0.5f); fill(b, N, 12, 0.5f); fill(vw, N * M, 13, 0.1f); fill(vb, N, 14, 0.1f);
+    fill(in, 2 * M, 15, 1.0f); fill(dout, 2 * N, 16, 1.0f);
+    memcpy(wr, w, sizeof w); memcpy(br, b, sizeof b); memcpy(vwr, vw, sizeof vw); memcpy(vbr, vb, sizeof vb);
+    memset(dw, 0, sizeof dw); memset(db, 0, sizeof db); memset(dwr, 0, sizeof dwr); memset(dbr, 0, sizeof dbr);
+    cpu_set_threads(1);
+    cpu_fc_backward_sgd(din, w, b, dw, db, vw, vb, dout, in, B, M, N, 0.1f, 0.9f, 1e-2f);
+    ref_fc_backward(dinr, dwr, dbr, dout, in, wr, B, M, N);
+    ref_sgd_step(wr, dwr, vwr, (size_t)N * M, 0.1f, 0.9f, 1e-2f);
+    ref_sgd_step(br, dbr, vbr, N, 0.1f, 0.9f, 1e-2f);
+    double e = max_rel_err(w, wr, N * M, 1e-3), eb = max_rel_err(b, br, N, 1e-3), ed = max_rel_err(din, dinr, B * M, 1e-3);
+    double ev = max_rel_err(vw, vwr, N * M, 1e-3);
+    EXPECT_MSG(e < 1e-5 && eb < 1e-5 && ed < 1e-5 && ev < 1e-5,
+               "B=%d: cpu_fc_backward_sgd vs reference: w %.2g b %.2g din %.2g v %.2g", B, e, eb, ed, ev);
+    int zero = 1;
+    for (int i = 0; i < N * M; i++) zero &= dw[i] == 0.0f;
+    for (int i = 0; i < N; i++) zero &= db[i] == 0.0f;
+    EXPECT_MSG(zero, "B=%d: cpu_fc_backward_sgd left a nonzero gradient", B);
+  }
+}
+
 /* Same seed and thread count: bit-identical parameters after several steps. */
 static void run_steps(float *w, int threads) {
   net_t n; net_build(&n, "leaky C8 P C16 P F32 D0.5 S10", 1, 28, 28);
@@ -253,6 +334,7 @@ int main(void) {
   RUN(test_net_gradient_fd_winograd);
   RUN(test_net_cpu_vs_ref);
   RUN(test_kernel_table_seam);
+  RUN(test_backward_step);
   RUN(test_optimizers);
   RUN(test_bit_identical);
   return harness_exit();

@@ -62,6 +62,10 @@ done
 # convolution took no time at all, which says whether the 10x target is reachable on this machine.
 p=$(OMP_NUM_THREADS=1 "$PDL" speed --batch 1 --threads 1 --repeats "$REPEATS" --profile 2>/dev/null | tail -1) || { echo "pdl speed --profile failed" >&2; exit 1; }
 echo "$p" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); d["event"]="speed-profile"; print(json.dumps(d))' >> "$OUT.tmp"
+# The same step with the momentum update as a separate pass after the backward (net_backward +
+# optim_step, 24 B per parameter) instead of fused into each layer's backward: what fusing gains.
+p=$(OMP_NUM_THREADS=1 "$PDL" speed --batch 1 --threads 1 --repeats "$REPEATS" --update separate 2>/dev/null | tail -1) || { echo "pdl speed --update separate failed" >&2; exit 1; }
+echo "$p" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); d["event"]="speed-separate-update"; print(json.dumps(d))' >> "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 python3 - "$OUT" "$TABLE.tmp" "$ISA" "$CPU_MODEL" <<'PY'
 import json, sys
@@ -96,15 +100,29 @@ for T in (1, 2):
         bound = 1e3 / rest
         r = bound / t["img_per_s"]
         bw = ""
-        if "prof_update_gbps" in q:
+        if "prof_fc_gbps" in q:
+            bw = ("; the fc layers move 20 B per parameter (%.1f MB: forward 4, backward with the update fused 16) "
+                  "at %.1f GB/s; the separate update alone on fresh arrays gets %.1f GB/s" % (
+                  q["prof_fc_bytes"] / 1e6, q["prof_fc_gbps"], q["mem_update_gbps"]))
+        elif "prof_update_gbps" in q:
             bw = ("; the update moves 24 B per parameter (%.1f MB) at %.1f GB/s, %.0f%% of what the same loop gets "
                   "alone on fresh arrays (%.1f GB/s)" % (q["prof_update_bytes"] / 1e6, q["prof_update_gbps"],
                   100 * q["prof_update_gbps"] / q["mem_update_gbps"], q["mem_update_gbps"]))
         row("core-bound%s-b1-t%d" % (tag, T), ">= 3x PyTorch at batch 1: reachable here?",
-            "outside the convolutions a step takes %.3f ms (update %.3f, fc %.3f, rest %.3f: memory-bound passes "
+            "outside the convolutions a step takes %.3f ms (%s, rest %.3f: memory-bound passes "
             "over the parameters and fc weights%s); even with free convolutions <= %.0f img/s = %.1fx PyTorch's %.0f"
-            % (rest, q["prof_update_ms"], q["prof_fc_ms"], q["prof_other_ms"], bw, bound, r, t["img_per_s"]),
+            % (rest, ("fc with their update %.3f, the conv layers' update inside their figures" % q["prof_fc_ms"])
+               if q.get("update") == "fused" else ("update %.3f, fc %.3f" % (q["prof_update_ms"], q["prof_fc_ms"])),
+               q["prof_other_ms"], bw, bound, r, t["img_per_s"]),
             data, "real (profiled run)", "3x out of reach on this machine" if r < 3 else "reachable in principle")
+    sep = [r for r in rows if r.get("event") == "speed-separate-update" and r["threads"] == T and r["batch"] == 1]
+    p = pdl.get((1, T))
+    if sep and p:
+        q = sep[-1]
+        row("core-fused-update%s-b1-t%d" % (tag, T), "(no target) the update fused into the backward pass",
+            "%.0f img/s fused vs %.0f with the update as a separate pass (net_backward + optim_step) = %.2fx; "
+            "same parameters bit for bit" % (p["img_per_s"], q["img_per_s"], p["img_per_s"] / q["img_per_s"]),
+            data, "real", "-")
     p = pdl.get((128, T))
     if p:
         row("core-sgemm%s-b128-t%d" % (tag, T), ">= 90% of the same run's sgemm GFLOP/s (nominal)",

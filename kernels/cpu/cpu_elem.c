@@ -222,3 +222,23 @@ void cpu_softmax_xent_backward(float *dlogits, const float *probs, const int *la
     d[labels[i]] = (p[labels[i]] - 1.0f) * scale;
   }
 }
+
+/* The sgd/msgd update (core/layers.h). Four loops so that each vectorises without a branch;
+ * threads split the elements above 2^16 of them (an elementwise pass: the thread count does not
+ * change the result). */
+#define SGD_LOOP(body)                                                                                   \
+  _Pragma("omp parallel for simd if(parallel: T > 1 && n > (1 << 16)) num_threads(T) schedule(static)") \
+  for (size_t i = 0; i < n; i++) { body; g[i] = 0; }
+void cpu_sgd_step(float *restrict w, float *restrict g, float *restrict v, size_t n, float lr, float mu, float wd) {
+  const int T = cpu_get_threads();
+  if (v && wd != 0) {
+    SGD_LOOP(const float gi = g[i] + wd * w[i]; v[i] = mu * v[i] - lr * gi; w[i] += v[i])
+  } else if (v) {
+    SGD_LOOP(v[i] = mu * v[i] - lr * g[i]; w[i] += v[i])
+  } else if (wd != 0) {
+    SGD_LOOP(const float gi = g[i] + wd * w[i]; w[i] -= lr * gi)
+  } else {
+    SGD_LOOP(w[i] -= lr * g[i])
+  }
+}
+#undef SGD_LOOP

@@ -162,3 +162,40 @@ void cpu_fc_backward(float *din, float *dw, float *db, const float *dout, const 
 #pragma omp parallel num_threads(T)
   fc_bwd_part(din, dw, db, dout, in, w, B, M, N, omp_get_thread_num(), omp_get_num_threads());
 }
+
+/* Batch 1: one row of w updated from its gradient d x (never stored): the expressions of
+ * outer_rows (gradient 0 + d x) and cpu_sgd_step, so the result is theirs bit for bit. */
+#define ROW_LOOP(body) _Pragma("omp simd") for (int m = 0; m < M; m++) { const float g0 = 0.0f + d * x[m]; body; }
+static void sgd_row(float *restrict w, float *restrict v, float d, const float *restrict x, int M, float lr, float mu,
+                    float wd) {
+  if (v && wd != 0) {
+    ROW_LOOP(const float gi = g0 + wd * w[m]; v[m] = mu * v[m] - lr * gi; w[m] += v[m])
+  } else if (v) {
+    ROW_LOOP(v[m] = mu * v[m] - lr * g0; w[m] += v[m])
+  } else if (wd != 0) {
+    ROW_LOOP(const float gi = g0 + wd * w[m]; w[m] -= lr * gi)
+  } else {
+    ROW_LOOP(w[m] -= lr * g0)
+  }
+}
+#undef ROW_LOOP
+
+void cpu_fc_backward_sgd(float *din, float *w, float *b, float *dw, float *db, float *vw, float *vb, const float *dout,
+                         const float *in, int B, int M, int N, float lr, float mu, float wd) {
+  SHAPE_ASSERT(B > 0 && M > 0 && N > 0 && !vw == !vb);
+  if (B != 1 || fc_threads(B, M, N) != 1) {
+    cpu_fc_backward(din, dw, db, dout, in, w, B, M, N);
+    cpu_sgd_step(w, dw, vw, (size_t)N * M, lr, mu, wd);
+    cpu_sgd_step(b, db, vb, (size_t)N, lr, mu, wd);
+    return;
+  }
+  /* rows in the blocks of outer_rows (4, then single rows), so din rounds as there */
+  if (din) for (int m = 0; m < M; m++) din[m] = 0.0f;
+  for (int n = 0; n < N;) {
+    const int n1 = n + 4 <= N ? n + 4 : n + 1;
+    if (din) din_rows(din, dout, w, M, n, n1, 0, M);   /* the old rows */
+    for (; n < n1; n++) sgd_row(w + (size_t)n * M, vw ? vw + (size_t)n * M : NULL, dout[n], in, M, lr, mu, wd);
+  }
+  for (int j = 0; j < N; j++) db[j] += dout[j];
+  cpu_sgd_step(b, db, vb, (size_t)N, lr, mu, wd);
+}

@@ -96,8 +96,8 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
  * ([2 * NET_MAX_LAYERS + 2], zeroed by the caller) the timed windows also add each layer's forward
  * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
  * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. */
-static speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s, double *prof,
-                                   long *steps_out) {
+static speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s, int fused,
+                                   double *prof, long *steps_out) {
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
   float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);  /* optim_step re-zeroes g */
   int *y = xmalloc((size_t)B * sizeof(int));
@@ -112,10 +112,15 @@ static speed_t measure_train_speed(const net_t *net, int B, int threads, int rep
     ws.prof = rep >= 0 ? prof : NULL;
     do {
       net_forward(&ws, w, x, y, B, 1, NULL);
-      net_backward(&ws, w, g, y, B, 1.0f / B);
-      const double tu = prof && rep >= 0 ? now_s() : 0.0;
-      optim_step(&o, w, g, 1e-4f);
-      if (prof && rep >= 0) prof[2 * NET_MAX_LAYERS] += now_s() - tu;
+      net_step_t st;
+      if (fused && optim_fused_step(&o, &st, 1e-4f)) {   /* as pdl train: the update inside the backward */
+        net_backward_step(&ws, w, g, y, B, 1.0f / B, &st);
+      } else {
+        net_backward(&ws, w, g, y, B, 1.0f / B);
+        const double tu = prof && rep >= 0 ? now_s() : 0.0;
+        optim_step(&o, w, g, 1e-4f);
+        if (prof && rep >= 0) prof[2 * NET_MAX_LAYERS] += now_s() - tu;
+      }
       steps++;
     } while ((el = now_s() - t0) < window_s);
     if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; if (prof) prof[2 * NET_MAX_LAYERS + 1] += el; }
@@ -228,7 +233,7 @@ static prof_totals_t profile_totals(const net_t *net, const double *prof, long s
 
 /* One stderr table: per layer, forward and backward milliseconds per step, share of the step and
  * nominal GFLOP/s (direct-convolution FLOPs, as pdl nets; "-" for layers without FLOPs). */
-static void print_profile(const net_t *net, int B, const double *prof, long steps, const prof_totals_t *tot) {
+static void print_profile(const net_t *net, int B, int fused, const double *prof, long steps, const prof_totals_t *tot) {
   const double step_ms = tot->step;
   fprintf(stderr, "%-3s %-10s %-16s %9s %9s %7s %11s\n", "#", "layer", "shape (out)", "fwd ms", "bwd ms", "step%",
           "GFLOP/s");
@@ -253,26 +258,37 @@ static void print_profile(const net_t *net, int B, const double *prof, long step
     fprintf(stderr, "%-3d %-10s %-16s %9.3f %9.3f %6.1f%% %11s\n", l, nm, shp, f, b, 100 * (f + b) / step_ms, gf);
   }
   const double u = tot->update, r = step_ms - tot->layers - u;
-  fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%\n", "update", "(momentum)", "", u, 100 * u / step_ms);
+  if (fused)
+    fprintf(stderr, "    %-10s %-16s %9s %9s %7s   (fused: each layer's share is in its bwd ms)\n", "update",
+            "(momentum)", "", "-", "-");
+  else
+    fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%\n", "update", "(momentum)", "", u, 100 * u / step_ms);
   fprintf(stderr, "    %-10s %-16s %9s %9.3f %6.1f%%   (input copy, loop, timers)\n", "rest", "", "", r,
           100 * r / step_ms);
   fprintf(stderr, "    step %.3f ms at batch %d (mean of %ld timed steps)\n", step_ms, B, steps);
 }
 
 static void speed_usage(FILE *f, const char *cmd) {
-  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile] [--algo sgd|kfac]%s\n"
+  fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]\n"
+             "       [--update fused|separate] [--algo sgd|kfac]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
+             "  --update fused (default, what pdl train does for sgd/msgd) runs each layer's momentum update\n"
+             "  inside the backward pass right after that layer (net_backward_step; the fc layers' at batch 1\n"
+             "  without storing their gradient); separate runs the backward, then the update over all\n"
+             "  parameters (net_backward + optim_step). Both give the same parameters bit for bit.\n"
              "  GFLOP/s are nominal: img/s x the net's direct-convolution FLOPs (pdl nets), so with\n"
              "  Winograd convs (about half the conv FLOPs) they can exceed sgemm's.\n"
              "  PDL_CONV=auto|im2col|winograd|winograd4 picks the conv algorithm (default auto; im2col =\n"
              "  without Winograd, winograd = F(2x2,3x3) only, winograd4 = F(4x4,3x3) only, for comparisons).\n"
              "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
              "  of the step and its nominal GFLOP/s (timers around every layer: a little slower), and\n"
-             "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON, and\n"
-             "  the update's traffic (24 B per parameter: prof_update_bytes, prof_update_gbps) beside the same\n"
-             "  loop on fresh arrays after an L2-evicting pass (mem_update_gbps) and a STREAM triad (mem_triad_gbps).\n"
+             "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON (fused:\n"
+             "  each layer's update is in its own figure and prof_update_ms is 0); with --update separate, the\n"
+             "  update's traffic (24 B per parameter: prof_update_bytes, prof_update_gbps); and in both the\n"
+             "  separate update on fresh arrays after an L2-evicting pass (mem_update_gbps) and a STREAM triad\n"
+             "  of that size (mem_triad_gbps).\n"
              "  --algo kfac also times a K-FAC step (kfac.h) on the same batch: forward/backward, factors,\n"
              "  inversions, preconditioning and update (kfac_*_ms), with the factor, inversion and\n"
              "  preconditioning GFLOP/s (kfac_factors_to_sgemm: the factor GEMMs against sgemm).\n"
@@ -287,7 +303,7 @@ static void speed_usage(FILE *f, const char *cmd) {
 
 static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
-  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0;
+  int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -296,6 +312,11 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
     else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
     else if (!strcmp(a, "--profile")) profile = 1;
+    else if (!strcmp(a, "--update")) {
+      if (!v || (strcmp(v, "fused") && strcmp(v, "separate")))
+        die_usage("--update must be fused or separate, not '%s'", v ? v : "");
+      fused = !strcmp(v, "fused"); i++;
+    }
     else if (!strcmp(a, "--algo")) {
       if (!v || (strcmp(v, "sgd") && strcmp(v, "kfac"))) die_usage("--algo must be sgd or kfac, not '%s'", v ? v : "");
       kfac = !strcmp(v, "kfac"); i++;
@@ -309,17 +330,17 @@ static int speed_main(int argc, char **argv, int calibrate) {
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long steps = 0;
-  speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25, profile ? prof : NULL, &steps);
+  speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
   static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */
   const char *conv = conv_names[cpu_conv_get_mode()];
   fprintf(stderr,
-          "%s batch %d threads %d conv %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of sgemm %.1f "
-          "GFLOP/s\n",
-          net.name, B, T, conv, s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
+          "%s batch %d threads %d conv %s, update %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of "
+          "sgemm %.1f GFLOP/s\n",
+          net.name, B, T, conv, fused ? "fused" : "separate", s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
   const prof_totals_t tot = profile_totals(&net, prof, profile ? steps : 0);
-  if (profile) print_profile(&net, B, prof, steps, &tot);
+  if (profile) print_profile(&net, B, fused, prof, steps, &tot);
   json_t j; json_begin(&j);
   json_str(&j, "event", calibrate ? "calibration" : "speed");
   json_str(&j, "net", net.name); json_str(&j, "net_spec", net.spec);
@@ -330,6 +351,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_num(&j, "flops_train_per_img", net.flops_train);
   json_str(&j, "flops_counted", "nominal direct convolution + fc (gflops = img_per_s x flops_train_per_img)");
   json_str(&j, "conv", conv);
+  json_str(&j, "update", fused ? "fused" : "separate");
   if (kfac || calibrate) {
     /* K-FAC's step, and for the sim runtime its kinds' rates relative to the training step */
     kfac_speed_t ks = measure_kfac_speed(&net, B, T, R < 3 ? R : 3, B >= 32 ? 0.5 : 0.25);
@@ -360,11 +382,28 @@ static int speed_main(int argc, char **argv, int calibrate) {
     /* the update's traffic against what the memory system gives that pattern on fresh arrays */
     double ubw, tbw;
     measure_update_bandwidth(net.nparams, &ubw, &tbw);
-    const double ugb = 24.0 * net.nparams / (tot.update * 1e-3) / 1e9;
-    fprintf(stderr, "update: 24 B per parameter = %.2f MB per step at %.1f GB/s; the same update alone on fresh arrays "
-                    "(after an L2-evicting pass) %.1f GB/s, a STREAM triad of that size %.1f GB/s\n",
-            24.0 * net.nparams / 1e6, ugb, ubw, tbw);
-    json_num(&j, "prof_update_bytes", 24.0 * net.nparams); json_num(&j, "prof_update_gbps", ugb);
+    if (!fused) {
+      const double ugb = 24.0 * net.nparams / (tot.update * 1e-3) / 1e9;
+      fprintf(stderr, "update: 24 B per parameter = %.2f MB per step at %.1f GB/s; the same update alone on fresh "
+                      "arrays (after an L2-evicting pass) %.1f GB/s, a STREAM triad of that size %.1f GB/s\n",
+              24.0 * net.nparams / 1e6, ugb, ubw, tbw);
+      json_num(&j, "prof_update_bytes", 24.0 * net.nparams); json_num(&j, "prof_update_gbps", ugb);
+    } else {
+      fprintf(stderr, "update: fused into the layers' backward; the separate update (24 B per parameter, %.2f MB) "
+                      "alone on fresh arrays runs at %.1f GB/s = %.3f ms, a STREAM triad of that size at %.1f GB/s\n",
+              24.0 * net.nparams / 1e6, ubw, 24.0 * net.nparams / ubw / 1e6, tbw);
+      if (B == 1 && T == 1) {
+        /* batch 1, one thread: the forward reads each fc parameter (4 B) and the fused backward
+         * reads and writes it and its momentum (16 B); the fc gradient is never stored */
+        double nfc = 0;
+        for (int l = 0; l < net.nlayers; l++)
+          if (net.L[l].type == L_FC || net.L[l].type == L_SOFTMAX) nfc += (double)(net.L[l].n_w + net.L[l].n_b);
+        const double fgb = 20.0 * nfc / (tot.fc * 1e-3) / 1e9;
+        fprintf(stderr, "fc layers: 20 B per parameter (forward 4, fused backward + update 16) = %.2f MB per step at "
+                        "%.1f GB/s\n", 20.0 * nfc / 1e6, fgb);
+        json_num(&j, "prof_fc_bytes", 20.0 * nfc); json_num(&j, "prof_fc_gbps", fgb);
+      }
+    }
     json_num(&j, "mem_update_gbps", ubw); json_num(&j, "mem_triad_gbps", tbw);
   }
   json_meta(&j);

@@ -49,6 +49,23 @@
 PDL_DECLARE_LAYERS(ref_)
 PDL_DECLARE_LAYERS(cpu_)
 
+/* The parameter update of optim_step's sgd and msgd (optim/optim.h) on n parameters, element by
+ * element: gi = g + wd w (when wd != 0); then v = mu v - lr gi, w += v (v != NULL) or w -= lr gi
+ * (v == NULL, plain SGD); g = 0. optim_step calls cpu_sgd_step, and the expressions are written
+ * once here (-std=c11: no FMA contraction), so every caller rounds alike. net_backward_step
+ * (core/model.h) runs it on each layer's parameters as soon as their gradient is complete. */
+void cpu_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
+void ref_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
+/* fc backward with that update fused: what cpu_fc_backward(din, dw, db, dout, in, w, B, M, N)
+ * followed by cpu_sgd_step on (w, dw, vw, N*M) and (b, db, vb, N) gives, bit for bit (vw and vb
+ * NULL together: plain SGD). dw and db must be zero on entry; they are zero on return. At batch 1
+ * on one thread it is one pass over the rows of w that never touches dw: din takes each block of
+ * 4 rows before the rows are updated, so a weight is read and written once (w, and v with
+ * momentum), where the unfused pair streams w twice and dw three times. Other batches and
+ * thread counts run the unfused pair. */
+void cpu_fc_backward_sgd(float *din, float *w, float *b, float *dw, float *db, float *vw, float *vb,
+                         const float *dout, const float *in, int B, int M, int N, float lr, float mu, float wd);
+
 /* Scratch (floats) that cpu_conv_forward/backward need for these shapes when called with up to
  * nthreads OpenMP threads. */
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);

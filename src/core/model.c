@@ -292,7 +292,16 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
   return loss;
 }
 
-void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale) {
+/* The update *st of layer L's weights and bias, from its complete gradient. */
+static void layer_step(const kernels_t *k, const layer_t *L, float *params, float *grads, const net_step_t *st) {
+  k->sgd_step(params + L->w_off, grads + L->w_off, st->v ? st->v + L->w_off : NULL, L->n_w, st->lr, st->mu, st->wd);
+  k->sgd_step(params + L->b_off, grads + L->b_off, st->v ? st->v + L->b_off : NULL, L->n_b, st->lr, st->mu, st->wd);
+}
+
+/* The backward pass; with st, each layer's update follows its backward (params is written only
+ * then: net_backward passes st == NULL). */
+static void backward_pass(workspace_t *ws, float *params, float *grads, const int *y, int B, float scale,
+                          const net_step_t *st) {
   const net_t *net = ws->net; const kernels_t *k = ws->k;
   if (k->set_threads) k->set_threads(ws->nthreads);
   for (int i = net->nlayers - 1; i >= 0; i--) {
@@ -301,16 +310,21 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
     const float *dout = ws->da[i + 1], *in = ws->a[i], *out = ws->a[i + 1];
     const double t0 = ws->prof ? now_s() : 0.0;
     switch (L->type) {
-    case L_SOFTMAX:
-      k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
+    case L_SOFTMAX: case L_FC:
+      if (L->type == L_SOFTMAX) k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
+      if (st && k->fc_backward_sgd) {
+        k->fc_backward_sgd(din, params + L->w_off, params + L->b_off, grads + L->w_off, grads + L->b_off,
+                           st->v ? st->v + L->w_off : NULL, st->v ? st->v + L->b_off : NULL, dout, in, B,
+                           (int)in_size(L), L->oc, st->lr, st->mu, st->wd);
+        break;
+      }
       k->fc_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, (int)in_size(L), L->oc);
-      break;
-    case L_FC:
-      k->fc_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, (int)in_size(L), L->oc);
+      if (st) layer_step(k, L, params, grads, st);
       break;
     case L_CONV:
       k->conv_backward(din, grads + L->w_off, grads + L->b_off, dout, in, params + L->w_off, B, L->c, L->h, L->w,
                        L->oc, L->k, L->pad, ws->scratch);
+      if (st) layer_step(k, L, params, grads, st);
       break;
     case L_POOL:
       if (i >= 2 && ws->fused[i - 2] == 2) { /* the fused conv + act + pool of net_forward */
@@ -318,6 +332,7 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
         k->conv_act_pool_backward(i - 2 == 0 ? NULL : ws->da[i - 2], grads + C->w_off, grads + C->b_off, dout, out,
                                   ws->pidx[i - 2], ws->a[i - 2], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->pad,
                                   net->L[i - 1].slope, L->ceil_mode, ws->scratch);
+        if (st) layer_step(k, C, params, grads, st);
         i -= 2;
         break;
       }
@@ -329,6 +344,7 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
         k->conv_act_backward(i - 1 == 0 ? NULL : ws->da[i - 1], grads + C->w_off, grads + C->b_off, dout, out,
                              ws->a[i - 1], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->k, C->pad, L->slope,
                              ws->scratch);
+        if (st) layer_step(k, C, params, grads, st);
         i--;
         break;
       }
@@ -338,6 +354,16 @@ void net_backward(workspace_t *ws, const float *params, float *grads, const int 
     }
     if (ws->prof) ws->prof[NET_MAX_LAYERS + i] += now_s() - t0; /* i: the conv of a fused pair */
   }
+}
+
+void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale) {
+  backward_pass(ws, (float *)params, grads, y, B, scale, NULL);   /* not written without a step */
+}
+
+void net_backward_step(workspace_t *ws, float *params, float *grads, const int *y, int B, float scale,
+                       const net_step_t *st) {
+  if (!ws->k->sgd_step) die("net_backward_step: the %s backend has no sgd_step", ws->k->name);
+  backward_pass(ws, params, grads, y, B, scale, st);
 }
 
 void net_evaluate(workspace_t *ws, const float *params, const float *x, const int *y, int n, double *err, double *loss) {

@@ -94,6 +94,12 @@ typedef struct {
                                 int, int, float, int, float *);
   void (*conv_act_pool_backward)(float *, float *, float *, const float *, const float *, const uint8_t *,
                                  const float *, const float *, int, int, int, int, int, int, float, int, float *);
+  /* the parameter update that net_backward_step fuses into the backward pass: sgd_step (required
+   * by net_backward_step) as cpu_sgd_step, and optionally an fc backward with it fused in, as
+   * cpu_fc_backward_sgd (NULL: fc_backward, then sgd_step on the layer's weights and bias) */
+  void (*sgd_step)(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
+  void (*fc_backward_sgd)(float *, float *, float *, float *, float *, float *, float *, const float *, const float *,
+                          int, int, int, float, float, float);
   /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
   size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
   /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */
@@ -115,7 +121,7 @@ typedef struct {
   .fc_backward = P##fc_backward, .maxpool_forward = P##maxpool_forward, .maxpool_backward = P##maxpool_backward, \
   .act_forward = P##act_forward, .act_backward = P##act_backward, .dropout_forward = P##dropout_forward, \
   .dropout_backward = P##dropout_backward, .softmax_xent_forward = P##softmax_xent_forward, \
-  .softmax_xent_backward = P##softmax_xent_backward
+  .softmax_xent_backward = P##softmax_xent_backward, .sgd_step = P##sgd_step
 #define KERNELS_HOST_MEMORY \
   .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .host_memory = 1
 extern const kernels_t kernels_cpu, kernels_ref;
@@ -157,6 +163,19 @@ void ws_free(workspace_t *ws);
 double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct);
 /* Backward after net_forward(train=1) on the same batch: grads += scale * d(sum loss)/d params. */
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale);
+
+/* The update net_backward_step fuses into the backward pass: momentum SGD with weight decay,
+ *   v = mu v - lr (g + wd w),  w += v        (v == NULL: plain SGD, w -= lr (g + wd w)),
+ * i.e. optim_step's msgd and sgd (optim_fused_step fills one for an optimizer). v has the layout
+ * of the parameters. */
+typedef struct net_step { float lr, mu, wd; float *v; } net_step_t;
+/* net_backward, then the update *st of params, with each layer's update run right after that
+ * layer's backward (its weights are not read again in the pass), while its gradient is still in
+ * cache; the backend's fc_backward_sgd, where it has one, never stores the fc gradient at all.
+ * grads must be zero on entry and are zero on return (as optim_step leaves them). The result is
+ * bit-identical to net_backward followed by optim_step (sgd/msgd) on the same thread count. */
+void net_backward_step(workspace_t *ws, float *params, float *grads, const int *y, int B, float scale,
+                       const net_step_t *st);
 
 /* Test error and mean loss of params over a data set (batched by ws->max_batch). */
 void net_evaluate(workspace_t *ws, const float *params, const float *x, const int *y, int n, double *err, double *loss);

@@ -54,8 +54,13 @@ int train_sequential(run_t *r) {
     sampler_next(&s, B, x, y);
     const float *gp = optim_grad_point(&o, w);
     double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;
-    net_backward(&ws, gp, g, y, B, 1.0f / (float)B);
-    optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
+    net_step_t st;   /* sgd/msgd: each layer's update runs inside the backward pass (same result) */
+    if (optim_fused_step(&o, &st, lr_at(c->lr, step, c->warmup))) {
+      net_backward_step(&ws, w, g, y, B, 1.0f / (float)B, &st);
+    } else {
+      net_backward(&ws, gp, g, y, B, 1.0f / (float)B);
+      optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
+    }
     loss_acc += loss; loss_n++;
     r->updates = step + 1;
     r->epochs_done = (double)(step + 1) / (double)r->steps_per_epoch;

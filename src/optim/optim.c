@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include "core/layers.h"
+#include "core/model.h"
 #include "util/util.h"
 
 static const char *names[] = {"sgd", "msgd", "nag", "adam", "asgd", "mvasgd"};
@@ -44,23 +45,22 @@ float lr_at(float lr, long step, long warmup) {
   return lr * (float)(step + 1) / (float)warmup;
 }
 
+int optim_fused_step(optim_t *o, net_step_t *st, float lr) {
+  if (o->kind != OPT_SGD && o->kind != OPT_MSGD) return 0;
+  st->lr = lr; st->mu = o->mu; st->wd = o->wd;
+  st->v = o->kind == OPT_MSGD ? o->M : NULL;
+  o->t++;
+  return 1;
+}
+
 void optim_step(optim_t *o, float *w, float *g, float lr) {
   size_t n = o->n;
-  if (o->wd != 0) vec_axpy(g, o->wd, w, n);
   float *M = o->M;
-  int T = cpu_get_threads();
   switch (o->kind) {
-  case OPT_SGD: case OPT_ASGD: case OPT_MVASGD:
-#pragma omp parallel for simd if(parallel: T > 1 && n > (1 << 16)) num_threads(T) schedule(static)
-    for (size_t i = 0; i < n; i++) { w[i] -= lr * g[i]; g[i] = 0; }
-    break;
-  case OPT_MSGD: case OPT_NAG: {
-    float mu = o->mu;
-#pragma omp parallel for simd if(parallel: T > 1 && n > (1 << 16)) num_threads(T) schedule(static)
-    for (size_t i = 0; i < n; i++) { M[i] = mu * M[i] - lr * g[i]; w[i] += M[i]; g[i] = 0; }
-    break;
-  }
+  case OPT_SGD: case OPT_ASGD: case OPT_MVASGD: cpu_sgd_step(w, g, NULL, n, lr, 0.0f, o->wd); break;
+  case OPT_MSGD: case OPT_NAG: cpu_sgd_step(w, g, M, n, lr, o->mu, o->wd); break;
   case OPT_ADAM: {
+    if (o->wd != 0) vec_axpy(g, o->wd, w, n);
     float *V = o->V, b1 = o->beta1, b2 = o->beta2, eps = o->eps;
     double c1 = 1.0 - pow(b1, (double)(o->t + 1)), c2 = 1.0 - pow(b2, (double)(o->t + 1));
     float a = (float)(lr * sqrt(c2) / c1);

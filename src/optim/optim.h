@@ -37,6 +37,12 @@ const float *optim_eval_point(const optim_t *o, const float *w);
 /* One step. g is consumed: it is left ZEROED (saves callers a pass before the next gradient
  * accumulation). Elementwise, so the result does not depend on the thread count. */
 void optim_step(optim_t *o, float *w, float *g, float lr);
+/* For the kinds whose update net_backward_step can fuse into the backward pass (sgd, msgd; the
+ * others need the whole gradient first): fills *st with this step's update at lr, counts the step
+ * as optim_step does, and returns 1; the caller then runs net_backward_step instead of
+ * net_backward + optim_step, with the same result bit for bit. Returns 0 for the other kinds. */
+struct net_step;
+int optim_fused_step(optim_t *o, struct net_step *st, float lr);
 /* Re-derive w_hat after w or M were loaded from a checkpoint. */
 void optim_refresh(optim_t *o, const float *w);
 float lr_at(float lr, long step, long warmup);
