@@ -480,8 +480,9 @@ static void test_conv_algorithm_choice(void) {
   EXPECT(!cpu_conv_winograd(128, 1, 28, 28, 32, 3, 1));   /* first layer: one input channel */
   EXPECT(cpu_conv_winograd(1, 32, 28, 28, 32, 3, 1));
   EXPECT(cpu_conv_winograd(128, 32, 14, 14, 64, 3, 1));
-  EXPECT(!cpu_conv_winograd(1, 64, 7, 7, 128, 3, 1));     /* 16 tiles: im2col is faster */
-  EXPECT(cpu_conv_winograd(2, 64, 7, 7, 128, 3, 1));
+  EXPECT(cpu_conv_winograd(1, 64, 7, 7, 128, 3, 1));      /* 16 tiles: the threshold */
+  EXPECT(!cpu_conv_winograd(1, 64, 5, 5, 128, 3, 1));     /* 9 tiles: below it */
+  EXPECT(cpu_conv_winograd(2, 64, 5, 5, 128, 3, 1));
   EXPECT(!cpu_conv_winograd(128, 64, 14, 14, 64, 5, 2));  /* not 3x3 */
   /* tile size: F(4x4) once a GEMM gets >= 48 tiles; ceil-mode pools on odd maps stay F(2x2) */
   EXPECT(cpu_wino_tile(128, 32, 28, 28, 32, 1, 1) == 4 && cpu_wino_tile(128, 32, 14, 14, 64, 1, 1) == 4);

@@ -62,11 +62,14 @@ static int conv_split_gemm(int B, int nthreads) { return nthreads > 1 && B < nth
 /* ---- algorithm choice (the mode: cpu_mode.c): im2col + sgemm, or Winograd (cpu_winograd.c) */
 /* Shapes where Winograd pays (measured on the reference net's layers and neighbours, 1 thread):
  * Ci >= 8, and at least WINO_MIN_TILES tiles per GEMM (images per group x tiles per image).
- * Below that the per-call costs (weight transform, 16 GEMM set-ups) dominate: a 7x7 map has 16
- * tiles, and at batch 1 Winograd took 1.2-1.5x the time of im2col there (from batch 2 on it was
- * level or ahead), while 14x14 and 28x28 maps won at every batch (1.2-1.6x). */
+ * Below that the per-call costs (weight transforms, 16 GEMM set-ups) dominate. A 7x7 map has 16
+ * tiles: at batch 1 Winograd had taken 1.2-1.5x the time of im2col there while its weight
+ * transforms moved taps one by one; with the register transposes (cpu_winograd.c taps_in) it
+ * took, forward + backward, 0.90x (64->128), 0.89x (32->32) and 1.01x (128->128) of im2col on
+ * 1 thread, 0.90x on 2 (Xeon, AVX-512; 64->128 with the pool fused 0.82x of im2col without it),
+ * and 14x14 and 28x28 maps won at every batch (1.2-1.6x). */
 #ifndef WINO_MIN_TILES
-#define WINO_MIN_TILES 32
+#define WINO_MIN_TILES 16
 #endif
 static int wino_pays(int B, int Ci, int H, int W, int Co, int pad) {
   return Ci >= 8 && cpu_wino_tiles(B, Ci, H, W, Co, pad) >= WINO_MIN_TILES;
