@@ -171,7 +171,7 @@ static void test_conv_act_fused_matches_unfused(void) {
         float *scratch = scratch_with_canary(ns);
         cpu_conv_forward(o1, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
         cpu_act_forward(o1, o1, nout, slope);
-        cpu_conv_act_forward(o2, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch);
+        cpu_conv_act_forward(o2, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch, NULL);
         EXPECT_MSG(same_bits(o1, o2, nout), "fused fwd k=%d pad=%d B=%d T=%d slope=%g", k, pad, B, T, slope);
         for (int with_din = 0; with_din < 2; with_din++) {
           float *dw1 = fa(nw), *db1 = fa(Co), *din1 = fa(nin), *dw2 = fa(nw), *db2 = fa(Co), *din2 = fa(nin);
@@ -181,7 +181,7 @@ static void test_conv_act_fused_matches_unfused(void) {
           cpu_act_backward(g, dout, o1, nout, slope);
           cpu_conv_backward(with_din ? din1 : NULL, dw1, db1, g, in, w, B, Ci, H, W, Co, k, pad, scratch);
           cpu_conv_act_backward(with_din ? din2 : NULL, dw2, db2, dout, o1, in, w, B, Ci, H, W, Co, k, pad, slope,
-                                scratch);
+                                scratch, NULL);
           EXPECT_MSG(same_bits(dw1, dw2, nw) && same_bits(db1, db2, Co) && (!with_din || same_bits(din1, din2, nin)),
                      "fused bwd k=%d pad=%d B=%d T=%d slope=%g din=%d", k, pad, B, T, slope, with_din);
           free(dw1); free(db1); free(din1); free(dw2); free(db2); free(din2);
@@ -284,7 +284,7 @@ static void wino_case(int B, int Ci, int H, int W, int Co, int pad, int T) {
   ref_act_forward(oa_ref, o_ref, nout, slope);
   fill_nan(o, nout); fill_nan(oa, nout);
   cpu_conv_forward(o, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
-  cpu_conv_act_forward(oa, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch);
+  cpu_conv_act_forward(oa, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch, NULL);
   cpu_act_forward(o_act, o, nout, slope);
   double e = scaled_err(o, o_ref, nout), ea = scaled_err(oa, oa_ref, nout);
   EXPECT_MSG(e <= TOL_WINO && ea <= TOL_WINO, "wino fwd %s: err %.3g, fused %.3g (%s)", tag, e, ea, TOL_WINO_WHY);
@@ -306,7 +306,8 @@ static void wino_case(int B, int Ci, int H, int W, int Co, int pad, int T) {
     float *dwu = dup(dw0, nw), *dbu = dup(db0, Co), *dinu = fa(nin);
     fill_nan(din, nin); fill_nan(dina, nin); fill_nan(dinu, nin);
     cpu_conv_backward(with_din ? din : NULL, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
-    cpu_conv_act_backward(with_din ? dina : NULL, dwa, dba, dout, oa, in, w, B, Ci, H, W, Co, k, pad, slope, scratch);
+    cpu_conv_act_backward(with_din ? dina : NULL, dwa, dba, dout, oa, in, w, B, Ci, H, W, Co, k, pad, slope, scratch,
+                          NULL);
     cpu_conv_backward(with_din ? dinu : NULL, dwu, dbu, g, in, w, B, Ci, H, W, Co, k, pad, scratch);
     double ew = scaled_err(dw, dw_ref, nw), eb = scaled_err(db, db_ref, Co);
     double ed = with_din ? scaled_err(din, din_ref, nin) : 0.0;
@@ -332,6 +333,30 @@ static void wino_case(int B, int Ci, int H, int W, int Co, int pad, int T) {
   EXPECT_MSG(same_bits(o, o2, nout) && same_bits(first[0], dw2, nw) && same_bits(first[1], db2, Co) &&
                  same_bits(first[2], din2, nin),
              "wino repeat not bit-identical %s", tag);
+  /* the fused pair through a keep: the bits of the fused pair without one (fwd: oa; bwd: the
+   * unkept call below, run between them on the same scratch, which the keep must not need) */
+  const size_t nk = cpu_conv_keep_floats(Ci, H, W, Co, k, pad);
+  float *keep = scratch_with_canary(nk), *ok = fa(nout);
+  EXPECT_MSG(nk > 0, "no keep for a Winograd conv %s", tag);
+  float *dwk = dup(dw0, nw), *dbk = dup(db0, Co), *dink = fa(nin), *dwn = dup(dw0, nw), *dbn = dup(db0, Co);
+  float *dinn = fa(nin);
+  cpu_conv_act_forward(ok, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch, keep);
+  cpu_conv_act_backward(dinn, dwn, dbn, dout, oa, in, w, B, Ci, H, W, Co, k, pad, slope, scratch, NULL);
+  cpu_conv_act_backward(dink, dwk, dbk, dout, ok, in, w, B, Ci, H, W, Co, k, pad, slope, scratch, keep);
+  EXPECT_MSG(same_bits(ok, oa, nout) && same_bits(dwk, dwn, nw) && same_bits(dbk, dbn, Co) &&
+                 same_bits(dink, dinn, nin),
+             "wino fused pair with a keep != without %s", tag);
+  /* the backward reads the keep: zeroed, the transformed weights give din = 0, and at batch 1 the
+   * transformed input dw = its initial value */
+  memset(keep, 0, nk * sizeof(float));
+  memcpy(dwk, dw0, nw * sizeof(float));
+  cpu_conv_act_backward(dink, dwk, dbk, dout, ok, in, w, B, Ci, H, W, Co, k, pad, slope, scratch, keep);
+  double dmax = 0;
+  for (size_t j = 0; j < nin; j++) dmax = fabs(dink[j]) > dmax ? fabs(dink[j]) : dmax;
+  EXPECT_MSG(dmax == 0, "wino bwd did not take U from its keep %s", tag);
+  if (B == 1) EXPECT_MSG(same_bits(dwk, dw0, nw), "wino bwd at batch 1 did not take V from its keep %s", tag);
+  EXPECT_MSG(canary_ok(keep, nk), "wino keep overrun %s", tag);
+  free(keep); free(ok); free(dwk); free(dbk); free(dink); free(dwn); free(dbn); free(dinn);
   EXPECT_MSG(canary_ok(scratch, ns), "wino scratch overrun %s", tag);
   EXPECT_MSG(canary_ok(o, nout) && canary_ok(oa, nout), "wino fwd wrote past out %s", tag);
   free(in); free(w); free(b); free(dout); free(scratch); free(o_ref); free(oa_ref); free(o); free(oa); free(o_act);
@@ -395,7 +420,7 @@ static void wino_pool_case(int B, int Ci, int H, int W, int Co, int pad, int cei
   uint8_t *idx = xmalloc(np + CANARY);
   memset(idx, 0xee, np + CANARY);
   fill_nan(out, np);
-  cpu_conv_act_pool_forward(out, idx, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  cpu_conv_act_pool_forward(out, idx, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch, NULL);
   double e = scaled_err(out, p_ref, np);
   EXPECT_MSG(e <= TOL_WINO, "pool fwd %s: err %.3g (%s)", tag, e, TOL_WINO_WHY);
   EXPECT_MSG(canary_ok(out, np), "pool fwd wrote past out %s", tag);
@@ -431,7 +456,7 @@ static void wino_pool_case(int B, int Ci, int H, int W, int Co, int pad, int cei
     float *dw = dup(dw0, nw), *db = dup(db0, Co), *din = scratch_with_canary(nin);
     fill_nan(din, nin);
     cpu_conv_act_pool_backward(with_din ? din : NULL, dw, db, dp, out, idx, in, w, B, Ci, H, W, Co, pad, slope,
-                               ceil_mode, scratch);
+                               ceil_mode, scratch, NULL);
     double ew = scaled_err(dw, dw_ref, nw), eb = scaled_err(db, db_ref, Co);
     double ed = with_din ? scaled_err(din, din_ref, nin) : 0.0;
     EXPECT_MSG(ew <= TOL_WINO && eb <= TOL_WINO && ed <= TOL_WINO, "pool bwd %s din=%d: dw %.3g db %.3g din %.3g (%s)",
@@ -441,13 +466,28 @@ static void wino_pool_case(int B, int Ci, int H, int W, int Co, int pad, int cei
     if (with_din) { first[0] = dw; first[1] = db; first[2] = din; }
     else { free(dw); free(db); free(din); }
   }
+  /* the same call again, now through a keep (cpu_conv_keep_floats): the same bits; the keep holds
+   * what the backward reads (zeroed, the transformed weights give din = 0); its canary holds */
   float *o2 = fa(np), *dw2 = dup(dw0, nw), *db2 = dup(db0, Co), *din2 = fa(nin);
   uint8_t *idx2 = xmalloc(np);
-  cpu_conv_act_pool_forward(o2, idx2, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
-  cpu_conv_act_pool_backward(din2, dw2, db2, dp, o2, idx2, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  const size_t nk = cpu_conv_keep_floats(Ci, H, W, Co, k, pad);
+  float *keep = scratch_with_canary(nk);
+  EXPECT_MSG(nk > 0, "no keep for a Winograd conv %s", tag);
+  cpu_conv_act_pool_forward(o2, idx2, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch, keep);
+  cpu_conv_act_pool_backward(din2, dw2, db2, dp, o2, idx2, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch,
+                             keep);
   EXPECT_MSG(same_bits(out, o2, np) && !memcmp(idx, idx2, np) && same_bits(first[0], dw2, nw) &&
                  same_bits(first[1], db2, Co) && same_bits(first[2], din2, nin),
-             "pool repeat not bit-identical %s", tag);
+             "pool repeat (with a keep) not bit-identical %s", tag);
+  memset(keep, 0, nk * sizeof(float));
+  float *dw3 = dup(dw0, nw), *db3 = dup(db0, Co), *din3 = fa(nin);
+  cpu_conv_act_pool_backward(din3, dw3, db3, dp, o2, idx2, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch,
+                             keep);
+  double dmax = 0;
+  for (size_t j = 0; j < nin; j++) dmax = fabs(din3[j]) > dmax ? fabs(din3[j]) : dmax;
+  EXPECT_MSG(dmax == 0, "pool bwd did not take U from its keep %s", tag);
+  EXPECT_MSG(canary_ok(keep, nk), "pool keep overrun %s", tag);
+  free(keep); free(dw3); free(db3); free(din3);
   EXPECT_MSG(canary_ok(scratch, ns), "pool scratch overrun %s", tag);
   free(in); free(w); free(b); free(dp); free(scratch); free(a_ref); free(p_ref); free(out); free(idx); free(dact);
   free(dw0); free(db0); free(dw_ref); free(db_ref); free(din_ref); for (int i = 0; i < 3; i++) free(first[i]);

@@ -140,17 +140,21 @@ void cpu_conv_forward(float *out, const float *in, const float *w, const float *
                       int Co, int k, int pad, float *scratch) {
   /* in [B][Ci][H][W], w [Co][Ci][k][k], b [Co], out [B][Co][Ho][Wo] */
   if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
-    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 0, 0.0f, scratch);
+    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 0, 0.0f, scratch, NULL);
     return;
   }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
   conv_fwd(&s, out, in, w, b, scratch);
 }
 
+size_t cpu_conv_keep_floats(int Ci, int H, int W, int Co, int k, int pad) {
+  return k == 3 && cpu_conv_get_mode() != CPU_CONV_IM2COL ? cpu_wino_keep_floats(Ci, H, W, Co, pad) : 0;
+}
+
 void cpu_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
-                          int Co, int k, int pad, float slope, float *scratch) {
+                          int Co, int k, int pad, float slope, float *scratch, float *keep) {
   if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
-    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 1, slope, scratch);
+    cpu_wino_forward(out, in, w, b, B, Ci, H, W, Co, pad, 1, slope, scratch, keep);
     return;
   }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
@@ -267,7 +271,7 @@ void cpu_conv_backward(float *din, float *dw, float *db, const float *dout, cons
                        int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
   /* dout [B][Co][Ho][Wo], in/din [B][Ci][H][W], w/dw [Co][Ci][k][k], db [Co] */
   if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
-    cpu_wino_backward(din, dw, db, dout, NULL, in, w, B, Ci, H, W, Co, pad, 0, 0.0f, scratch);
+    cpu_wino_backward(din, dw, db, dout, NULL, in, w, B, Ci, H, W, Co, pad, 0, 0.0f, scratch, NULL);
     return;
   }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
@@ -276,10 +280,10 @@ void cpu_conv_backward(float *din, float *dw, float *db, const float *dout, cons
 
 void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
-                           float *scratch) {
+                           float *scratch, const float *keep) {
   /* dout, out [B][Co][Ho][Wo]: gradient w.r.t. and value of the activation output */
   if (cpu_conv_winograd(B, Ci, H, W, Co, k, pad)) {
-    cpu_wino_backward(din, dw, db, dout, out, in, w, B, Ci, H, W, Co, pad, 1, slope, scratch);
+    cpu_wino_backward(din, dw, db, dout, out, in, w, B, Ci, H, W, Co, pad, 1, slope, scratch, keep);
     return;
   }
   conv_t s = conv_shape(B, Ci, H, W, Co, k, pad);
@@ -292,15 +296,15 @@ int cpu_conv_act_pool_fusable(int B, int Ci, int H, int W, int Co, int k, int pa
 }
 
 void cpu_conv_act_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
-                               int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch) {
+                               int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch, float *keep) {
   /* in [B][Ci][H][W]; out, idx [B][Co][Hp][Wp] (Hp = pool of Ho = H + 2 pad - 2) */
   SHAPE_ASSERT(cpu_conv_act_pool_fusable(B, Ci, H, W, Co, 3, pad, 2));
-  cpu_wino_pool_forward(out, idx, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  cpu_wino_pool_forward(out, idx, in, w, b, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch, keep);
 }
 
 void cpu_conv_act_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out,
                                 const uint8_t *idx, const float *in, const float *w, int B, int Ci, int H, int W,
-                                int Co, int pad, float slope, int ceil_mode, float *scratch) {
+                                int Co, int pad, float slope, int ceil_mode, float *scratch, const float *keep) {
   SHAPE_ASSERT(cpu_conv_act_pool_fusable(B, Ci, H, W, Co, 3, pad, 2));
-  cpu_wino_pool_backward(din, dw, db, dout, out, idx, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch);
+  cpu_wino_pool_backward(din, dw, db, dout, out, idx, in, w, B, Ci, H, W, Co, pad, slope, ceil_mode, scratch, keep);
 }

@@ -11,6 +11,7 @@ const kernels_t kernels_cpu = {
   .conv_act_forward = cpu_conv_act_forward, .conv_act_backward = cpu_conv_act_backward,
   .conv_act_pool_fusable = cpu_conv_act_pool_fusable,
   .conv_act_pool_forward = cpu_conv_act_pool_forward, .conv_act_pool_backward = cpu_conv_act_pool_backward,
+  .conv_keep_floats = cpu_conv_keep_floats,
   .fc_backward_sgd = cpu_fc_backward_sgd,
   .conv_scratch_floats = cpu_conv_scratch_floats,
   .set_threads = cpu_set_threads,

@@ -86,6 +86,8 @@ struct wino {
   int Hp, Wp;          /* pool: the pooled map (F(2x2): one window per tile; F(4x4): 2x2 per tile) */
   size_t on;           /* output floats per image: Co*P, or Co*Hp*Wp pooled */
   uint8_t *idx;        /* pool: argmax of each window, [B][Co][Hp][Wp] (written forward, read backward) */
+  float *kU, *kV;      /* the layer's keep (cpu_conv_keep_floats), or NULL: U there (the forward writes it,
+                        * the backward reads it instead of transforming w again), and at batch 1 V too */
   size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, per_thread;
   /* the transforms of this m (the bodies below are shared) */
   void (*weights)(float *, size_t, const float *, int, int, int);
@@ -145,6 +147,7 @@ static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad, int pool,
   s.tmp_n = cpu_round16(t);
   s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n;
   s.pool = pool; s.idx = NULL;
+  s.kU = s.kV = NULL;
   s.Hp = s.Wp = 0;
   s.on = (size_t)Co * s.P;
   if (pool) {
@@ -175,6 +178,24 @@ size_t cpu_wino_scratch_floats(int B, int Ci, int H, int W, int Co, int pad, int
   return n;
 }
 
+/* The keep: U [nx][Co][Ci] of either tile size, then V of one image (unpooled tiles, never fewer
+ * than the pooled ones). Independent of the batch: V is kept at batch 1 only (from batch 2 on V
+ * outgrows L2 and the GEMMs dominate; recomputing it costs little there). */
+size_t cpu_wino_keep_floats(int Ci, int H, int W, int Co, int pad) {
+  size_t n = 0;
+  for (int m = 2; m <= 4; m += 2) {
+    wino_t s = wino_shape(1, Ci, H, W, Co, pad, 0, m);
+    if (s.u_n + s.v_n > n) n = s.u_n + s.v_n;
+  }
+  return n;
+}
+
+static void wino_keep(wino_t *s, float *keep) {
+  if (!keep) return;
+  s->kU = keep;
+  s->kV = s->B == 1 ? keep + s->u_n : NULL;
+}
+
 int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad) {
   wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0, 2);
   return s.nb * s.tpi;
@@ -194,7 +215,7 @@ typedef float v8f __attribute__((vector_size(32), aligned(4), may_alias)); /* 8 
 typedef int v8i __attribute__((vector_size(32)));
 
 /* rows r[0..7] <- their transpose (generic vectors: unpack, 2-lane shuffles, 128-bit halves) */
-static inline void tr8(v8f r[8]) {
+static inline __attribute__((always_inline)) void tr8(v8f r[8]) {
   const v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
   const v8i s0 = {0, 1, 8, 9, 4, 5, 12, 13}, s1 = {2, 3, 10, 11, 6, 7, 14, 15};
   const v8i h0 = {0, 1, 2, 3, 8, 9, 10, 11}, h1 = {4, 5, 6, 7, 12, 13, 14, 15};
@@ -947,6 +968,8 @@ static void fwd_split(const wino_t *s, float *out, const float *in, const float 
   const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
   float *U = scratch, *V = scratch + s->u_n, *M = V + s->v_n;
   float *tmp = scratch + s->u_n + (size_t)t * s->per_thread + s->v_n + s->m_n + s->du_n + s->db_n + s->g_n;
+  if (s->kU) U = s->kU;
+  if (s->kV) V = s->kV;
   int c0, c1, co0, co1, x0, x1;
   cpu_split(s->Ci, nt, t, &c0, &c1);
   cpu_split(s->Co, nt, t, &co0, &co1);
@@ -967,6 +990,8 @@ static void fwd_body(const wino_t *s, float *out, const float *in, const float *
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n;
   float *tmp = M + s->m_n + s->du_n + s->db_n + s->g_n;
+  if (s->kU) U = s->kU;
+  if (s->kV) V = s->kV; /* batch 1: one group, one thread */
   int co0, co1, i0, i1;
   cpu_split(s->Co, nt, t, &co0, &co1);
   s->weights(U, us, w, s->Ci, co0, co1);
@@ -998,17 +1023,19 @@ static void wino_fwd(const wino_t *s, float *out, const float *in, const float *
 }
 
 void cpu_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
-                      int Co, int pad, int act, float slope, float *scratch) {
+                      int Co, int pad, int act, float slope, float *scratch, float *keep) {
   wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0, wino_m(B, Ci, H, W, Co, pad, 0));
   s.act = act; s.slope = slope;
+  wino_keep(&s, keep);
   wino_fwd(&s, out, in, w, b, scratch);
 }
 
 void cpu_wino_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
-                           int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch) {
+                           int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch, float *keep) {
   const int pool = ceil_mode ? 2 : 1;
   wino_t s = wino_shape(B, Ci, H, W, Co, pad, pool, wino_m(B, Ci, H, W, Co, pad, pool));
   s.act = 1; s.slope = slope; s.idx = idx;
+  wino_keep(&s, keep);
   wino_fwd(&s, out, in, w, b, scratch);
 }
 
@@ -1042,11 +1069,14 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
   const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
   float *U = scratch, *V = scratch + s->u_n, *M = V + s->v_n, *dU = M + s->m_n;
   float *g = scratch + s->u_n + (size_t)t * s->per_thread + s->v_n + s->m_n + s->du_n + s->db_n, *tmp = g + s->g_n;
+  /* Vr: the V the dU GEMMs read (the forward's, kept, or transformed here into V); dV goes to V */
+  const float *Vr = s->kV ? s->kV : V;
   int c0, c1, co0, co1, x0, x1;
   cpu_split(s->Ci, nt, t, &c0, &c1);
   cpu_split(s->Co, nt, t, &co0, &co1);
   cpu_split(s->nx, nt, t, &x0, &x1);
-  if (din) s->weights(U, us, w, s->Ci, co0, co1);
+  if (s->kU) U = s->kU;
+  else if (din) s->weights(U, us, w, s->Ci, co0, co1);
   for (int i = 0; i < s->B; i++) {
     const float *g_i = dout + i * out_n;
     if (s->pool) {
@@ -1060,9 +1090,9 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
       bias_grad(db, g_i, P, co0, co1, 1);
       s->outgrad(s, M, (size_t)T, ms, 0, g_i, co0, co1, tmp);
     }
-    s->input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
+    if (!s->kV) s->input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
-    gemm_xi(x0, x1, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, i ? 1.0f : 0.0f, dU, s->Ci, us);
+    gemm_xi(x0, x1, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, Vr, T, vs, i ? 1.0f : 0.0f, dU, s->Ci, us);
     if (din) /* dV (into V: this xi's V is no longer needed) = U^T x dM */
       gemm_xi(x0, x1, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
 #pragma omp barrier
@@ -1076,7 +1106,9 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
   float *dbp = dU + s->du_n, *g = dbp + s->db_n, *tmp = g + s->g_n;
-  if (din) {
+  const float *Vr = s->kV ? s->kV : V; /* as bwd_split */
+  if (s->kU) U = s->kU;
+  else if (din) {
     int co0, co1;
     cpu_split(s->Co, nt, t, &co0, &co1);
     s->weights(U, us, w, s->Ci, co0, co1);
@@ -1100,9 +1132,10 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
         bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
         s->outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, 0, s->Co, tmp);
       }
-      s->input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
+      if (!s->kV) s->input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     }
-    gemm_xi(0, s->nx, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, V, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci, us);
+    gemm_xi(0, s->nx, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, Vr, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci,
+            us);
     if (!din) continue;
     gemm_xi(0, s->nx, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
     for (int i = g0; i < g1; i++)
@@ -1148,17 +1181,19 @@ static void wino_bwd(const wino_t *s, float *din, float *dw, float *db, const fl
 
 void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
                        const float *w, int B, int Ci, int H, int W, int Co, int pad, int act, float slope,
-                       float *scratch) {
+                       float *scratch, const float *keep) {
   wino_t s = wino_shape(B, Ci, H, W, Co, pad, 0, wino_m(B, Ci, H, W, Co, pad, 0));
   s.act = act; s.slope = slope;
+  wino_keep(&s, (float *)keep); /* read only in the backward */
   wino_bwd(&s, din, dw, db, dout, out, in, w, scratch);
 }
 
 void cpu_wino_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out, const uint8_t *idx,
                             const float *in, const float *w, int B, int Ci, int H, int W, int Co, int pad, float slope,
-                            int ceil_mode, float *scratch) {
+                            int ceil_mode, float *scratch, const float *keep) {
   const int pool = ceil_mode ? 2 : 1;
   wino_t s = wino_shape(B, Ci, H, W, Co, pad, pool, wino_m(B, Ci, H, W, Co, pad, pool));
   s.act = 1; s.slope = slope; s.idx = (uint8_t *)idx; /* read only in the backward */
+  wino_keep(&s, (float *)keep);
   wino_bwd(&s, din, dw, db, dout, out, in, w, scratch);
 }

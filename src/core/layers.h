@@ -70,6 +70,16 @@ void cpu_fc_backward_sgd(float *din, float *w, float *b, float *dw, float *db, f
  * nthreads OpenMP threads. */
 size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
 
+/* The keep of a conv layer: floats (0: none) that its fused forward (cpu_conv_act_forward,
+ * cpu_conv_act_pool_forward) may leave for its backward, so that the backward does not redo what
+ * the forward did (on the Winograd path: the transformed weights, and at batch 1 the transformed
+ * input). The fused entries take keep as their last argument: NULL (compute everything), or
+ * this many floats owned by the layer. A backward given a keep must follow the forward that
+ * filled it, on the same layer, batch, input and weights, with nothing else writing it in
+ * between (net_forward then net_backward on one workspace is that); it only reads it. Results
+ * are bit-identical with and without a keep. */
+size_t cpu_conv_keep_floats(int Ci, int H, int W, int Co, int k, int pad);
+
 /* CPU-only fused conv + activation (a conv followed by leaky ReLU/ReLU with this slope), each
  * bit-identical to the unfused pair but without a separate pass over the activations:
  *   cpu_conv_act_forward  = cpu_conv_forward, then cpu_act_forward(out, out, ..., slope);
@@ -79,10 +89,10 @@ size_t cpu_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int p
  *                           [B][Co][Ho][Wo]; dout is not modified.
  * Scratch as cpu_conv_scratch_floats. */
 void cpu_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
-                          int Co, int k, int pad, float slope, float *scratch);
+                          int Co, int k, int pad, float slope, float *scratch, float *keep);
 void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
-                           float *scratch);
+                           float *scratch, const float *keep);
 
 /* CPU-only fused conv (3x3) + activation + 2x2 max-pool, for the shapes where
  * cpu_conv_act_pool_fusable() is 1 (the conv takes Winograd, whose output tiles hold whole pool
@@ -95,13 +105,14 @@ void cpu_conv_act_backward(float *din, float *dw, float *db, const float *dout, 
  *                                pooled gradient dout, the pooled out and idx of the forward; conv
  *                                outputs no pool window covers (floor mode) get gradient 0, as there.
  * Results equal the unfused sequence up to float rounding (db sums only the windows' maxima;
- * everything else is the same arithmetic); scratch as cpu_conv_scratch_floats(k = 3). */
+ * everything else is the same arithmetic); scratch as cpu_conv_scratch_floats(k = 3), keep as
+ * cpu_conv_keep_floats(k = 3). */
 int cpu_conv_act_pool_fusable(int B, int Ci, int H, int W, int Co, int k, int pad, int pool_s);
 void cpu_conv_act_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
-                               int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch);
+                               int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch, float *keep);
 void cpu_conv_act_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out,
                                 const uint8_t *idx, const float *in, const float *w, int B, int Ci, int H, int W,
-                                int Co, int pad, float slope, int ceil_mode, float *scratch);
+                                int Co, int pad, float slope, int ceil_mode, float *scratch, const float *keep);
 
 /* Pick OpenMP thread count used by cpu_* kernels in the calling thread (per-thread ICV). */
 void cpu_set_threads(int nthreads);

@@ -143,15 +143,18 @@ void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w) {
 }
 
 double net_memory_bytes(const net_t *net, int batch) {
-  double params = (double)net->nparams, act = 0, col = 0;
+  double params = (double)net->nparams, act = 0, col = 0, keep = 0;
   for (int i = 0; i < net->nlayers; i++) {
     const layer_t *L = &net->L[i];
     act += (double)L->oc * L->oh * L->ow;
     if (L->type == L_CONV) { double c = (double)L->c * L->k * L->k * L->oh * L->ow; if (c > col) col = c; }
+    /* a 3x3 conv's keep (cpu_conv_keep_floats): transformed weights, about 36 floats per filter,
+     * and one image's transformed input, at most about 4 floats per input channel and position */
+    if (L->type == L_CONV && L->k == 3) keep += 36.0 * L->c * L->oc + 4.0 * L->c * (L->oh + 2) * (L->ow + 2);
   }
   /* parameters, gradients, two optimizer vectors (Adam's M and V); activations and their
    * gradients for the batch; one image's im2col buffer per core */
-  return 4.0 * (4 * params + 2 * act * (batch > 0 ? batch : 1) + col * sysconf(_SC_NPROCESSORS_ONLN));
+  return 4.0 * (4 * params + 2 * act * (batch > 0 ? batch : 1) + col * sysconf(_SC_NPROCESSORS_ONLN) + keep);
 }
 
 void net_check_memory(const net_t *net, int batch) {
@@ -209,6 +212,9 @@ void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, con
     if (L->type == L_CONV) {
       size_t s = k->conv_scratch_floats(max_batch, L->c, L->h, L->w, L->oc, L->k, L->pad, nthreads);
       if (s > scratch) scratch = s;
+      const size_t kn = k->conv_keep_floats && (k->conv_act_forward || k->conv_act_pool_forward)
+                            ? k->conv_keep_floats(L->c, L->h, L->w, L->oc, L->k, L->pad) : 0;
+      if (kn) ws->keep[i] = ws_alloc(ws, kn);
     }
   }
   ws->probs = ws_alloc(ws, B * (size_t)net->classes);
@@ -240,7 +246,8 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
           k->conv_act_pool_fusable(B, L->c, L->h, L->w, L->oc, L->k, L->pad, net->L[i + 2].s)) {
         /* conv + act + pool in one kernel: the full-size activation is never stored */
         k->conv_act_pool_forward(ws->a[i + 3], ws->pidx[i], in, params + L->w_off, params + L->b_off, B, L->c, L->h,
-                                 L->w, L->oc, L->pad, net->L[i + 1].slope, net->L[i + 2].ceil_mode, ws->scratch);
+                                 L->w, L->oc, L->pad, net->L[i + 1].slope, net->L[i + 2].ceil_mode, ws->scratch,
+                                 ws->keep[i]);
         ws->fused[i] = 2;
         i += 2;
         break;
@@ -248,7 +255,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
       if (k->conv_act_forward && !ws->unfused && i + 1 < net->nlayers && net->L[i + 1].type == L_ACT) {
         /* fused conv + activation: one pass less over the activations (bit-identical) */
         k->conv_act_forward(out, in, params + L->w_off, params + L->b_off, B, L->c, L->h, L->w, L->oc, L->k, L->pad,
-                            net->L[i + 1].slope, ws->scratch);
+                            net->L[i + 1].slope, ws->scratch, ws->keep[i]);
         ws->fused[i] = 1;
         i++;
         break;
@@ -331,7 +338,7 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
         const layer_t *C = &net->L[i - 2];
         k->conv_act_pool_backward(i - 2 == 0 ? NULL : ws->da[i - 2], grads + C->w_off, grads + C->b_off, dout, out,
                                   ws->pidx[i - 2], ws->a[i - 2], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->pad,
-                                  net->L[i - 1].slope, L->ceil_mode, ws->scratch);
+                                  net->L[i - 1].slope, L->ceil_mode, ws->scratch, ws->keep[i - 2]);
         if (st) layer_step(k, C, params, grads, st);
         i -= 2;
         break;
@@ -343,7 +350,7 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
         const layer_t *C = &net->L[i - 1];
         k->conv_act_backward(i - 1 == 0 ? NULL : ws->da[i - 1], grads + C->w_off, grads + C->b_off, dout, out,
                              ws->a[i - 1], params + C->w_off, B, C->c, C->h, C->w, C->oc, C->k, C->pad, L->slope,
-                             ws->scratch);
+                             ws->scratch, ws->keep[i - 1]);
         if (st) layer_step(k, C, params, grads, st);
         i--;
         break;

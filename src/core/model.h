@@ -86,14 +86,18 @@ typedef struct {
    * one; a backend's fused entry must give what the unfused sequence gives): conv + leaky ReLU,
    * and conv + leaky ReLU + 2x2 max-pool where conv_act_pool_fusable says so for the shapes */
   void (*conv_act_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int,
-                           float, float *);
+                           float, float *, float *);
   void (*conv_act_backward)(float *, float *, float *, const float *, const float *, const float *, const float *, int,
-                            int, int, int, int, int, int, float, float *);
+                            int, int, int, int, int, int, float, float *, const float *);
   int (*conv_act_pool_fusable)(int, int, int, int, int, int, int, int);
   void (*conv_act_pool_forward)(float *, uint8_t *, const float *, const float *, const float *, int, int, int, int,
-                                int, int, float, int, float *);
+                                int, int, float, int, float *, float *);
   void (*conv_act_pool_backward)(float *, float *, float *, const float *, const float *, const uint8_t *,
-                                 const float *, const float *, int, int, int, int, int, int, float, int, float *);
+                                 const float *, const float *, int, int, int, int, int, int, float, int, float *,
+                                 const float *);
+  /* optional with the fused conv entries: the floats of a conv layer's keep, their last argument
+   * (cpu_conv_keep_floats; NULL: the fused entries are always given keep NULL) */
+  size_t (*conv_keep_floats)(int Ci, int H, int W, int Co, int k, int pad);
   /* the parameter update that net_backward_step fuses into the backward pass: sgd_step (required
    * by net_backward_step) as cpu_sgd_step, and optionally an fc backward with it fused in, as
    * cpu_fc_backward_sgd (NULL: fc_backward, then sgd_step on the layer's weights and bias) */
@@ -135,6 +139,7 @@ typedef struct {
   float *mask[NET_MAX_LAYERS];    /* dropout masks */
   uint8_t *pidx[NET_MAX_LAYERS];  /* conv l followed by act + 2x2 pool: [max_batch][pooled shape] window
                                    * argmax of the fused kernel (cpu_conv_act_pool_*), else NULL */
+  float *keep[NET_MAX_LAYERS];    /* conv l: its keep for the fused entries (k->conv_keep_floats), or NULL */
   unsigned char fused[NET_MAX_LAYERS]; /* per conv, what the last net_forward ran: 0 conv alone,
                                    * 1 conv + act, 2 conv + act + pool; net_backward follows it */
   float *probs;                   /* [max_batch][classes] */
@@ -150,7 +155,7 @@ typedef struct {
                                    * --profile` sets it */
   float *host;                    /* host staging for a backend without host memory: probabilities
                                    * for the argmax, dropout masks (NULL when k->host_memory) */
-  void *owned[3 * NET_MAX_LAYERS + 4]; int nowned;
+  void *owned[4 * NET_MAX_LAYERS + 4]; int nowned;
 } workspace_t;
 
 /* k: the backend (required), e.g. &kernels_cpu; every buffer comes from k->alloc. */
