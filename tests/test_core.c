@@ -297,6 +297,33 @@ static void test_backward_step(void) {
     for (int i = 0; i < N; i++) zero &= db[i] == 0.0f;
     EXPECT_MSG(zero, "B=%d: cpu_fc_backward_sgd left a nonzero gradient", B);
   }
+
+  /* batch 1 on 1-3 threads at a size where the fc kernels go parallel (the threads split the
+   * columns): the bits of cpu_fc_backward + cpu_sgd_step on the same thread count, odd M, N */
+  for (int T = 1; T <= 3; T++) {
+    const int M = 301, N = 259;
+    const size_t nw = (size_t)N * M;
+    float *w = xmalloc(nw * 4), *vw = xmalloc(nw * 4), *wu = xmalloc(nw * 4), *vwu = xmalloc(nw * 4);
+    float *dw = xcalloc(nw, 4), *dwu = xcalloc(nw, 4);
+    float b[259], vb[259], bu[259], vbu[259], db[259], dbu[259], in[301], dout[259], din[301], dinu[301];
+    fill(w, nw, 21, 0.5f); fill(vw, nw, 22, 0.1f); fill(b, N, 23, 0.5f); fill(vb, N, 24, 0.1f);
+    fill(in, M, 25, 1.0f); fill(dout, N, 26, 1.0f);
+    memcpy(wu, w, nw * 4); memcpy(vwu, vw, nw * 4); memcpy(bu, b, sizeof b); memcpy(vbu, vb, sizeof vb);
+    memset(db, 0, sizeof db); memset(dbu, 0, sizeof dbu);
+    cpu_set_threads(T);
+    cpu_fc_backward_sgd(din, w, b, dw, db, vw, vb, dout, in, 1, M, N, 0.1f, 0.9f, 1e-2f);
+    cpu_fc_backward(dinu, dwu, dbu, dout, in, wu, 1, M, N);
+    cpu_sgd_step(wu, dwu, vwu, nw, 0.1f, 0.9f, 1e-2f);
+    cpu_sgd_step(bu, dbu, vbu, N, 0.1f, 0.9f, 1e-2f);
+    EXPECT_MSG(!memcmp(w, wu, nw * 4) && !memcmp(vw, vwu, nw * 4) && !memcmp(b, bu, sizeof b) &&
+                   !memcmp(vb, vbu, sizeof vb) && !memcmp(din, dinu, sizeof din),
+               "T=%d: cpu_fc_backward_sgd at batch 1 differs from cpu_fc_backward + cpu_sgd_step", T);
+    int zero = 1;
+    for (size_t i = 0; i < nw; i++) zero &= dw[i] == 0.0f;
+    EXPECT_MSG(zero, "T=%d: cpu_fc_backward_sgd wrote dw", T);
+    xfree(w); xfree(vw); xfree(wu); xfree(vwu); xfree(dw); xfree(dwu);
+  }
+  cpu_set_threads(1);
 }
 
 /* Same seed and thread count: bit-identical parameters after several steps. */

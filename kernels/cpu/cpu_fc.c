@@ -9,16 +9,48 @@
  * of the reference net at 30 / 46 GB/s on one Xeon thread, against 60 for the momentum update.
  * So batch 1 has its own loops: the forward takes 4 rows of w per pass over the input (4 dot
  * products), the backward on one thread is one pass over the rows (dw row += dout[n] in, din +=
- * dout[n] w row, 4 rows at a time), which reads w and dw once; on several threads dw is split by
- * rows and din by columns, as before. */
+ * dout[n] w row, 4 rows at a time), which reads w and dw once. On several threads each thread
+ * takes a contiguous block of rows for everything (dw, or the fused update, and its rows' share
+ * of din into a partial), and the partials are added in thread order: threads that wrote
+ * interleaved parts of the same rows (din split by columns) ran 3-5x slower than one thread on
+ * the Xeon (each core's prefetches pull in lines the other is writing); a partial is M floats
+ * per extra thread, kept per calling thread (fc_parts). */
 #include <cblas.h>
 #include <omp.h>
+#include <pthread.h>
 #include "core/layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
 
 /* Below this many multiply-adds a parallel region costs more than it saves. */
 #define FC_PAR_MIN_MACS (1L << 16)
+
+/* n floats for the din partials of batch 1 on several threads: one buffer per calling thread
+ * (replicas train in their own pthreads), grown on demand, freed when that thread exits. */
+typedef struct { float *p; size_t n; } parts_t;
+static pthread_key_t parts_key;
+static pthread_once_t parts_once = PTHREAD_ONCE_INIT;
+static void parts_free(void *v) { parts_t *b = v; xfree(b->p); xfree(b); }
+static void parts_init(void) {
+  if (pthread_key_create(&parts_key, parts_free)) die("cpu_fc: pthread_key_create failed");
+}
+static float *fc_parts(size_t n) {
+  pthread_once(&parts_once, parts_init);
+  parts_t *b = pthread_getspecific(parts_key);
+  if (!b) { b = xcalloc(1, sizeof *b); pthread_setspecific(parts_key, b); }
+  if (b->n < n) { xfree(b->p); b->p = xmalloc((n ? n : 1) * sizeof(float)); b->n = n; }
+  return b->p;
+}
+
+/* din[m0, m1) = the sum of the nt partials in thread order: partial 0 is din itself, partial t
+ * (t >= 1) is parts + (t - 1) M */
+static void parts_add(float *restrict din, const float *restrict parts, int M, int nt, int m0, int m1) {
+  for (int t = 1; t < nt; t++) {
+    const float *q = parts + (size_t)(t - 1) * M;
+#pragma omp simd
+    for (int m = m0; m < m1; m++) din[m] += q[m];
+  }
+}
 
 static int fc_threads(int B, int M, int N) {
   int T = cpu_get_threads();
@@ -89,13 +121,6 @@ static void outer_rows(float *restrict dw, float *restrict din, const float *res
   }
 }
 
-/* Batch 1, din[m0, m1) = sum over all rows of d[n] w[n][m0:m1] */
-static void gemv_cols(float *restrict din, const float *restrict d, const float *restrict w, int M, int N, int m0,
-                      int m1) {
-  for (int m = m0; m < m1; m++) din[m] = 0.0f;
-  din_rows(din, d, w, M, 0, N, m0, m1);
-}
-
 static void fc_fwd_part(float *out, const float *in, const float *w, const float *b, int B, int M, int N, int t,
                         int nt) {
   int n0, n1;
@@ -121,35 +146,32 @@ void cpu_fc_forward(float *out, const float *in, const float *w, const float *b,
 }
 
 static void fc_bwd_part(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int B,
-                        int M, int N, int t, int nt) {
+                        int M, int N, int t, int nt, float *parts) {
   int n0, n1, m0, m1;
   cpu_split(N, nt, t, &n0, &n1);
   cpu_split(M, nt, t, &m0, &m1);
-  if (B == 1 && nt == 1) {   /* one pass over the rows: dw and din together */
-    if (din) for (int m = 0; m < M; m++) din[m] = 0.0f;
-    outer_rows(dw, din, dout, in, w, M, 0, N, 0, M);
-    for (int j = 0; j < N; j++) db[j] += dout[j];
+  if (B == 1) {   /* one pass over this thread's rows: dw and its partial of din together */
+    float *dp = !din ? NULL : t == 0 ? din : parts + (size_t)(t - 1) * M;
+    if (dp) for (int m = 0; m < M; m++) dp[m] = 0.0f;
+    outer_rows(dw, dp, dout, in, w, M, n0, n1, 0, M);
+    for (int j = n0; j < n1; j++) db[j] += dout[j];
+    if (din && nt > 1) {
+#pragma omp barrier
+      parts_add(din, parts, M, nt, m0, m1);
+    }
     return;
   }
   if (n1 > n0) {
-    if (B == 1)
-      outer_rows(dw, NULL, dout, in, w, M, n0, n1, 0, 0);
-    else
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n1 - n0, M, B, 1.0f, dout + n0, N, in, M, 1.0f,
-                  dw + (size_t)n0 * M, M);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n1 - n0, M, B, 1.0f, dout + n0, N, in, M, 1.0f,
+                dw + (size_t)n0 * M, M);
     for (int i = 0; i < B; i++) {
       const float *d = dout + (size_t)i * N;
 #pragma omp simd
       for (int j = n0; j < n1; j++) db[j] += d[j];
     }
   }
-  if (din && m1 > m0) {
-    if (B == 1)
-      gemv_cols(din, dout, w, M, N, m0, m1);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, m1 - m0, N, 1.0f, dout, N, w + m0, M, 0.0f,
-                  din + m0, M);
-  }
+  if (din && m1 > m0)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, m1 - m0, N, 1.0f, dout, N, w + m0, M, 0.0f, din + m0, M);
 }
 
 void cpu_fc_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, int B,
@@ -158,9 +180,10 @@ void cpu_fc_backward(float *din, float *dw, float *db, const float *dout, const 
   SHAPE_ASSERT(B > 0 && M > 0 && N > 0);
   cpu_blas_init();
   const int T = fc_threads(B, M, N);
-  if (T == 1) { fc_bwd_part(din, dw, db, dout, in, w, B, M, N, 0, 1); return; }
+  if (T == 1) { fc_bwd_part(din, dw, db, dout, in, w, B, M, N, 0, 1, NULL); return; }
+  float *parts = B == 1 && din ? fc_parts((size_t)(T - 1) * M) : NULL;
 #pragma omp parallel num_threads(T)
-  fc_bwd_part(din, dw, db, dout, in, w, B, M, N, omp_get_thread_num(), omp_get_num_threads());
+  fc_bwd_part(din, dw, db, dout, in, w, B, M, N, omp_get_thread_num(), omp_get_num_threads(), parts);
 }
 
 /* Batch 1: one row of w updated from its gradient d x (never stored): the expressions of
@@ -180,21 +203,45 @@ static void sgd_row(float *restrict w, float *restrict v, float d, const float *
 }
 #undef ROW_LOOP
 
+/* Batch 1, rows [n0, n1): dp (din's partial over these rows, or NULL) from the old rows, then
+ * the rows of w (and v) updated, in the blocks of outer_rows (4, then single rows) so that the
+ * partial rounds as fc_bwd_part's. */
+static void sgd_rows(float *dp, float *w, float *vw, const float *dout, const float *in, int M, int n0, int n1,
+                     float lr, float mu, float wd) {
+  if (dp) for (int m = 0; m < M; m++) dp[m] = 0.0f;
+  for (int n = n0; n < n1;) {
+    const int nb = n + 4 <= n1 ? n + 4 : n + 1;
+    if (dp) din_rows(dp, dout, w, M, n, nb, 0, M);   /* the old rows */
+    for (; n < nb; n++) sgd_row(w + (size_t)n * M, vw ? vw + (size_t)n * M : NULL, dout[n], in, M, lr, mu, wd);
+  }
+}
+
 void cpu_fc_backward_sgd(float *din, float *w, float *b, float *dw, float *db, float *vw, float *vb, const float *dout,
                          const float *in, int B, int M, int N, float lr, float mu, float wd) {
   SHAPE_ASSERT(B > 0 && M > 0 && N > 0 && !vw == !vb);
-  if (B != 1 || fc_threads(B, M, N) != 1) {
+  if (B != 1) {
     cpu_fc_backward(din, dw, db, dout, in, w, B, M, N);
     cpu_sgd_step(w, dw, vw, (size_t)N * M, lr, mu, wd);
     cpu_sgd_step(b, db, vb, (size_t)N, lr, mu, wd);
     return;
   }
-  /* rows in the blocks of outer_rows (4, then single rows), so din rounds as there */
-  if (din) for (int m = 0; m < M; m++) din[m] = 0.0f;
-  for (int n = 0; n < N;) {
-    const int n1 = n + 4 <= N ? n + 4 : n + 1;
-    if (din) din_rows(din, dout, w, M, n, n1, 0, M);   /* the old rows */
-    for (; n < n1; n++) sgd_row(w + (size_t)n * M, vw ? vw + (size_t)n * M : NULL, dout[n], in, M, lr, mu, wd);
+  const int T = fc_threads(B, M, N);
+  if (T == 1) {
+    sgd_rows(din, w, vw, dout, in, M, 0, N, lr, mu, wd);
+  } else {   /* rows split as fc_bwd_part's, din's partials added in the same order */
+    float *parts = din ? fc_parts((size_t)(T - 1) * M) : NULL;
+#pragma omp parallel num_threads(T)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      int m0, m1, n0, n1;
+      cpu_split(M, nt, t, &m0, &m1);
+      cpu_split(N, nt, t, &n0, &n1);
+      sgd_rows(!din ? NULL : t == 0 ? din : parts + (size_t)(t - 1) * M, w, vw, dout, in, M, n0, n1, lr, mu, wd);
+      if (din && nt > 1) {
+#pragma omp barrier
+        parts_add(din, parts, M, nt, m0, m1);
+      }
+    }
   }
   for (int j = 0; j < N; j++) db[j] += dout[j];
   cpu_sgd_step(b, db, vb, (size_t)N, lr, mu, wd);

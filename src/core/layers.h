@@ -59,10 +59,10 @@ void ref_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, fl
 /* fc backward with that update fused: what cpu_fc_backward(din, dw, db, dout, in, w, B, M, N)
  * followed by cpu_sgd_step on (w, dw, vw, N*M) and (b, db, vb, N) gives, bit for bit (vw and vb
  * NULL together: plain SGD). dw and db must be zero on entry; they are zero on return. At batch 1
- * on one thread it is one pass over the rows of w that never touches dw: din takes each block of
- * 4 rows before the rows are updated, so a weight is read and written once (w, and v with
- * momentum), where the unfused pair streams w twice and dw three times. Other batches and
- * thread counts run the unfused pair. */
+ * it is one pass over the rows of w that never touches dw: din takes each block of 4 rows before
+ * the rows are updated, so a weight is read and written once (w, and v with momentum), where the
+ * unfused pair streams w twice and dw three times; several threads split the columns. Other
+ * batches run the unfused pair. */
 void cpu_fc_backward_sgd(float *din, float *w, float *b, float *dw, float *db, float *vw, float *vb,
                          const float *dout, const float *in, int B, int M, int N, float lr, float mu, float wd);
 
