@@ -392,9 +392,9 @@ static int speed_main(int argc, char **argv, int calibrate) {
       fprintf(stderr, "update: fused into the layers' backward; the separate update (24 B per parameter, %.2f MB) "
                       "alone on fresh arrays runs at %.1f GB/s = %.3f ms, a STREAM triad of that size at %.1f GB/s\n",
               24.0 * net.nparams / 1e6, ubw, 24.0 * net.nparams / ubw / 1e6, tbw);
-      if (B == 1 && T == 1) {
-        /* batch 1, one thread: the forward reads each fc parameter (4 B) and the fused backward
-         * reads and writes it and its momentum (16 B); the fc gradient is never stored */
+      if (B == 1) {
+        /* batch 1: the forward reads each fc parameter (4 B) and the fused backward reads and
+         * writes it and its momentum (16 B); the fc gradient is never stored */
         double nfc = 0;
         for (int l = 0; l < net.nlayers; l++)
           if (net.L[l].type == L_FC || net.L[l].type == L_SOFTMAX) nfc += (double)(net.L[l].n_w + net.L[l].n_b);
