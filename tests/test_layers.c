@@ -155,7 +155,8 @@ static void test_conv_bit_identical_repeat(void) {
 static void test_conv_act_fused_matches_unfused(void) {
   static const int shapes[][3] = {{3, 1}, {1, 0}, {3, 0}}; /* {k, pad} */
   static const int bt[][2] = {{1, 1}, {1, 2}, {5, 2}, {4, 3}, {2, 1}};
-  int Ci = 3, H = 7, W = 6, Co = 5;
+  int H = 7, W = 6, Co = 5;
+  for (int Ci = 3; Ci >= 1; Ci -= 2) /* 3: im2col + sgemm (K = 27) or direct; 1: the few-tap kernels */
   for (int sh = 0; sh < 3; sh++)
     for (int c = 0; c < 5; c++)
       for (int si = 0; si < 2; si++) {
@@ -172,7 +173,7 @@ static void test_conv_act_fused_matches_unfused(void) {
         cpu_conv_forward(o1, in, w, b, B, Ci, H, W, Co, k, pad, scratch);
         cpu_act_forward(o1, o1, nout, slope);
         cpu_conv_act_forward(o2, in, w, b, B, Ci, H, W, Co, k, pad, slope, scratch, NULL);
-        EXPECT_MSG(same_bits(o1, o2, nout), "fused fwd k=%d pad=%d B=%d T=%d slope=%g", k, pad, B, T, slope);
+        EXPECT_MSG(same_bits(o1, o2, nout), "fused fwd Ci=%d k=%d pad=%d B=%d T=%d slope=%g", Ci, k, pad, B, T, slope);
         for (int with_din = 0; with_din < 2; with_din++) {
           float *dw1 = fa(nw), *db1 = fa(Co), *din1 = fa(nin), *dw2 = fa(nw), *db2 = fa(Co), *din2 = fa(nin);
           fill(dw1, nw, -1, 1); fill(db1, Co, -1, 1);
@@ -183,7 +184,7 @@ static void test_conv_act_fused_matches_unfused(void) {
           cpu_conv_act_backward(with_din ? din2 : NULL, dw2, db2, dout, o1, in, w, B, Ci, H, W, Co, k, pad, slope,
                                 scratch, NULL);
           EXPECT_MSG(same_bits(dw1, dw2, nw) && same_bits(db1, db2, Co) && (!with_din || same_bits(din1, din2, nin)),
-                     "fused bwd k=%d pad=%d B=%d T=%d slope=%g din=%d", k, pad, B, T, slope, with_din);
+                     "fused bwd Ci=%d k=%d pad=%d B=%d T=%d slope=%g din=%d", Ci, k, pad, B, T, slope, with_din);
           free(dw1); free(db1); free(din1); free(dw2); free(db2); free(din2);
         }
         EXPECT_MSG(same_bits(dout, dout_copy, nout), "fused bwd modified dout");
