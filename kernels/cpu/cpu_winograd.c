@@ -212,28 +212,37 @@ int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad) {
 #define WB 64
 
 typedef float v8f __attribute__((vector_size(32), aligned(4), may_alias)); /* 8 floats at any float address */
-typedef int v8i __attribute__((vector_size(32)));
 
-/* rows r[0..7] <- their transpose (generic vectors: unpack, 2-lane shuffles, 128-bit halves) */
+/* rows r[0..7] <- their transpose (generic vectors: unpack, 2-lane shuffles, 128-bit halves;
+ * __builtin_shufflevector: GCC >= 12 and clang) */
 static inline __attribute__((always_inline)) void tr8(v8f r[8]) {
-  const v8i lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
-  const v8i s0 = {0, 1, 8, 9, 4, 5, 12, 13}, s1 = {2, 3, 10, 11, 6, 7, 14, 15};
-  const v8i h0 = {0, 1, 2, 3, 8, 9, 10, 11}, h1 = {4, 5, 6, 7, 12, 13, 14, 15};
+#define LO(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13)
+#define HI(a, b) __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15)
+#define S0(a, b) __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13)
+#define S1(a, b) __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15)
+#define H0(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11)
+#define H1(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15)
   v8f t[8], u[8];
   for (int i = 0; i < 4; i++) {
-    t[2 * i] = __builtin_shuffle(r[2 * i], r[2 * i + 1], lo);
-    t[2 * i + 1] = __builtin_shuffle(r[2 * i], r[2 * i + 1], hi);
+    t[2 * i] = LO(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = HI(r[2 * i], r[2 * i + 1]);
   }
   for (int i = 0; i < 2; i++) {
-    u[4 * i] = __builtin_shuffle(t[4 * i], t[4 * i + 2], s0);
-    u[4 * i + 1] = __builtin_shuffle(t[4 * i], t[4 * i + 2], s1);
-    u[4 * i + 2] = __builtin_shuffle(t[4 * i + 1], t[4 * i + 3], s0);
-    u[4 * i + 3] = __builtin_shuffle(t[4 * i + 1], t[4 * i + 3], s1);
+    u[4 * i] = S0(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = S1(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = S0(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = S1(t[4 * i + 1], t[4 * i + 3]);
   }
   for (int i = 0; i < 4; i++) {
-    r[i] = __builtin_shuffle(u[i], u[i + 4], h0);
-    r[i + 4] = __builtin_shuffle(u[i], u[i + 4], h1);
+    r[i] = H0(u[i], u[i + 4]);
+    r[i + 4] = H1(u[i], u[i + 4]);
   }
+#undef LO
+#undef HI
+#undef S0
+#undef S1
+#undef H0
+#undef H1
 }
 
 /* gt[k][jj] = wb[9 jj + k], k < 9, jj < n <= WB */
