@@ -113,48 +113,35 @@ static void fwd_block(const conv_t *s, float *out_i, const float *colp, size_t l
     for (int co = 0; co < s->Co; co++) act_inplace(out_i + (size_t)co * s->P + p0, (size_t)(p1 - p0), s->slope);
 }
 
-/* Forward convolutions with few taps (K = Ci k k <= SMALLK: the one-channel first layer, K = 9)
+/* Forward convolutions with 9 taps per output (K = Ci k k = 9: the one-channel 3x3 first layer)
  * skip OpenBLAS, whose K = 9 GEMM spends more on packing both operands than on 9 multiply-adds
- * per output: smallk_fwd runs over the im2col buffer directly, vectorised over positions
+ * per output: taps9_fwd runs over the im2col buffer directly, vectorised over positions
  * (ppasgd-cifar's first conv, 1 Xeon thread: 1.95 -> 1.4 ms forward at batch 128, 13 -> 8 us at
  * batch 1). Its backward keeps the GEMM: a dw kernel of the same kind (9 or 10 sums per output
  * channel in one pass, the activation's gradient formed on the fly) took 2.6-2.85 ms against
  * 2.4 at batch 128. */
-#define SMALLK 16
-static int smallk(const conv_t *s) { return s->K <= SMALLK && !s->direct; }
+static int taps9(const conv_t *s) { return s->K == 9 && !s->direct; }
 
-/* out_i[co][p0:p1) = act(b[co] + w[co][0] col[0][p - p0] + w[co][1] col[1][..] + ...), in that
- * order (col row stride ldc); K = 9 (3x3, one channel) written out, so that the loop over
- * positions vectorises with the 9 taps in registers */
-static void smallk_fwd(const conv_t *s, float *out_i, const float *restrict col, size_t ldc, const float *w,
-                       const float *b, int p0, int p1) {
-  const int K = s->K, n = p1 - p0;
+/* out_i[co][p0:p1) = act(b[co] + w[co][0] col[0][p - p0] + ... + w[co][8] col[8][p - p0]), in
+ * that order (col row stride ldc), the 9 taps in registers */
+static void taps9_fwd(const conv_t *s, float *out_i, const float *restrict col, size_t ldc, const float *w,
+                      const float *b, int p0, int p1) {
+  const int n = p1 - p0;
   const float sl = s->act ? s->slope : 1.0f; /* a > 0 ? a : 1 * a == a: no activation */
+  const float *c0 = col, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc, *c4 = c3 + ldc, *c5 = c4 + ldc,
+              *c6 = c5 + ldc, *c7 = c6 + ldc, *c8 = c7 + ldc;
   for (int co = 0; co < s->Co; co++) {
-    const float *wr = w + (size_t)co * K, bv = b[co];
+    const float *wr = w + (size_t)co * 9, bv = b[co];
+    const float w0 = wr[0], w1 = wr[1], w2 = wr[2], w3 = wr[3], w4 = wr[4], w5 = wr[5], w6 = wr[6], w7 = wr[7],
+                w8 = wr[8];
     float *restrict o = out_i + (size_t)co * s->P + p0;
-    if (K == 9) {
-      const float w0 = wr[0], w1 = wr[1], w2 = wr[2], w3 = wr[3], w4 = wr[4], w5 = wr[5], w6 = wr[6], w7 = wr[7],
-                  w8 = wr[8];
-      const float *c0 = col, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc, *c4 = c3 + ldc, *c5 = c4 + ldc,
-                  *c6 = c5 + ldc, *c7 = c6 + ldc, *c8 = c7 + ldc;
 #pragma omp simd
-      for (int p = 0; p < n; p++) {
-        float a = bv;
-        a += w0 * c0[p]; a += w1 * c1[p]; a += w2 * c2[p]; a += w3 * c3[p]; a += w4 * c4[p];
-        a += w5 * c5[p]; a += w6 * c6[p]; a += w7 * c7[p]; a += w8 * c8[p];
-        o[p] = a > 0.0f ? a : sl * a;
-      }
-      continue;
+    for (int p = 0; p < n; p++) {
+      float a = bv;
+      a += w0 * c0[p]; a += w1 * c1[p]; a += w2 * c2[p]; a += w3 * c3[p]; a += w4 * c4[p];
+      a += w5 * c5[p]; a += w6 * c6[p]; a += w7 * c7[p]; a += w8 * c8[p];
+      o[p] = a > 0.0f ? a : sl * a;
     }
-    for (int p = 0; p < n; p++) o[p] = bv;
-    for (int k = 0; k < K; k++) {
-      const float wk = wr[k], *restrict c = col + (size_t)k * ldc;
-#pragma omp simd
-      for (int p = 0; p < n; p++) o[p] += wk * c[p];
-    }
-#pragma omp simd
-    for (int p = 0; p < n; p++) o[p] = o[p] > 0.0f ? o[p] : sl * o[p];
   }
 }
 
@@ -169,7 +156,7 @@ static void fwd_body(const conv_t *s, float *out, const float *in, const float *
     const float *in_i = in + i * in_n;
     if (s->direct) { fwd_block(s, out + i * out_n, in_i + p0, (size_t)s->P, w, b, p0, p1); continue; }
     cpu_im2col(col, (size_t)(p1 - p0), in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->Ci, p0, p1);
-    if (smallk(s)) smallk_fwd(s, out + i * out_n, col, (size_t)(p1 - p0), w, b, p0, p1);
+    if (taps9(s)) taps9_fwd(s, out + i * out_n, col, (size_t)(p1 - p0), w, b, p0, p1);
     else fwd_block(s, out + i * out_n, col, (size_t)(p1 - p0), w, b, p0, p1);
   }
 }

@@ -42,11 +42,21 @@ static float *fc_parts(size_t n) {
   return b->p;
 }
 
-/* din[m0, m1) = the sum of the nt partials in thread order: partial 0 is din itself, partial t
- * (t >= 1) is parts + (t - 1) M */
-static void parts_add(float *restrict din, const float *restrict parts, int M, int nt, int m0, int m1) {
-  for (int t = 1; t < nt; t++) {
-    const float *q = parts + (size_t)(t - 1) * M;
+/* Thread t's partial of din at batch 1: din itself for thread 0, parts + (t - 1) M for the others
+ * (NULL without din). */
+static float *din_part(float *din, float *parts, int M, int t) {
+  return !din ? NULL : t == 0 ? din : parts + (size_t)(t - 1) * M;
+}
+
+/* After every thread of the team wrote its partial: din = the sum of the nt partials in thread
+ * order, each thread adding up its share of the columns. */
+static void parts_reduce(float *restrict din, const float *restrict parts, int M, int t, int nt) {
+  if (!din || nt < 2) return;
+#pragma omp barrier
+  int m0, m1;
+  cpu_split(M, nt, t, &m0, &m1);
+  for (int u = 1; u < nt; u++) {
+    const float *q = parts + (size_t)(u - 1) * M;
 #pragma omp simd
     for (int m = m0; m < m1; m++) din[m] += q[m];
   }
@@ -151,14 +161,11 @@ static void fc_bwd_part(float *din, float *dw, float *db, const float *dout, con
   cpu_split(N, nt, t, &n0, &n1);
   cpu_split(M, nt, t, &m0, &m1);
   if (B == 1) {   /* one pass over this thread's rows: dw and its partial of din together */
-    float *dp = !din ? NULL : t == 0 ? din : parts + (size_t)(t - 1) * M;
+    float *dp = din_part(din, parts, M, t);
     if (dp) for (int m = 0; m < M; m++) dp[m] = 0.0f;
     outer_rows(dw, dp, dout, in, w, M, n0, n1, 0, M);
     for (int j = n0; j < n1; j++) db[j] += dout[j];
-    if (din && nt > 1) {
-#pragma omp barrier
-      parts_add(din, parts, M, nt, m0, m1);
-    }
+    parts_reduce(din, parts, M, t, nt);
     return;
   }
   if (n1 > n0) {
@@ -233,14 +240,10 @@ void cpu_fc_backward_sgd(float *din, float *w, float *b, float *dw, float *db, f
 #pragma omp parallel num_threads(T)
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      int m0, m1, n0, n1;
-      cpu_split(M, nt, t, &m0, &m1);
+      int n0, n1;
       cpu_split(N, nt, t, &n0, &n1);
-      sgd_rows(!din ? NULL : t == 0 ? din : parts + (size_t)(t - 1) * M, w, vw, dout, in, M, n0, n1, lr, mu, wd);
-      if (din && nt > 1) {
-#pragma omp barrier
-        parts_add(din, parts, M, nt, m0, m1);
-      }
+      sgd_rows(din_part(din, parts, M, t), w, vw, dout, in, M, n0, n1, lr, mu, wd);
+      parts_reduce(din, parts, M, t, nt);
     }
   }
   for (int j = 0; j < N; j++) db[j] += dout[j];
