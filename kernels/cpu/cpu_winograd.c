@@ -88,7 +88,7 @@ struct wino {
   uint8_t *idx;        /* pool: argmax of each window, [B][Co][Hp][Wp] (written forward, read backward) */
   float *kU, *kV;      /* the layer's keep (cpu_conv_keep_floats), or NULL: U there (the forward writes it,
                         * the backward reads it instead of transforming w again), and at batch 1 V too */
-  size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, per_thread;
+  size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, vt_n, per_thread;
   /* the transforms of this m (the bodies below are shared) */
   void (*weights)(float *, size_t, const float *, int, int, int);
   void (*wgrad)(float *, const float *, size_t, int, int, int);
@@ -145,7 +145,8 @@ static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad, int pool,
   size_t t = m == 2 ? 8 * rows + 8 * tpi : 32 * rows + 16 * tpi;
   if ((m == 2 ? 4 : 16) * T > t) t = (m == 2 ? 4 : 16) * T;
   s.tmp_n = cpu_round16(t);
-  s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n;
+  s.vt_n = cpu_round16((size_t)Ci * T); /* one plane of V, transposed, for the dU GEMM (gemm_wgrad) */
+  s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n + s.vt_n;
   s.pool = pool; s.idx = NULL;
   s.kU = s.kV = NULL;
   s.Hp = s.Wp = 0;
@@ -967,6 +968,37 @@ static void gemm_xi(int x0, int x1, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int 
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, A + xi * as, lda, Bm + xi * bs, ldb, beta, C + xi * cs, ldc);
 }
 
+/* d[c][r] = s[r][c], r < R, c < C (8x8 blocks through tr8, the edges element by element) */
+static void transpose(float *restrict d, const float *restrict s, int R, int C) {
+  int r0 = 0;
+  for (; r0 + 8 <= R; r0 += 8) {
+    int c0 = 0;
+    for (; c0 + 8 <= C; c0 += 8) {
+      v8f x[8];
+      for (int i = 0; i < 8; i++) x[i] = *(const v8f *)(s + (size_t)(r0 + i) * C + c0);
+      tr8(x);
+      for (int i = 0; i < 8; i++) *(v8f *)(d + (size_t)(c0 + i) * R + r0) = x[i];
+    }
+    for (; c0 < C; c0++)
+      for (int i = 0; i < 8; i++) d[(size_t)c0 * R + r0 + i] = s[(size_t)(r0 + i) * C + c0];
+  }
+  for (; r0 < R; r0++)
+    for (int c = 0; c < C; c++) d[(size_t)c * R + r0] = s[(size_t)r0 * C + c];
+}
+
+/* dU_xi[Co][Ci] (beta)= M_xi[Co][T] x V_xi[Ci][T]^T for xi in [x0, x1). Both operands run along
+ * T, the GEMM's k; as one NT sgemm this ran at about half the GFLOP/s of the forward's NN GEMMs
+ * (OpenBLAS, K = T = 49..98, 32x32 to 128x64 results; see docs/DESIGN.md), so each V_xi is first
+ * transposed into vt ([T][Ci], in L1) and the GEMM is NN. */
+static void gemm_wgrad(int x0, int x1, int Co, int Ci, int T, const float *M, size_t ms, const float *V, size_t vs,
+                       float beta, float *dU, size_t us, float *vt) {
+  for (int xi = x0; xi < x1; xi++) {
+    transpose(vt, V + xi * vs, Ci, T);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Co, Ci, T, 1.0f, M + xi * ms, T, vt, Ci, beta, dU + xi * us,
+                Ci);
+  }
+}
+
 /* B < threads: the team shares each image. The input transform is split by input channels, the
  * 16 GEMMs by xi (whole-image GEMMs, as on one thread), the output transform by output channels;
  * V and M are shared (thread 0's), two barriers per image separate the phases. */
@@ -1101,7 +1133,7 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
     }
     if (!s->kV) s->input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
-    gemm_xi(x0, x1, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, Vr, T, vs, i ? 1.0f : 0.0f, dU, s->Ci, us);
+    gemm_wgrad(x0, x1, s->Co, s->Ci, T, M, ms, Vr, vs, i ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n);
     if (din) /* dV (into V: this xi's V is no longer needed) = U^T x dM */
       gemm_xi(x0, x1, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
 #pragma omp barrier
@@ -1143,8 +1175,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
       }
       if (!s->kV) s->input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     }
-    gemm_xi(0, s->nx, CblasNoTrans, CblasTrans, s->Co, s->Ci, T, M, T, ms, Vr, T, vs, g0 > i0 ? 1.0f : 0.0f, dU, s->Ci,
-            us);
+    gemm_wgrad(0, s->nx, s->Co, s->Ci, T, M, ms, Vr, vs, g0 > i0 ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n);
     if (!din) continue;
     gemm_xi(0, s->nx, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
     for (int i = g0; i < g1; i++)
