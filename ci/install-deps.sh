@@ -6,7 +6,7 @@
 # PyTorch side of bench-core) are installed by that bench, not here.
 set -euo pipefail
 # NO_MPI=1 (as for make) leaves Open MPI out.
-REQUIRED=(build-essential libopenblas-dev liblapacke-dev zlib1g-dev libsimgrid-dev gnuplot-nox
+REQUIRED=(build-essential libopenblas-dev liblapacke-dev libxsmm-dev zlib1g-dev libsimgrid-dev gnuplot-nox
           dataset-fashion-mnist python3 git clang libclang-rt-14-dev ${PDL_EXTRA_PKGS:-})
 [ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin)
 missing=()

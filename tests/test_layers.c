@@ -560,6 +560,77 @@ static void test_conv_generic_im2col(void) { conv_tests_in_mode(CPU_CONV_IM2COL)
 static void test_conv_generic_winograd(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD); }
 static void test_conv_generic_winograd4(void) { conv_tests_in_mode(CPU_CONV_WINOGRAD4); }
 static void *get_threads_in_new_thread(void *arg) { *(int *)arg = cpu_get_threads(); cpu_set_threads(1); return NULL; }
+/* The Winograd GEMM seam (cpu_smm.c) on its own: odd shapes, padded leading dimensions, op(A) = A
+ * and A^T, beta 0, 1 and 0.5 (libxsmm takes 0 and 1; other betas fall back to sgemm), on each
+ * path this build has, against double sums; C keeps NaN outside its m x n block. Built with
+ * libxsmm, the shapes the reference net uses must JIT (a plan that silently fell back to sgemm
+ * would still be right, and slow). */
+static void smm_case(int transa, int m, int n, int k, float beta) {
+  const int lda = (transa ? m : k) + 3, ldb = n + 5, ldc = n + 2, ar = transa ? k : m;
+  float *A = fa((size_t)ar * lda), *B = fa((size_t)k * ldb), *C = fa((size_t)m * ldc), *C0 = fa((size_t)m * ldc);
+  fill(A, (size_t)ar * lda, -1, 1); fill(B, (size_t)k * ldb, -1, 1);
+  fill_nan(C0, (size_t)m * ldc);
+  for (int i = 0; i < m; i++) fill(C0 + (size_t)i * ldc, (size_t)n, -1, 1);
+  memcpy(C, C0, (size_t)m * ldc * sizeof(float));
+  cpu_smm_t p;
+  cpu_smm_plan(&p, transa, m, n, k, lda, ldb, ldc, beta);
+  cpu_smm(&p, A, B, C);
+  double worst = 0;
+  int pad_ok = 1;
+  for (int i = 0; i < m; i++) {
+    for (int j = 0; j < n; j++) {
+      double acc = beta * (double)C0[(size_t)i * ldc + j];
+      for (int q = 0; q < k; q++)
+        acc += (double)(transa ? A[(size_t)q * lda + i] : A[(size_t)i * lda + q]) * B[(size_t)q * ldb + j];
+      const double e = fabs(acc - C[(size_t)i * ldc + j]) / (1.0 + fabs(acc));
+      if (!(e <= worst)) worst = e;
+    }
+    for (int j = n; j < ldc; j++) pad_ok &= isnan(C[(size_t)i * ldc + j]);
+  }
+  EXPECT_MSG(worst <= TOL_SUM, "%s transa %d m %d n %d k %d beta %g: rel err %.3g (%s)", cpu_smm_name(), transa, m, n,
+             k, beta, worst, TOL_SUM_WHY);
+  EXPECT_MSG(pad_ok, "%s m %d n %d: wrote past its n columns", cpu_smm_name(), m, n);
+  free(A); free(B); free(C); free(C0);
+}
+
+static void test_smm_vs_double(void) {
+  static const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 3, 5}, {32, 98, 32}, {64, 64, 32}, {128, 72, 64},
+                                  {32, 49, 32}, {128, 9, 64}, {5, 98, 17}, {64, 32, 98}, {32, 32, 49}, {33, 17, 65}};
+  const int had = cpu_smm_libxsmm();
+  for (int path = had; path >= 0; path--) {
+    cpu_smm_set_libxsmm(path);
+    EXPECT(cpu_smm_libxsmm() == path);
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
+      for (int transa = 0; transa <= 1; transa++) {
+        smm_case(transa, shapes[c][0], shapes[c][1], shapes[c][2], 0.0f);
+        smm_case(transa, shapes[c][0], shapes[c][1], shapes[c][2], 1.0f);
+        smm_case(transa, shapes[c][0], shapes[c][1], shapes[c][2], 0.5f);
+      }
+  }
+  cpu_smm_set_libxsmm(had);
+#ifdef PDL_HAVE_XSMM
+  /* the three GEMMs of the reference net's 28x28 layer at batch 128 (F(4x4): T = 98 tiles) */
+  if (had) {
+    cpu_smm_t p;
+    cpu_smm_plan(&p, 0, 32, 98, 32, 32, 98, 98, 0.0f);
+    EXPECT_MSG(p.fn != NULL, "forward GEMM 32x98x32 did not JIT");
+    cpu_smm_plan(&p, 1, 32, 98, 32, 32, 98, 98, 0.0f);
+    EXPECT_MSG(p.fn != NULL, "data-gradient GEMM (A^T) did not JIT");
+    cpu_smm_plan(&p, 0, 32, 32, 98, 98, 32, 32, 1.0f);
+    EXPECT_MSG(p.fn != NULL, "weight-gradient GEMM (beta 1) did not JIT");
+  }
+#endif
+}
+
+/* The Winograd sweeps again on sgemm, when libxsmm is the default (both paths stay covered). */
+static void test_winograd_openblas_gemms(void) {
+  if (!cpu_smm_libxsmm()) SKIP("this build's Winograd GEMMs are sgemm already (no libxsmm): covered above");
+  cpu_smm_set_libxsmm(0);
+  test_winograd_vs_ref();
+  test_conv_act_pool_vs_ref();
+  cpu_smm_set_libxsmm(1);
+}
+
 static void test_thread_count_is_per_thread(void) {
   cpu_set_threads(3);
   EXPECT(cpu_get_threads() == 3);
@@ -881,6 +952,8 @@ int main(void) {
   RUN(test_conv_algorithm_choice);
   RUN(test_winograd_vs_ref);
   RUN(test_conv_act_pool_vs_ref);
+  RUN(test_smm_vs_double);
+  RUN(test_winograd_openblas_gemms);
   RUN(test_thread_count_is_per_thread);
   RUN(test_fc_vs_ref);
   RUN(test_maxpool_vs_ref);

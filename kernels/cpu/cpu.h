@@ -49,6 +49,25 @@ void cpu_conv_set_mode(int mode);
 /* 1 if cpu_conv_* with these shapes take the Winograd path in the current mode. */
 int cpu_conv_winograd(int B, int Ci, int H, int W, int Co, int k, int pad);
 
+/* The Winograd convolutions' small GEMMs (cpu_smm.c): libxsmm's JIT kernels where the build has
+ * libxsmm (PDL_HAVE_XSMM) and PDL_SMM is not "openblas", cblas_sgemm otherwise. A plan is one
+ * shape: row-major C[m][n] (beta)= op(A) B with op(A) = A [m][k] or, transa, A^T (A stored
+ * [k][m]); B [k][n]; beta 0 or 1 for libxsmm (others fall back). Plans are plain values, made per
+ * call on any thread. */
+typedef struct {
+  void *fn;
+  int transa, m, n, k, lda, ldb, ldc;
+  float beta;
+} cpu_smm_t;
+void cpu_smm_plan(cpu_smm_t *p, int transa, int m, int n, int k, int lda, int ldb, int ldc, float beta);
+void cpu_smm(const cpu_smm_t *p, const float *A, const float *B, float *C);
+/* 1 when plans take libxsmm (PDL_SMM=auto|libxsmm|openblas, read once; default: libxsmm if built
+ * in); the name for results ("libxsmm" or "openblas"); the setter is for tests and benchmarks
+ * only (process-wide, never while a kernel runs; 1 is ignored without libxsmm). */
+int cpu_smm_libxsmm(void);
+const char *cpu_smm_name(void);
+void cpu_smm_set_libxsmm(int on);
+
 /* Winograd F(2x2,3x3) convolution, k = 3, stride 1, zero padding pad (cpu_winograd.c): the
  * semantics of cpu_conv_forward/backward (act = 0) or of the fused cpu_conv_act_* (act = 1, leaky
  * ReLU with this slope; out is the activation output, needed by the backward only then). Scratch:

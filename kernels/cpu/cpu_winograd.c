@@ -58,7 +58,6 @@
  * window (floor mode) are not computed at all.
  * Scratch: U [16][Co][Ci] shared, then per thread V [16][Ci][T], M [16][Co][T], dU [16][Co][Ci],
  * db [Co], g [Co][Ho*Wo], and transform temporaries. */
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -960,12 +959,14 @@ static int wino_m(int B, int Ci, int H, int W, int Co, int pad, int pool) {
 
 int cpu_wino_tile(int B, int Ci, int H, int W, int Co, int pad, int pool) { return wino_m(B, Ci, H, W, Co, pad, pool); }
 
-/* GEMMs C_xi (beta)= op(A_xi) x op(B_xi) for xi in [x0, x1); strides between xi planes as, bs, cs. */
-static void gemm_xi(int x0, int x1, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float *A,
-                    int lda, size_t as, const float *Bm, int ldb, size_t bs, float beta, float *C, int ldc, size_t cs) {
-  if (m <= 0 || n <= 0) return;
-  for (int xi = x0; xi < x1; xi++)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, A + xi * as, lda, Bm + xi * bs, ldb, beta, C + xi * cs, ldc);
+/* GEMMs C_xi (beta)= op(A_xi) x B_xi for xi in [x0, x1), op(A) = A or (transa) A^T; strides
+ * between xi planes as, bs, cs. One plan (cpu_smm.c: libxsmm or sgemm) serves all the planes. */
+static void gemm_xi(int x0, int x1, int transa, int m, int n, int k, const float *A, int lda, size_t as,
+                    const float *Bm, int ldb, size_t bs, float beta, float *C, int ldc, size_t cs) {
+  if (m <= 0 || n <= 0 || x1 <= x0) return;
+  cpu_smm_t p;
+  cpu_smm_plan(&p, transa, m, n, k, lda, ldb, ldc, beta);
+  for (int xi = x0; xi < x1; xi++) cpu_smm(&p, A + xi * as, Bm + xi * bs, C + xi * cs);
 }
 
 /* d[c][r] = s[r][c], r < R, c < C (8x8 blocks through tr8, the edges element by element) */
@@ -988,14 +989,16 @@ static void transpose(float *restrict d, const float *restrict s, int R, int C) 
 
 /* dU_xi[Co][Ci] (beta)= M_xi[Co][T] x V_xi[Ci][T]^T for xi in [x0, x1). Both operands run along
  * T, the GEMM's k; as one NT sgemm this ran at about half the GFLOP/s of the forward's NN GEMMs
- * (OpenBLAS, K = T = 49..98, 32x32 to 128x64 results; see docs/DESIGN.md), so each V_xi is first
- * transposed into vt ([T][Ci], in L1) and the GEMM is NN. */
+ * (OpenBLAS, K = T = 49..98, 32x32 to 128x64 results; libxsmm does not JIT a transposed A), so
+ * each V_xi is first transposed into vt ([T][Ci], in L1) and the GEMM is NN. */
 static void gemm_wgrad(int x0, int x1, int Co, int Ci, int T, const float *M, size_t ms, const float *V, size_t vs,
                        float beta, float *dU, size_t us, float *vt) {
+  if (x1 <= x0) return;
+  cpu_smm_t p;
+  cpu_smm_plan(&p, 0, Co, Ci, T, T, Ci, Ci, beta);
   for (int xi = x0; xi < x1; xi++) {
     transpose(vt, V + xi * vs, Ci, T);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Co, Ci, T, 1.0f, M + xi * ms, T, vt, Ci, beta, dU + xi * us,
-                Ci);
+    cpu_smm(&p, M + xi * ms, vt, dU + xi * us);
   }
 }
 
@@ -1019,7 +1022,7 @@ static void fwd_split(const wino_t *s, float *out, const float *in, const float 
   for (int i = 0; i < s->B; i++) {
     s->input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
-    gemm_xi(x0, x1, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
+    gemm_xi(x0, x1, 0, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
 #pragma omp barrier
     if (s->pool) s->output_pool(s, out + i * out_n, s->idx + i * out_n, M, (size_t)T, ms, 1, b, co0, co1, tmp);
     else s->output(s, out + i * out_n, M, (size_t)T, ms, 1, b, co0, co1, tmp);
@@ -1045,7 +1048,7 @@ static void fwd_body(const wino_t *s, float *out, const float *in, const float *
     const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
     for (int i = g0; i < g1; i++)
       s->input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
-    gemm_xi(0, s->nx, CblasNoTrans, CblasNoTrans, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
+    gemm_xi(0, s->nx, 0, s->Co, T, s->Ci, U, s->Ci, us, V, T, vs, 0.0f, M, T, ms);
     if (s->pool) s->output_pool(s, out + g0 * out_n, s->idx + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
     else s->output(s, out + g0 * out_n, M, (size_t)T, ms, g1 - g0, b, 0, s->Co, tmp);
   }
@@ -1135,7 +1138,7 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
 #pragma omp barrier
     gemm_wgrad(x0, x1, s->Co, s->Ci, T, M, ms, Vr, vs, i ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n);
     if (din) /* dV (into V: this xi's V is no longer needed) = U^T x dM */
-      gemm_xi(x0, x1, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
+      gemm_xi(x0, x1, 1, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
 #pragma omp barrier
     if (din) s->ingrad(s, din + i * in_n, V + (size_t)c0 * T, (size_t)T, vs, 0, c0, c1, tmp);
   }
@@ -1177,7 +1180,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
     }
     gemm_wgrad(0, s->nx, s->Co, s->Ci, T, M, ms, Vr, vs, g0 > i0 ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n);
     if (!din) continue;
-    gemm_xi(0, s->nx, CblasTrans, CblasNoTrans, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
+    gemm_xi(0, s->nx, 1, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
     for (int i = g0; i < g1; i++)
       s->ingrad(s, din + i * in_n, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, 0, s->Ci, tmp);
   }

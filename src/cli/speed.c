@@ -282,6 +282,8 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  Winograd convs (about half the conv FLOPs) they can exceed sgemm's.\n"
              "  PDL_CONV=auto|im2col|winograd|winograd4 picks the conv algorithm (default auto; im2col =\n"
              "  without Winograd, winograd = F(2x2,3x3) only, winograd4 = F(4x4,3x3) only, for comparisons).\n"
+             "  PDL_SMM=auto|libxsmm|openblas picks what runs the Winograd GEMMs (default: libxsmm's JIT\n"
+             "  kernels where the build has libxsmm, else sgemm); the JSON's wino_gemm says which ran.\n"
              "  --profile also prints, on stderr, each layer's forward and backward ms per step, its share\n"
              "  of the step and its nominal GFLOP/s (timers around every layer: a little slower), and\n"
              "  adds prof_step_ms, prof_conv_ms, prof_fc_ms, prof_update_ms, prof_other_ms to the JSON (fused:\n"
@@ -336,9 +338,9 @@ static int speed_main(int argc, char **argv, int calibrate) {
   static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */
   const char *conv = conv_names[cpu_conv_get_mode()];
   fprintf(stderr,
-          "%s batch %d threads %d conv %s, update %s: %.1f img/s (%.1f-%.1f), %.1f nominal GFLOP/s = %.0f%% of "
-          "sgemm %.1f GFLOP/s\n",
-          net.name, B, T, conv, fused ? "fused" : "separate", s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
+          "%s batch %d threads %d conv %s (Winograd GEMMs: %s), update %s: %.1f img/s (%.1f-%.1f), %.1f nominal "
+          "GFLOP/s = %.0f%% of sgemm %.1f GFLOP/s\n",
+          net.name, B, T, conv, cpu_smm_name(), fused ? "fused" : "separate", s.img_s, s.img_s_min, s.img_s_max, s.gflops, 100 * s.gflops / sgm, sgm);
   const prof_totals_t tot = profile_totals(&net, prof, profile ? steps : 0);
   if (profile) print_profile(&net, B, fused, prof, steps, &tot);
   json_t j; json_begin(&j);
@@ -351,6 +353,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_num(&j, "flops_train_per_img", net.flops_train);
   json_str(&j, "flops_counted", "nominal direct convolution + fc (gflops = img_per_s x flops_train_per_img)");
   json_str(&j, "conv", conv);
+  json_str(&j, "wino_gemm", cpu_smm_name());
   json_str(&j, "update", fused ? "fused" : "separate");
   if (kfac || calibrate) {
     /* K-FAC's step, and for the sim runtime its kinds' rates relative to the training step */
