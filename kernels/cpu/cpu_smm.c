@@ -66,6 +66,12 @@ void cpu_smm_set_libxsmm(int on) {
 
 const char *cpu_smm_name(void) { return cpu_smm_libxsmm() ? "libxsmm" : "openblas"; }
 
+/* A transposed A (the data gradient, U^T dM) with few columns (the 7x7 layer's 9 pooled tiles at
+ * batch 1) stays on sgemm: there libxsmm's kernel ran at 0.55-0.7x of sgemm's on both AVX2 and
+ * AVX-512 (bench/core/smm_shapes.c). Untransposed, with those 9 columns, it was 0.8x on AVX2 and
+ * 1.5x on AVX-512: left to libxsmm. */
+#define SMM_MIN_N 16
+
 /* Row-major C[m][n] (beta)= op(A) B, op(A) = A [m][k] (lda) or, transa, A^T with A stored [k][m];
  * B [k][n] (ldb). In libxsmm's column-major terms C^T (n x m) = B^T (n x k) op(A)^T (k x m): its
  * A operand is our B, its B operand our A, transposed (LIBXSMM_GEMM_FLAG_TRANS_B) when transa. */
@@ -73,7 +79,7 @@ void cpu_smm_plan(cpu_smm_t *p, int transa, int m, int n, int k, int lda, int ld
   p->transa = transa; p->m = m; p->n = n; p->k = k; p->lda = lda; p->ldb = ldb; p->ldc = ldc; p->beta = beta;
   p->fn = NULL;
 #ifdef PDL_HAVE_XSMM
-  if (cpu_smm_libxsmm() && m > 0 && n > 0 && k > 0 && (beta == 0.0f || beta == 1.0f)) {
+  if (cpu_smm_libxsmm() && (!transa || n >= SMM_MIN_N) && m > 0 && k > 0 && (beta == 0.0f || beta == 1.0f)) {
     const libxsmm_blasint xm = n, xn = m, xk = k, xlda = ldb, xldb = lda, xldc = ldc;
     const float alpha = 1.0f;
     const int flags = transa ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
