@@ -7,6 +7,7 @@
  * come back in one copy. */
 #ifdef PDL_HAVE_CUSOLVER
 #include <cmath>
+#include <cstdlib>
 #include <cusolverDn.h>
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_inv.h"
@@ -59,6 +60,11 @@ __global__ void k_mirror(float *x, int n) {
   }
 }
 
+/* d[j] = x[j][j] for j < m: the diagonal of a (partial) Cholesky factor, gathered for one copy. */
+__global__ void k_diag(const float *x, int n, int m, float *d) {
+  GRID_STRIDE(j, (size_t)m) d[j] = x[j * ((size_t)n + 1)];
+}
+
 void solver_free(void *h) { CHECK_CUSOLVER(cusolverDnDestroy((cusolverDnHandle_t)h)); }
 
 cusolverDnHandle_t ctx_solver(PdlCudaCtx *c) {
@@ -72,10 +78,31 @@ cusolverDnHandle_t ctx_solver(PdlCudaCtx *c) {
   return (cusolverDnHandle_t)c->solver;
 }
 
-/* Copy n ints from the device after the stream's queued work, and wait for it. */
-void get_ints(int *host, const int *dev, size_t n, cudaStream_t s) {
-  CHECK_CUDA(cudaMemcpyAsync(host, dev, n * sizeof(int), cudaMemcpyDeviceToHost, s));
+/* Copy n ints (or bytes) from the device after the stream's queued work, and wait for it. */
+void get_bytes(void *host, const void *dev, size_t bytes, cudaStream_t s) {
+  CHECK_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s));
   CHECK_CUDA(cudaStreamSynchronize(s));
+}
+void get_ints(int *host, const int *dev, size_t n, cudaStream_t s) { get_bytes(host, dev, n * sizeof(int), s); }
+
+/* The order of the first leading minor that is not positive definite, given potrf's info > 0.
+ * cuSOLVER's Spotrf can report one column late: on an H100 (CUDA 13.0), a negative pivot in the
+ * last column of one of its blocks (order 128 of 257, 576 of 1153) came back as info = order + 1,
+ * where LAPACK (and our CPU inversions) give the order itself. The factor's diagonal up to that
+ * column holds the square roots of the accepted pivots; the first one that is not > 0 (NaN from
+ * the square root of a negative pivot, or the pivot itself) is where it really failed. The
+ * diagonal is gathered into the workspace, which potrf no longer needs. */
+int first_bad_pivot(const float *f, int n, int info, float *work, cudaStream_t s) {
+  k_diag<<<grid_for((size_t)info), kBlock, 0, s>>>(f, n, info, work);
+  CHECK_LAUNCH(k_diag, s);
+  float *d = (float *)malloc((size_t)info * sizeof *d);
+  if (!d) return info;
+  get_bytes(d, work, (size_t)info * sizeof *d, s);
+  int k = info;
+  for (int j = 0; j < info - 1; j++)
+    if (!(d[j] > 0.0f)) { k = j + 1; break; }
+  free(d);
+  return k;
 }
 
 } // namespace
@@ -91,7 +118,8 @@ extern "C" int cuda_spd_inverse(float *inv, const float *a, int n, float *scratc
   int lw_f = 0, lw_i = 0;
   CHECK_CUSOLVER(cusolverDnSpotrf_bufferSize(h, lower, n, inv, n, &lw_f));
   CHECK_CUSOLVER(cusolverDnSpotri_bufferSize(h, lower, n, inv, n, &lw_i));
-  const int lwork = lw_f > lw_i ? lw_f : lw_i;
+  int lwork = lw_f > lw_i ? lw_f : lw_i;
+  if (lwork < n) lwork = n; /* first_bad_pivot gathers the diagonal there */
   /* Scratch: the non-finite flag and devInfo, then the workspace from byte 256 (cudaMalloc's
    * alignment). */
   char *s = (char *)pdl_cuda_ctx_scratch(c, 256 + (size_t)lwork * sizeof(float));
@@ -105,7 +133,7 @@ extern "C" int cuda_spd_inverse(float *inv, const float *a, int n, float *scratc
   get_ints(got, flags, 2, c->stream);
   if (got[0]) return -1;
   CUDA_SHAPE_ASSERT(got[1] >= 0); /* < 0: cuSOLVER refused an argument, a bug here */
-  if (got[1] > 0) return got[1];
+  if (got[1] > 0) return first_bad_pivot(inv, n, got[1], work, c->stream);
   CHECK_CUSOLVER(cusolverDnSpotri(h, lower, n, inv, n, work, lwork, flags + 1));
   k_mirror<<<grid_for(nn), kBlock, 0, c->stream>>>(inv, n);
   CHECK_LAUNCH(k_mirror, c->stream);

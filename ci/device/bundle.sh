@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# ci/device/bundle.sh — pack what the GPU checks need for a machine that has a GPU and the CUDA
+# toolkit but none of our Debian packages (OpenBLAS, LAPACKE, Open MPI, libxsmm) and no package
+# registry: pdl and the CUDA test binaries, built for any x86-64-v3 CPU (not -march=native: the
+# GPU host's CPU is not this one), and the shared libraries they need that are not glibc,
+# libstdc++, zlib or CUDA's (those are the GPU machine's own). Writes build-gpu/bundle.tar.xz;
+# ci/device/check.sh unpacks and runs it there. Usage: bash ci/device/bundle.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=build-gpu
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { echo "bundle.sh: no nvcc (CUDA toolkit) here" >&2; exit 1; }
+T=(tests/test_cuda_layers tests/test_cuda_inv tests/test_cuda_fail tests/test_layers tests/test_inv)
+make -j"$(nproc)" BUILD=$B PDL=$B/pdl OPT="-O3 -march=x86-64-v3 -g" $B/pdl "${T[@]/#/$B/}" >&2
+rm -rf $B/pkg && mkdir -p $B/pkg/bin $B/pkg/lib
+cp $B/pdl "${T[@]/#/$B/}" $B/pkg/bin/
+# the libraries ldd resolves outside CUDA and the base system, by their sonames
+for f in $B/pkg/bin/*; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+  while read -r so path; do
+    case "$path" in /usr/local/cuda*) continue ;; esac
+    case "$so" in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++*|libgcc_s*|libz.so*|ld-linux*) continue ;; esac
+    cp -L "$path" "$B/pkg/lib/$so"
+  done
+git describe --always --dirty > $B/pkg/REVISION
+tar -C $B/pkg -cJf $B/bundle.tar.xz .
+ls -la $B/bundle.tar.xz >&2

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ci/device/check.sh — the GPU checks, on a machine with a CUDA device, from build-gpu/bundle.tar.xz
+# (ci/device/bundle.sh). Runs, each logged to $OUT (or /tmp/gpu-out):
+#   the CUDA layer tests and the cuSOLVER inversion tests against the CPU reference, with
+#   PDL_REQUIRE_GPU=1 (a skip is a failure); test_cuda_fail (a CUDA error names the call);
+#   both under compute-sanitizer memcheck and racecheck; pdl coll --backend nccl at one rank;
+#   K-FAC with its inversions on cuSOLVER (--kfac-inverse cuda) beside the CPU's (fast), same seed;
+#   pdl inverse (cuSOLVER beside the CPU's fast path and the LAPACKE reference) at K-FAC's orders.
+# CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
+# the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
+set -u
+cd "$(dirname "$0")/../.."
+OUTD=${OUT:-/tmp/gpu-out}; mkdir -p "$OUTD"
+G=/tmp/pdl-gpu; rm -rf $G; mkdir -p $G
+tar -C $G -xJf build-gpu/bundle.tar.xz || { echo "check.sh: no build-gpu/bundle.tar.xz (run ci/device/bundle.sh, carry it)"; exit 1; }
+LP=$G/lib:/usr/local/cuda/lib64
+for so in libcudnn.so.9 libnccl.so.2 libcusolver.so.12 libcublas.so.13 libnvJitLink.so.13; do
+  ldconfig -p | grep -q "$so" && continue
+  [ -e /usr/local/cuda/lib64/$so ] && continue
+  d=$(find / -xdev -name "$so" -path '*nvidia*' 2>/dev/null | head -1)
+  [ -n "$d" ] && LP=$LP:$(dirname "$d")
+done
+export LD_LIBRARY_PATH=$LP${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=/usr/local/cuda/bin:$PATH PDL_REQUIRE_GPU=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "bundle $(cat $G/REVISION); $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+echo "host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+SUM=()
+step() { # step NAME CMD...: run, log, record pass/fail and the tail
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" > "$OUTD/$name.log" 2>&1; local rc=$?
+  local tests; tests=$(grep -c '^ok ' "$OUTD/$name.log"); local skips; skips=$(grep -c '^skip ' "$OUTD/$name.log")
+  local bad; bad=$(grep -c '^not ok' "$OUTD/$name.log")
+  SUM+=("$(printf '%-28s rc=%-3s ok=%-4s not_ok=%-3s skip=%-3s %4ss' "$name" "$rc" "$tests" "$bad" "$skips" $((SECONDS - t0)))")
+  echo "== $name (rc $rc)"; tail -4 "$OUTD/$name.log"
+}
+step cuda_layers $G/bin/test_cuda_layers
+step cuda_inv $G/bin/test_cuda_inv
+step cuda_fail $G/bin/test_cuda_fail
+step nccl_coll_np1 $G/bin/pdl coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
+PDL=$G/bin/pdl
+for inv in cuda fast; do
+  step kfac_$inv $PDL train --net ppasgd-cifar --data synthetic --batch 32 --steps 20 --seed 7 --algo kfac --kfac-inverse $inv
+done
+step inverse $PDL inverse --sizes 289,577,1024,1153,2048,4096 --reps 5
+# last, being the slowest (each bounded by SAN_TIMEOUT seconds; exit 124 = ran out)
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    step "san_${tool}_layers" timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 9 $G/bin/test_cuda_layers
+    step "san_${tool}_inv" timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 9 $G/bin/test_cuda_inv
+  done
+else SUM+=("compute-sanitizer: not found"); fi
+echo; echo "summary ($(cat $G/REVISION), logs in $OUTD):"; printf '%s\n' "${SUM[@]}"
+for inv in cuda fast; do # the same run with the inversions on cuSOLVER and on the CPU
+  echo "kfac $inv: $(grep -o '"train_loss":[^,]*,\|"test_loss":[^,]*,\|"inverse_s_per_update":[^,]*,' "$OUTD/kfac_$inv.log" | tr -d '\n')"
+done
