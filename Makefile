@@ -72,7 +72,7 @@ LDFLAGS := -fopenmp -rdynamic $(SANFLAGS)
 
 # ---- sources --------------------------------------------------------------------------------
 # Everything under src/ (except the CLI entry and the SimGrid runtime), kernels/cpu, reference.
-LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard src/*/*.c kernels/cpu/*.c reference/*.c))
+LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard src/*/*.c kernels/cpu/*.c reference/*.c)) $(if $(NVCC),$(wildcard kernels/cuda/*.c))
 LIB_CU := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
 LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 SIM_C := $(wildcard src/sim/*.c)

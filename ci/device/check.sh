@@ -5,7 +5,11 @@
 #   PDL_REQUIRE_GPU=1 (a skip is a failure); test_cuda_fail (a CUDA error names the call);
 #   both under compute-sanitizer memcheck and racecheck; pdl coll --backend nccl at one rank;
 #   K-FAC with its inversions on cuSOLVER (--kfac-inverse cuda) beside the CPU's (fast), same seed;
-#   pdl inverse (cuSOLVER beside the CPU's fast path and the LAPACKE reference) at K-FAC's orders.
+#   pdl inverse (cuSOLVER beside the CPU's fast path and the LAPACKE reference) at K-FAC's orders;
+#   test_cuda_net (training steps on the GPU against the CPU); pdl speed --device cuda beside
+#   PyTorch (bench/gpu/torch_speed_cuda.py, eager and CUDA-graphed) at batches 1, 16, 128, 512.
+# CHECKS="tests nccl kfac inverse speed san" (the default: all) picks a subset; SAN_TESTS,
+# SAN_TIMEOUT and SPEED_BATCHES narrow those parts.
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
 set -u
@@ -34,23 +38,48 @@ step() { # step NAME CMD...: run, log, record pass/fail and the tail
   SUM+=("$(printf '%-28s rc=%-3s ok=%-4s not_ok=%-3s skip=%-3s %4ss' "$name" "$rc" "$tests" "$bad" "$skips" $((SECONDS - t0)))")
   echo "== $name (rc $rc)"; tail -4 "$OUTD/$name.log"
 }
-step cuda_layers $G/bin/test_cuda_layers
-step cuda_inv $G/bin/test_cuda_inv
-step cuda_fail $G/bin/test_cuda_fail
-step nccl_coll_np1 $G/bin/pdl coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
+want() { [[ " ${CHECKS:-tests nccl kfac inverse speed san} " == *" $1 "* ]]; }
 PDL=$G/bin/pdl
-for inv in cuda fast; do
-  step kfac_$inv $PDL train --net ppasgd-cifar --data synthetic --batch 32 --steps 20 --seed 7 --algo kfac --kfac-inverse $inv
-done
-step inverse $PDL inverse --sizes 289,577,1024,1153,2048,4096 --reps 5
-# last, being the slowest (each bounded by SAN_TIMEOUT seconds; exit 124 = ran out)
-if command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    step "san_${tool}_layers" timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 9 $G/bin/test_cuda_layers
-    step "san_${tool}_inv" timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 9 $G/bin/test_cuda_inv
+if want tests; then
+  step cuda_layers $G/bin/test_cuda_layers
+  step cuda_inv $G/bin/test_cuda_inv
+  step cuda_net $G/bin/test_cuda_net
+  step cuda_fail $G/bin/test_cuda_fail
+fi
+want nccl && step nccl_coll_np1 $PDL coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
+if want kfac; then
+  for inv in cuda fast; do
+    step kfac_$inv $PDL train --net ppasgd-cifar --data synthetic --batch 32 --steps 20 --seed 7 --algo kfac --kfac-inverse $inv
   done
-else SUM+=("compute-sanitizer: not found"); fi
+fi
+want inverse && step inverse $PDL inverse --sizes 289,577,1024,1153,2048,4096 --reps 5
+if want speed; then # pdl speed --device cuda beside PyTorch eager and CUDA-graphed on the same GPU
+  for b in ${SPEED_BATCHES:-1 16 128 512}; do
+    step speed_pdl_b$b $PDL speed --device cuda --batch $b --repeats 5
+    for m in eager graph; do step speed_torch_${m}_b$b python3 bench/gpu/torch_speed_cuda.py $b $m 5; done
+  done
+fi
+# last, being the slowest (each bounded by SAN_TIMEOUT seconds; exit 124 = ran out)
+if want san && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    for t in ${SAN_TESTS:-cuda_layers cuda_net cuda_inv}; do
+      step "san_${tool}_$t" timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 9 $G/bin/test_$t
+    done
+  done
+elif want san; then SUM+=("compute-sanitizer: not found"); fi
 echo; echo "summary ($(cat $G/REVISION), logs in $OUTD):"; printf '%s\n' "${SUM[@]}"
 for inv in cuda fast; do # the same run with the inversions on cuSOLVER and on the CPU
+  [ -f "$OUTD/kfac_$inv.log" ] || continue
   echo "kfac $inv: $(grep -o '"train_loss":[^,]*,\|"test_loss":[^,]*,\|"inverse_s_per_update":[^,]*,' "$OUTD/kfac_$inv.log" | tr -d '\n')"
 done
+if want speed; then
+  echo "img/s, median of 5 windows (min-max):  batch | pdl --device cuda | PyTorch eager | PyTorch CUDA graph"
+  for b in ${SPEED_BATCHES:-1 16 128 512}; do
+    r() { python3 -c 'import json,sys
+try:
+  j=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]; print("%.0f (%.0f-%.0f)" % (j["img_per_s"], j["img_per_s_min"], j["img_per_s_max"]))
+except Exception as e: print("failed")' "$OUTD/$1.log"; }
+    echo "  $b | $(r speed_pdl_b$b) | $(r speed_torch_eager_b$b) | $(r speed_torch_graph_b$b)"
+  done
+  grep -h "cuBLAS SGEMM" "$OUTD"/speed_pdl_b*.log | head -4
+fi

@@ -58,6 +58,23 @@ __global__ void k_mul(float *out, const float *a, const float *mask, size_t n) {
   GRID_STRIDE(i, n) out[i] = a[i] * mask[i];
 }
 
+/* cpu_sgd_step's update (core/layers.h), with every product and sum rounded on its own (no fused
+ * multiply-adds, which nvcc would otherwise contract them into): given the same g, the same bits
+ * as the CPU's. v == NULL: plain SGD; wd == 0 skips the decay term, as the CPU does. g = 0. */
+__global__ void k_sgd(float *w, float *g, float *v, size_t n, float lr, float mu, float wd) {
+  GRID_STRIDE(i, n) {
+    const float gi = wd != 0.0f ? __fadd_rn(g[i], __fmul_rn(wd, w[i])) : g[i];
+    if (v) {
+      const float vi = __fsub_rn(__fmul_rn(mu, v[i]), __fmul_rn(lr, gi));
+      v[i] = vi;
+      w[i] = __fadd_rn(w[i], vi);
+    } else {
+      w[i] = __fsub_rn(w[i], __fmul_rn(lr, gi));
+    }
+    g[i] = 0.0f;
+  }
+}
+
 /* ---- max pooling: window (oh, ow) covers rows [oh*s, min(oh*s+s, H)) and the same for columns.
  * The first maximum in row-major scan order wins (strict >), in forward and backward alike. */
 __device__ size_t window_argmax(const float *plane, int H, int W, int s, int oh, int ow) {
@@ -424,6 +441,13 @@ void cuda_dropout_backward(float *din, const float *dout, const float *mask, siz
   PdlCudaCtx *c = pdl_cuda_ctx();
   k_mul<<<grid_for(n), kBlock, 0, c->stream>>>(din, dout, mask, n);
   CHECK_LAUNCH(k_mul, c->stream);
+}
+
+void cuda_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_sgd<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, v, n, lr, mu, wd);
+  CHECK_LAUNCH(k_sgd, c->stream);
 }
 
 double cuda_softmax_xent_forward(float *probs, const float *logits, const int *labels, int B, int N) {

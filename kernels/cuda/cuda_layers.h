@@ -23,6 +23,8 @@ extern "C" {
 #endif
 
 PDL_DECLARE_LAYERS(cuda_)
+/* cpu_sgd_step (core/layers.h) on device arrays: the same expressions, each rounded on its own. */
+void cuda_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
 
 /* Number of usable CUDA devices; 0 when cudaGetDeviceCount fails (no driver, driver too old for
  * this runtime, no device). cuda_no_device_reason() then says why ("" when devices exist). */

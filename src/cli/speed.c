@@ -19,6 +19,10 @@
 #include "optim/optim.h"
 #include "util/util.h"
 #include "util/vec.h"
+#ifdef PDL_HAVE_CUDA
+#include "kernels/cuda/cuda_layers.h"
+#include "kernels/cuda/cuda_table.h"
+#endif
 
 /* --input CxHxW: three positive integers (C <= 4096, H and W <= 65536), nothing else. */
 static void parse_input(const char *v, int *c, int *h, int *w) {
@@ -268,9 +272,115 @@ static void print_profile(const net_t *net, int B, int fused, const double *prof
   fprintf(stderr, "    step %.3f ms at batch %d (mean of %ld timed steps)\n", step_ms, B, steps);
 }
 
+/* --device: -1 for cpu, else the CUDA device number (cuda = cuda:0). */
+static int parse_device(const char *v) {
+  if (!v) die_usage("--device needs a value: cpu or cuda[:N]");
+  if (!strcmp(v, "cpu")) return -1;
+  if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))
+    return v[4] == ':' ? (int)parse_long("--device cuda:N", v + 5, 0, 63) : 0;
+  die_usage("--device must be cpu or cuda[:N], not '%s'", v);
+  return -1;
+}
+
+#ifdef PDL_HAVE_CUDA
+/* cuBLAS SGEMM GFLOP/s at n^3 (through cuda_fc_forward: out = in w^T + b, whose bias pass is
+ * n^2 beside 2 n^3), FP32 (cuBLAS's default math mode: no TF32), median of `reps` windows of 10. */
+static double measure_cublas_gflops(int n, int reps) {
+  const size_t nn = (size_t)n * n;
+  float *h = xmalloc(nn * sizeof *h);
+  rng_t r; rng_seed(&r, 11, 0);
+  for (size_t i = 0; i < nn; i++) h[i] = rng_normal(&r);
+  float *a = cuda_alloc_floats(nn), *b = cuda_alloc_floats(nn), *c = cuda_alloc_floats(nn), *bias = cuda_alloc_floats(n);
+  cuda_upload(a, h, nn); cuda_upload(b, h, nn); cuda_zero_floats(bias, n);
+  for (int i = 0; i < 2; i++) cuda_fc_forward(c, a, b, bias, n, n, n);
+  cuda_sync();
+  double v[16]; if (reps > 16) reps = 16;
+  for (int rep = 0; rep < reps; rep++) {
+    const double t0 = now_s();
+    for (int i = 0; i < 10; i++) cuda_fc_forward(c, a, b, bias, n, n, n);
+    cuda_sync();
+    v[rep] = 10 * 2.0 * n * (double)nn / (now_s() - t0) / 1e9;
+  }
+  cuda_free(a); cuda_free(b); cuda_free(c); cuda_free(bias); xfree(h);
+  return median(v, reps);
+}
+#endif
+
+/* pdl speed --device cuda: the same training step as the CPU's (forward, then the backward with
+ * the momentum update fused, lr 1e-4, mu 0.9) through kernels_cuda, parameters, gradients and
+ * momentum in device memory; the batch (x, labels) is the host's and is uploaded every step, as
+ * pdl train would. Each step waits for its loss (the softmax forward); the window ends with a
+ * cuda_sync. Prints the summary line on stderr and the JSON line on stdout. */
+static int speed_cuda(const net_t *net, int B, int R, int dev) {
+#ifndef PDL_HAVE_CUDA
+  (void)net; (void)B; (void)R;
+  die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
+  return 1;
+#else
+  const int nd = cuda_device_count();
+  if (nd <= 0) die("--device cuda: no CUDA device (%s)", cuda_no_device_reason());
+  if (dev >= nd) die("--device cuda:%d: this machine has %d CUDA device(s)", dev, nd);
+  cuda_set_device(dev);
+  char desc[256];
+  cuda_describe_device(dev, desc, sizeof desc);
+  json_meta_set_gpu(desc);
+  const kernels_t *k = &kernels_cuda;
+  const size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
+  float *w = xmalloc(n * sizeof *w), *x = xmalloc((size_t)B * img * sizeof *x);
+  int *y = xmalloc((size_t)B * sizeof *y);
+  random_batch(net, B, x, y);
+  net_init_params(net, w, 1);
+  float *dw = k->alloc(n * sizeof *dw), *dg = k->alloc(n * sizeof *dg), *dv = k->alloc(n * sizeof *dv);
+  k->upload(dw, w, n * sizeof *w);
+  workspace_t ws;
+  ws_init(&ws, net, B, 1, k, 1);
+  const net_step_t st = {.lr = 1e-4f, .mu = 0.9f, .wd = 0.0f, .v = dv};
+  const double window_s = 0.5;
+  double v[64], loss = 0;
+  if (R > 64) R = 64;
+  for (int rep = -1; rep < R; rep++) { /* rep -1: warm-up (cuBLAS handles, first launches) */
+    long steps = 0;
+    const double t0 = now_s();
+    double el;
+    do {
+      loss = net_forward(&ws, dw, x, y, B, 1, NULL);
+      net_backward_step(&ws, dw, dg, y, B, 1.0f / B, &st);
+      steps++;
+    } while ((el = now_s() - t0) < window_s);
+    cuda_sync();
+    el = now_s() - t0;
+    if (rep >= 0) v[rep] = steps * (double)B / el;
+  }
+  if (!(loss == loss)) die("--device cuda: the loss is NaN after the timed steps");
+  double lo = v[0], hi = v[0];
+  for (int i = 0; i < R; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
+  const double img_s = median(v, R), gflops = img_s * net->flops_train / 1e9;
+  ws_free(&ws);
+  k->release(dw); k->release(dg); k->release(dv);
+  xfree(w); xfree(x); xfree(y);
+  const double sg = measure_cublas_gflops(4096, 5);
+  fprintf(stderr, "%s batch %d on cuda:%d (%s), conv im2col + cuBLAS, update fused: %.1f img/s (%.1f-%.1f), %.1f "
+                  "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32)\n",
+          net->name, B, dev, desc, img_s, lo, hi, gflops, 100 * gflops / sg, sg);
+  json_t j; json_begin(&j);
+  json_str(&j, "event", "speed");
+  json_str(&j, "net", net->name); json_str(&j, "net_spec", net->spec);
+  json_str(&j, "device", "cuda"); json_int(&j, "cuda_device", dev);
+  json_int(&j, "batch", B); json_int(&j, "repeats", R);
+  json_num(&j, "img_per_s", img_s); json_num(&j, "img_per_s_min", lo); json_num(&j, "img_per_s_max", hi);
+  json_num(&j, "gflops", gflops); json_num(&j, "sgemm_gflops", sg); json_num(&j, "ratio_to_sgemm", gflops / sg);
+  json_str(&j, "sgemm", "cuBLAS SGEMM 4096^3 FP32");
+  json_num(&j, "flops_train_per_img", net->flops_train);
+  json_str(&j, "conv", "im2col+cublas"); json_str(&j, "update", "fused");
+  json_meta(&j);
+  printf("%s\n", json_end(&j));
+  return 0;
+#endif
+}
+
 static void speed_usage(FILE *f, const char *cmd) {
   fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]\n"
-             "       [--update fused|separate] [--algo sgd|kfac]%s\n"
+             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
@@ -294,6 +404,10 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --algo kfac also times a K-FAC step (kfac.h) on the same batch: forward/backward, factors,\n"
              "  inversions, preconditioning and update (kfac_*_ms), with the factor, inversion and\n"
              "  preconditioning GFLOP/s (kfac_factors_to_sgemm: the factor GEMMs against sgemm).\n"
+             "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = im2col +\n"
+             "  cuBLAS, fc = cuBLAS, no fused layers yet), parameters, gradients and momentum on the device,\n"
+             "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
+             "  Not with --profile, --algo kfac or --update separate yet (default cpu).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -306,6 +420,7 @@ static void speed_usage(FILE *f, const char *cmd) {
 static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
+  int device = -1; /* --device: -1 cpu, else the CUDA device */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -324,11 +439,18 @@ static int speed_main(int argc, char **argv, int calibrate) {
       kfac = !strcmp(v, "kfac"); i++;
     }
     else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
+    else if (!strcmp(a, "--device")) { device = parse_device(v); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
   }
   net_t net; net_build(&net, netname, c, h, w);
   net_check_memory(&net, B);
+  if (device >= 0) {
+    if (calibrate || profile || kfac || !fused)
+      die_usage("%s --device cuda: only the plain training step is timed on a GPU yet (no --profile, --algo kfac, "
+                "--update separate%s)", argv[0], calibrate ? " or calibrate" : "");
+    return speed_cuda(&net, B, R, device);
+  }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long steps = 0;

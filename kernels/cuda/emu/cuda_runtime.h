@@ -35,6 +35,11 @@ inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
 inline cudaError_t cudaSetDevice(int d) { return d == 0 ? 0 : 1; }
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) { strcpy(p->name, "host emulator"); p->major = 0; p->minor = 0; p->totalGlobalMem = 1ull << 30; return 0; }
 inline cudaError_t cudaGetLastError() { return 0; }
+/* the round-to-nearest intrinsics: each a plain float operation here (g++ does not contract
+ * across these calls at -O1 without -ffp-contract=fast on x86-64 SSE) */
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int) { *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { --emu_streams; return 0; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? 0 : 1; }

@@ -27,3 +27,9 @@ gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"em
   -Isrc -I. tests/test_cuda_inv.c reference/*.c src/core/rng.c src/util/util.c "$out/inv.o" "$out/context.o" \
   -o "$out/test_cuda_inv_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_inv_emu"
+# Whole training steps through kernels_cuda (cuda_table.c, model.c) against kernels_ref: a small
+# net and a few steps (tests/test_cuda_net.c with PDL_CUDA_EMU).
+gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_CUDA_EMU \
+  -Isrc -I. tests/test_cuda_net.c kernels/cuda/cuda_table.c src/core/model.c reference/*.c src/core/rng.c \
+  src/util/util.c "$out/layers.o" "$out/context.o" -o "$out/test_cuda_net_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
+OPENBLAS_NUM_THREADS=1 "$out/test_cuda_net_emu"

@@ -1,0 +1,61 @@
+/* cuda_table.c — kernels_cuda (cuda_table.h): cuda_layers.h's entries in the kernel table, device
+ * memory for the workspace, and the labels uploaded for the softmax. C, so that it can use
+ * core/model.h's designated-initializer macros; built where nvcc is (Makefile: LIB_C). */
+#ifdef PDL_HAVE_CUDA
+#include "kernels/cuda/cuda_table.h"
+#include "kernels/cuda/cuda_layers.h"
+#include "util/util.h"
+
+/* The labels, on the device: one buffer per host thread, grown as needed (model.c passes host
+ * labels; cuda_softmax_xent_* read device ones). The upload waits for the thread's queued work. */
+static _Thread_local int *t_labels;
+static _Thread_local size_t t_labels_n;
+static const int *device_labels(const int *y, int B) {
+  if ((size_t)B > t_labels_n) {
+    cuda_free(t_labels);
+    t_labels_n = B > 1024 ? (size_t)B : 1024;
+    t_labels = cuda_alloc_ints(t_labels_n);
+  }
+  cuda_upload_ints(t_labels, y, (size_t)B);
+  return t_labels;
+}
+static double cu_softmax_xent_forward(float *probs, const float *logits, const int *y, int B, int N) {
+  return cuda_softmax_xent_forward(probs, logits, device_labels(y, B), B, N);
+}
+static void cu_softmax_xent_backward(float *dlogits, const float *probs, const int *y, int B, int N, float scale) {
+  cuda_softmax_xent_backward(dlogits, probs, device_labels(y, B), B, N, scale);
+}
+
+/* Workspace memory: device floats, zero-filled (the memset is queued before any later use). */
+static void *cu_alloc(size_t bytes) {
+  const size_t n = (bytes + sizeof(float) - 1) / sizeof(float);
+  float *p = cuda_alloc_floats(n ? n : 1);
+  cuda_zero_floats(p, n ? n : 1);
+  return p;
+}
+static void cu_release(void *p) { cuda_free(p); }
+static void cu_upload(void *dst, const void *src, size_t bytes) {
+  SHAPE_ASSERT(bytes % sizeof(float) == 0);
+  cuda_upload(dst, src, bytes / sizeof(float));
+}
+static void cu_download(void *dst, const void *src, size_t bytes) {
+  SHAPE_ASSERT(bytes % sizeof(float) == 0);
+  cuda_download(dst, src, bytes / sizeof(float));
+}
+
+const kernels_t kernels_cuda = {
+  .name = "cuda",
+  .conv_forward = cuda_conv_forward, .conv_backward = cuda_conv_backward,
+  .fc_forward = cuda_fc_forward, .fc_backward = cuda_fc_backward,
+  .maxpool_forward = cuda_maxpool_forward, .maxpool_backward = cuda_maxpool_backward,
+  .act_forward = cuda_act_forward, .act_backward = cuda_act_backward,
+  .dropout_forward = cuda_dropout_forward, .dropout_backward = cuda_dropout_backward,
+  .softmax_xent_forward = cu_softmax_xent_forward, .softmax_xent_backward = cu_softmax_xent_backward,
+  .sgd_step = cuda_sgd_step,
+  .conv_scratch_floats = cuda_conv_scratch_floats,
+  .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download,
+  .host_memory = 0,
+};
+#else
+typedef int pdl_cuda_table_empty; /* ISO C: no empty translation unit */
+#endif

@@ -1,0 +1,213 @@
+/* test_cuda_net.c — whole training steps on the GPU (kernels_cuda, kernels/cuda/cuda_table.c)
+ * against the CPU from the same weights and batches: net_forward + net_backward_step with momentum
+ * SGD, parameters, gradients and momentum in device memory. Without a CUDA build or a usable
+ * device each test prints "skip - <test>: skipped: no CUDA device (...)" and the binary exits 0.
+ * kernels/cuda/emu/run.sh runs it on the CPU emulator (a small net, few steps, kernels_ref as the
+ * CPU side); on a GPU it runs ppasgd-cifar (kernels_cpu as the CPU side).
+ *
+ * Tolerances. The two sides sum every conv/fc dot product in a different order (cuBLAS vs
+ * OpenBLAS/Winograd, or the double reference), so each gradient element differs by up to
+ * ~n eps sum|terms| (n to 1152 x batch); the update itself is the same expression on both sides
+ * (cuda_sgd_step rounds each operation like cpu_sgd_step). Checked:
+ *   one step and two steps (the second adds the momentum term): max |W_gpu - W_cpu| <= 1e-3 of
+ *     max |W_cpu - W0|, and every loss within 1e-5 relative: orders of magnitude above
+ *     reordering (measured 7e-7 on an H100), orders below a wrong index, a missing term or TF32
+ *     (~1e-3 relative per product);
+ *   100 steps (5 under the emulator), a new random batch each. Training amplifies rounding
+ *     differences step by step, at a rate set by the run itself (on an H100, ppasgd-cifar ended
+ *     0.04 apart of the distance moved, losses 1.2% apart, although one step agreed to 7e-7). So
+ *     the bound is the CPU's own spread on the same run: the CPU trained twice, with im2col and
+ *     with Winograd convolutions (two summation orders, both tested against the reference), and
+ *     the GPU must stay within 4x that distance from the CPU's im2col run (the GPU's conv is
+ *     im2col + GEMM too) and its losses within 4x the CPU runs' loss difference (plus 1e-5).
+ *     A systematic error (a dropped momentum term, a gradient scaled by 1.01: both tried)
+ *     moves far more than rounding does. Under the emulator (kernels_ref as the CPU side, no
+ *     Winograd) the bounds are fixed: 2e-2 of the distance moved, losses 1e-3. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/model.h"
+#include "core/rng.h"
+#include "tests/harness.h"
+#ifdef PDL_HAVE_CUDA
+#include "kernels/cuda/cuda_layers.h"
+#include "kernels/cuda/cuda_table.h"
+#include "tests/gpu_check.h"
+#ifndef PDL_CUDA_EMU
+#include "kernels/cpu/cpu.h"
+#endif
+#endif
+
+#define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps)
+
+#ifdef PDL_HAVE_CUDA
+static int g_ndev;
+#define NEED_GPU() do { if (g_ndev <= 0) SKIP_NO_GPU("skipped: no CUDA device (%s)", cuda_no_device_reason()); } while (0)
+
+#ifdef PDL_CUDA_EMU /* the emulator: every launch runs its threads on the host */
+#define NET_SPEC "leaky C4 P C6k3p0 Pc F12 D0.25 S5"
+#define IN_C 2
+#define IN_H 11
+#define IN_W 9
+#define BATCH 3
+#define STEPS 5
+#define CPU_KERNELS kernels_ref
+#else
+#define NET_SPEC "ppasgd-cifar"
+#define IN_C 1
+#define IN_H 28
+#define IN_W 28
+#define BATCH 16
+#define STEPS 100
+#define CPU_KERNELS kernels_cpu
+#endif
+
+typedef struct {
+  net_t net;
+  size_t n, img;
+  float *w0, *x;
+  int *y;
+} setup_t;
+
+static void setup(setup_t *s) {
+  net_build(&s->net, NET_SPEC, IN_C, IN_H, IN_W);
+  s->n = s->net.nparams;
+  s->img = (size_t)IN_C * IN_H * IN_W;
+  s->w0 = malloc(s->n * sizeof(float));
+  s->x = malloc((size_t)BATCH * s->img * sizeof(float));
+  s->y = malloc(BATCH * sizeof(int));
+  if (!s->w0 || !s->x || !s->y) { fprintf(stderr, "out of memory\n"); exit(1); }
+  net_init_params(&s->net, s->w0, 42);
+}
+static void new_batch(setup_t *s, rng_t *r) {
+  for (size_t i = 0; i < (size_t)BATCH * s->img; i++) s->x[i] = (float)rng_normal(r);
+  for (int b = 0; b < BATCH; b++) s->y[b] = (int)rng_below(r, (uint64_t)s->net.classes);
+}
+static void teardown(setup_t *s) { free(s->w0); free(s->x); free(s->y); }
+
+/* One side of the comparison: `steps` momentum-SGD steps from w0 (lr 0.01, mu 0.9), each on a new
+ * batch drawn from the same seed (and the same dropout seed), the weights after them into w_out
+ * and each step's loss into loss[]. */
+static void train(setup_t *s, const kernels_t *k, int steps, float *w_out, double *loss) {
+  const size_t bytes = s->n * sizeof(float);
+  float *w = k->alloc(bytes), *g = k->alloc(bytes), *v = k->alloc(bytes);
+  k->upload(w, s->w0, bytes);
+  workspace_t ws;
+  ws_init(&ws, &s->net, BATCH, 1, k, 7);
+  const net_step_t st = {.lr = 0.01f, .mu = 0.9f, .wd = 0.0f, .v = v};
+  rng_t r;
+  rng_seed(&r, 99, 0);
+  for (int t = 0; t < steps; t++) {
+    new_batch(s, &r);
+    loss[t] = net_forward(&ws, w, s->x, s->y, BATCH, 1, NULL) / BATCH;
+    net_backward_step(&ws, w, g, s->y, BATCH, 1.0f / BATCH, &st);
+  }
+  k->download(w_out, w, bytes);
+  ws_free(&ws);
+  k->release(w); k->release(g); k->release(v);
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs((double)a[i] - (double)b[i]);
+    if (isnan(d)) return INFINITY;
+    if (d > m) m = d;
+  }
+  return m;
+}
+
+typedef struct { float *w; double *loss; } run_t;
+
+static run_t run_on(setup_t *s, const kernels_t *k, int steps) {
+  run_t r = {malloc(s->n * sizeof(float)), malloc(steps * sizeof(double))};
+  if (!r.w || !r.loss) { fprintf(stderr, "out of memory\n"); exit(1); }
+  train(s, k, steps, r.w, r.loss);
+  return r;
+}
+static void run_free(run_t *r) { free(r->w); free(r->loss); }
+static double worst_loss_diff(const run_t *a, const run_t *b, int steps) {
+  double worst = 0;
+  for (int t = 0; t < steps; t++) {
+    const double d = fabs(a->loss[t] - b->loss[t]) / fabs(b->loss[t]);
+    if (!(d <= worst)) worst = d; /* NaN sticks */
+  }
+  return worst;
+}
+
+/* GPU vs the CPU after `steps` steps. w_tol, loss_tol < 0: the bounds are 4x the CPU's own
+ * spread (im2col against Winograd), see the top of the file. */
+static void compare(int steps, double w_tol, double loss_tol) {
+  setup_t s;
+  setup(&s);
+  const char *cpu_name = CPU_KERNELS.name;
+  double cpu_spread = 0, cpu_loss_spread = 0;
+#ifndef PDL_CUDA_EMU
+  const int mode = cpu_conv_get_mode();
+  run_t alt = {NULL, NULL};
+  if (w_tol < 0) {
+    alt = run_on(&s, &CPU_KERNELS, steps);      /* the default algorithm: Winograd where it pays */
+    cpu_conv_set_mode(CPU_CONV_IM2COL);
+    cpu_name = "cpu (im2col)";
+  }
+#endif
+  run_t c = run_on(&s, &CPU_KERNELS, steps), g = run_on(&s, &kernels_cuda, steps);
+#ifndef PDL_CUDA_EMU
+  if (w_tol < 0) {
+    cpu_conv_set_mode(mode);
+    cpu_spread = max_abs_diff(alt.w, c.w, s.n);
+    cpu_loss_spread = worst_loss_diff(&alt, &c, steps);
+    w_tol = 4 * cpu_spread / max_abs_diff(c.w, s.w0, s.n);
+    loss_tol = 4 * cpu_loss_spread + 1e-5;
+    run_free(&alt);
+  }
+#endif
+  const double moved = max_abs_diff(c.w, s.w0, s.n), apart = max_abs_diff(g.w, c.w, s.n);
+  const double worst_loss = worst_loss_diff(&g, &c, steps);
+  printf("  # %s, %d params, batch %d, %d step(s), GPU vs %s: parameters apart %.3g of the distance moved (%.3g), "
+         "worst loss difference %.3g relative (loss %.5f -> %.5f)", s.net.name, (int)s.n, BATCH, steps, cpu_name,
+         apart / moved, moved, worst_loss, c.loss[0], c.loss[steps - 1]);
+  if (cpu_spread > 0) printf("; the CPU's own spread: %.3g, losses %.3g", cpu_spread / moved, cpu_loss_spread);
+  printf("\n");
+  EXPECT_MSG(moved > 0 && apart <= w_tol * moved, "GPU parameters %.3g apart from the CPU's after %d step(s), over "
+             "%.3g of the %.3g they moved", apart, steps, w_tol, moved);
+  EXPECT_MSG(worst_loss <= loss_tol, "a step's loss differs by %.3g relative, over %.3g", worst_loss, loss_tol);
+  run_free(&c); run_free(&g);
+  teardown(&s);
+}
+
+static void test_one_step(void) {
+  NEED_GPU();
+  compare(1, 1e-3, 1e-5);
+}
+static void test_two_steps(void) {
+  NEED_GPU();
+  compare(2, 1e-3, 1e-5);
+}
+static void test_many_steps(void) {
+  NEED_GPU();
+#ifdef PDL_CUDA_EMU
+  compare(STEPS, 2e-2, 1e-3);
+#else
+  compare(STEPS, -1, -1);
+#endif
+}
+
+#else /* built without CUDA */
+#define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
+NET_TESTS(DEFINE_SKIP)
+#endif
+
+int main(void) {
+#ifdef PDL_HAVE_CUDA
+  g_ndev = gpu_test_devices();
+#endif
+  RUN(test_one_step);
+  RUN(test_two_steps);
+  RUN(test_many_steps);
+#ifdef PDL_HAVE_CUDA
+  if (g_ndev > 0) cuda_thread_release();
+#endif
+  return harness_exit();
+}
