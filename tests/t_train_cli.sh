@@ -15,6 +15,18 @@ expect_exit 2 "unknown algo" "$PDL" train "${COMMON[@]}" --algo nope --steps 1
 expect_exit 2 "bad net spec" "$PDL" train "${COMMON[@]}" --net "C8 X3 S10" --steps 1
 expect_exit 2 "unknown data" "$PDL" train --data imagenet --steps 1
 expect_exit 2 "unknown command" "$PDL" frobnicate
+expect_exit 2 "bad --device" "$PDL" train --device gpu --steps 1
+expect_exit 2 "--device cuda with an algorithm it does not run yet" "$PDL" train "${COMMON[@]}" --device cuda --steps 1
+expect_exit 2 "speed --device cuda --profile" "$PDL" speed --device cuda --profile
+# --device cuda without a usable device (the CPU machines): exit 1, saying why; with one, it trains
+out=$("$PDL" train "${COMMON[@]}" --algo msgd --device cuda --steps 4 2>&1); rc=$?
+if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then
+  [ $rc -eq 1 ] && ok "train --device cuda without a device: exit 1 ($(grep -o 'no CUDA device\|built without CUDA' <<<"$out" | head -1))" \
+    || notok "train --device cuda without a device exits 1" "rc=$rc"
+else
+  [ $rc -eq 0 ] && jget test_err <<<"$(tail -1 <<<"$out")" >/dev/null && ok "train --device cuda: 4 steps on the GPU" \
+    || notok "train --device cuda on a GPU" "rc=$rc $(tail -2 <<<"$out")"
+fi
 
 # broken data: exit 1 and the file named
 mkdir -p "$T/fm"; for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do

@@ -21,5 +21,9 @@ for f in $B/pkg/bin/*; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// {print 
     cp -L "$path" "$B/pkg/lib/$so"
   done
 git describe --always --dirty > $B/pkg/REVISION
+# Fashion-MNIST (dataset-fashion-mnist) for check.sh's training runs: carry build-gpu/fmnist too
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  mkdir -p $B/fmnist && cp /usr/share/datasets/fashion-mnist/*.gz $B/fmnist/
+fi
 tar -C $B/pkg -cJf $B/bundle.tar.xz .
 ls -la $B/bundle.tar.xz >&2

@@ -8,7 +8,9 @@
 #   pdl inverse (cuSOLVER beside the CPU's fast path and the LAPACKE reference) at K-FAC's orders;
 #   test_cuda_net (training steps on the GPU against the CPU); pdl speed --device cuda beside
 #   PyTorch (bench/gpu/torch_speed_cuda.py, eager and CUDA-graphed) at batches 1, 16, 128, 512.
-# CHECKS="tests nccl kfac inverse speed san" (the default: all) picks a subset; SAN_TESTS,
+#   pdl train --device cuda beside --device cpu: one epoch of ppasgd-cifar on Fashion-MNIST
+#   (carry build-gpu/fmnist as well).
+# CHECKS="tests train nccl kfac inverse speed san" (the default: all) picks a subset; SAN_TESTS,
 # SAN_TIMEOUT and SPEED_BATCHES narrow those parts.
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
@@ -38,7 +40,7 @@ step() { # step NAME CMD...: run, log, record pass/fail and the tail
   SUM+=("$(printf '%-28s rc=%-3s ok=%-4s not_ok=%-3s skip=%-3s %4ss' "$name" "$rc" "$tests" "$bad" "$skips" $((SECONDS - t0)))")
   echo "== $name (rc $rc)"; tail -4 "$OUTD/$name.log"
 }
-want() { [[ " ${CHECKS:-tests nccl kfac inverse speed san} " == *" $1 "* ]]; }
+want() { [[ " ${CHECKS:-tests train nccl kfac inverse speed san} " == *" $1 "* ]]; }
 PDL=$G/bin/pdl
 if want tests; then
   step cuda_layers $G/bin/test_cuda_layers
@@ -46,6 +48,11 @@ if want tests; then
   step cuda_net $G/bin/test_cuda_net
   step cuda_fail $G/bin/test_cuda_fail
 fi
+if want train && [ -d build-gpu/fmnist ]; then # issue 18's check: one epoch of ppasgd-cifar, msgd, GPU vs CPU
+  for dv in cuda cpu; do
+    step train_$dv $PDL train --device $dv --net ppasgd-cifar --algo msgd --epochs 1 --data fashion-mnist:build-gpu/fmnist --quiet
+  done
+elif want train; then SUM+=("train: no build-gpu/fmnist (carry it: ci/device/bundle.sh copies Fashion-MNIST there)"); fi
 want nccl && step nccl_coll_np1 $PDL coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
 if want kfac; then
   for inv in cuda fast; do
@@ -71,6 +78,10 @@ echo; echo "summary ($(cat $G/REVISION), logs in $OUTD):"; printf '%s\n' "${SUM[
 for inv in cuda fast; do # the same run with the inversions on cuSOLVER and on the CPU
   [ -f "$OUTD/kfac_$inv.log" ] || continue
   echo "kfac $inv: $(grep -o '"train_loss":[^,]*,\|"test_loss":[^,]*,\|"inverse_s_per_update":[^,]*,' "$OUTD/kfac_$inv.log" | tr -d '\n')"
+done
+for dv in cuda cpu; do
+  [ -f "$OUTD/train_$dv.log" ] || continue
+  echo "train --device $dv: $(grep -o '"test_err":[^,]*,\|"train_loss":[^,]*,\|"time_s":[^,]*,' "$OUTD/train_$dv.log" | tail -3 | tr -d '\n')"
 done
 if want speed; then
   echo "img/s, median of 5 windows (min-max):  batch | pdl --device cuda | PyTorch eager | PyTorch CUDA graph"

@@ -43,6 +43,16 @@ static void cu_download(void *dst, const void *src, size_t bytes) {
   cuda_download(dst, src, bytes / sizeof(float));
 }
 
+const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len) {
+  const int nd = cuda_device_count();
+  if (nd <= 0) die("%s: no CUDA device (%s)", flag, cuda_no_device_reason());
+  if (dev < 0 || dev >= nd) die("%s: this machine has %d CUDA device(s) (0..%d)", flag, nd, nd - 1);
+  cuda_set_device(dev);
+  cuda_describe_device(dev, desc, len);
+  json_meta_set_gpu(desc);
+  return &kernels_cuda;
+}
+
 const kernels_t kernels_cuda = {
   .name = "cuda",
   .conv_forward = cuda_conv_forward, .conv_backward = cuda_conv_backward,

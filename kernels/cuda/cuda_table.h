@@ -13,5 +13,9 @@
  * call; dropout masks are drawn on the host and uploaded by model.c. All calls queue work on the
  * calling thread's stream (cuda_layers.h); the softmax forward waits for it (it returns the loss). */
 extern const kernels_t kernels_cuda;
+/* kernels_cuda on CUDA device dev for the calling thread, after checking that it exists (else
+ * dies naming `flag`, e.g. "--device cuda:1", and why); names it in the JSON metadata
+ * (json_meta_set_gpu) and writes its one-line description into desc. */
+const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len);
 #endif
 #endif

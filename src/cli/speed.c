@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/model.h"
+#include "core/run.h"
 #include "kernels/cpu/cpu.h"
 #include "kfac/inv.h"
 #include "kfac/kfac.h"
@@ -272,16 +273,6 @@ static void print_profile(const net_t *net, int B, int fused, const double *prof
   fprintf(stderr, "    step %.3f ms at batch %d (mean of %ld timed steps)\n", step_ms, B, steps);
 }
 
-/* --device: -1 for cpu, else the CUDA device number (cuda = cuda:0). */
-static int parse_device(const char *v) {
-  if (!v) die_usage("--device needs a value: cpu or cuda[:N]");
-  if (!strcmp(v, "cpu")) return -1;
-  if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))
-    return v[4] == ':' ? (int)parse_long("--device cuda:N", v + 5, 0, 63) : 0;
-  die_usage("--device must be cpu or cuda[:N], not '%s'", v);
-  return -1;
-}
-
 #ifdef PDL_HAVE_CUDA
 /* cuBLAS SGEMM GFLOP/s at n^3 (through cuda_fc_forward: out = in w^T + b, whose bias pass is
  * n^2 beside 2 n^3), FP32 (cuBLAS's default math mode: no TF32), median of `reps` windows of 10. */
@@ -317,14 +308,8 @@ static int speed_cuda(const net_t *net, int B, int R, int dev) {
   die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
   return 1;
 #else
-  const int nd = cuda_device_count();
-  if (nd <= 0) die("--device cuda: no CUDA device (%s)", cuda_no_device_reason());
-  if (dev >= nd) die("--device cuda:%d: this machine has %d CUDA device(s)", dev, nd);
-  cuda_set_device(dev);
   char desc[256];
-  cuda_describe_device(dev, desc, sizeof desc);
-  json_meta_set_gpu(desc);
-  const kernels_t *k = &kernels_cuda;
+  const kernels_t *k = cuda_kernels_on(dev, "--device", desc, sizeof desc);
   const size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
   float *w = xmalloc(n * sizeof *w), *x = xmalloc((size_t)B * img * sizeof *x);
   int *y = xmalloc((size_t)B * sizeof *y);
@@ -439,7 +424,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
       kfac = !strcmp(v, "kfac"); i++;
     }
     else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
-    else if (!strcmp(a, "--device")) { device = parse_device(v); i++; }
+    else if (!strcmp(a, "--device")) { if (!v) die_usage("--device needs a value: cpu or cuda[:N]"); device = parse_device(a, v); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
   }

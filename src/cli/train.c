@@ -12,7 +12,10 @@ int cmd_train(int argc, char **argv) {
   train_cfg_t c; train_cfg_defaults(&c);
   train_cfg_parse(&c, argc, argv);
   opt_kind_t k;
-  if (optim_parse(c.algo, &k) == 0) {
+  const int seq = optim_parse(c.algo, &k) == 0;
+  if (c.cuda_device >= 0 && !(seq && (k == OPT_SGD || k == OPT_MSGD)))
+    die_usage("train: --device cuda runs the sequential --algo sgd and msgd only yet, not '%s' (drop --device)", c.algo);
+  if (seq) {
     if (strcmp(c.runtime, "real")) die_usage("train: --algo %s is sequential; --runtime sim needs a distributed algo", c.algo);
     if (c.noniid > 0) die_usage("train: --noniid is for the gossip algorithms (each node trains on its own shard), not the sequential --algo %s", c.algo);
     if (c.timeout > 0) watchdog_start(c.timeout);   /* --timeout covers sequential runs too */

@@ -11,6 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
+int parse_device(const char *flag, const char *v) {
+  if (!strcmp(v, "cpu")) return -1;
+  if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))
+    return v[4] == ':' ? (int)parse_long(flag, v + 5, 0, 63) : 0;
+  die_usage("%s must be cpu or cuda[:N], not '%s'", flag, v);
+  return -1;
+}
+
 void train_cfg_defaults(train_cfg_t *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->data, sizeof c->data, "fashion-mnist");
@@ -19,7 +27,7 @@ void train_cfg_defaults(train_cfg_t *c) {
   snprintf(c->runtime, sizeof c->runtime, "real");
   snprintf(c->staleness, sizeof c->staleness, "auto");
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
-  c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3;
+  c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3; c->cuda_device = -1;
   snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
   c->gossip_warmup = -1; c->gossip_threshold = 0.1f; c->gossip_servers = 8;
   c->kfac_damping = 0.03f; c->kfac_inv_every = 1;
@@ -42,6 +50,8 @@ void train_usage(FILE *f) {
     "  --steps K         updates (overrides --epochs)\n"
     "  --seed S          seed for init, shuffling, dropout                             (1)\n"
     "  --threads T       OpenMP threads per replica                        (cores / replicas)\n"
+    "  --device D        cpu | cuda[:N]: train on CUDA device N (sequential sgd and msgd only yet;\n"
+    "                    parameters, gradients, momentum on the device; evaluation on the CPU) (cpu)\n"
     "  --eval-every N    also evaluate every N updates                                 (each epoch)\n"
     "  --train-subset N, --test-subset N   use only the first N examples\n"
     "  --results FILE    append JSON lines (config, eval, summary)\n"
@@ -121,6 +131,7 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
     else if (FLAG("--runtime")) STR(c->runtime);
     else if (FLAG("--platform")) STR(c->platform);
     else if (FLAG("--device-rate")) STR(c->device_rate);
+    else if (FLAG("--device")) c->cuda_device = parse_device(key, VAL());
     else if (FLAG("--workers")) c->workers = (int)parse_long(key, VAL(), 1, 4096);
     else if (FLAG("--grad-threads")) c->grad_threads = (int)parse_long(key, VAL(), 1, 1024);
     else if (FLAG("--staleness")) STR(c->staleness);

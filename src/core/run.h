@@ -29,6 +29,7 @@ typedef struct {
   char results[1024], checkpoint[1024], tag[128];
   int resume, quiet;
   double timeout;          /* watchdog seconds (0 = off) */
+  int cuda_device;         /* --device: -1 cpu (default), else the CUDA device that trains */
   /* distributed (parsed here, used by src/algo) */
   char runtime[16];        /* "real" | "sim" */
   char platform[256];      /* sim platform spec */
@@ -91,6 +92,8 @@ void run_free(run_t *r);
 void run_json_common(run_t *r, json_t *j, const char *event);
 /* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
  * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
+/* --device cpu|cuda[:N]: -1 for cpu, else N (cuda = cuda:0); bad values die_usage naming flag. */
+int parse_device(const char *flag, const char *v);
 void run_eval(run_t *r, const float *params, double wall_or_sim_time, const char *extra);
 /* Writes the summary line to the results file and prints it as the LAST line of stdout. */
 void run_summary(run_t *r, double time_s, const char *extra);

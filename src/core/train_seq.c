@@ -1,12 +1,59 @@
 /* train_seq.c — sequential training: one replica, one optimizer (sgd, msgd, nag, adam, asgd,
  * mvasgd). Bit-identical for a seed and thread count. Saves a checkpoint each epoch and on
- * SIGINT/SIGTERM when --checkpoint is given; results lines are fsync'ed as written. */
+ * SIGINT/SIGTERM when --checkpoint is given; results lines are fsync'ed as written.
+ * --device cuda (sgd, msgd): the same loop through kernels_cuda with the parameters, gradients
+ * and momentum in device memory (the update fused into the backward, as on the CPU); they come
+ * back to the host (w, o.M) only to evaluate (on the CPU), to checkpoint and at the end. */
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "core/run.h"
 #include "rt/watchdog.h"
+#ifdef PDL_HAVE_CUDA
+#include "kernels/cuda/cuda_table.h"
+#endif
+
+/* The training state on the backend: the host arrays themselves on the CPU; device copies with
+ * --device cuda. */
+typedef struct {
+  const kernels_t *k;
+  float *w, *g, *v;  /* parameters, gradients (zero between steps), momentum (NULL: plain sgd) */
+  int device;
+} state_t;
+
+static void state_init(state_t *d, const train_cfg_t *c, float *w, float *g, optim_t *o, size_t n) {
+  d->k = &kernels_cpu; d->w = w; d->g = g; d->v = NULL; d->device = c->cuda_device >= 0;
+  if (!d->device) return;
+#ifdef PDL_HAVE_CUDA
+  char desc[256];
+  d->k = cuda_kernels_on(c->cuda_device, "--device", desc, sizeof desc);
+  if (!c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
+  d->w = d->k->alloc(n * sizeof(float));
+  d->g = d->k->alloc(n * sizeof(float));
+  d->v = o->M ? d->k->alloc(n * sizeof(float)) : NULL;
+#else
+  (void)o; (void)n;
+  die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", c->cuda_device);
+#endif
+}
+/* host -> device (after init or a resumed checkpoint) and device -> host (before evaluating,
+ * checkpointing, dumping) of the parameters and the momentum */
+static void state_upload(state_t *d, const float *w, const optim_t *o, size_t n) {
+  if (!d->device) return;
+  d->k->upload(d->w, w, n * sizeof(float));
+  if (d->v) d->k->upload(d->v, o->M, n * sizeof(float));
+}
+static void state_download(const state_t *d, float *w, optim_t *o, size_t n) {
+  if (!d->device) return;
+  d->k->download(w, d->w, n * sizeof(float));
+  if (d->v) d->k->download(o->M, d->v, n * sizeof(float));
+}
+static void state_free(state_t *d) {
+  if (!d->device) return;
+  d->k->release(d->w); d->k->release(d->g);
+  if (d->v) d->k->release(d->v);
+}
 
 int train_sequential(run_t *r) {
   const train_cfg_t *c = &r->cfg;
@@ -20,7 +67,8 @@ int train_sequential(run_t *r) {
   int *y = xmalloc((size_t)B * sizeof(int));
   net_init_params(net, w, c->seed);
   optim_t o; optim_init(&o, kind, n, c->momentum, c->wd);
-  workspace_t ws; ws_init(&ws, net, B, r->threads, &kernels_cpu, c->seed);
+  state_t d; state_init(&d, c, w, g, &o, n);
+  workspace_t ws; ws_init(&ws, net, B, r->threads, d.k, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
 
   ckpt_pos_t pos; memset(&pos, 0, sizeof pos);
@@ -35,6 +83,7 @@ int train_sequential(run_t *r) {
     if (!c->quiet) fprintf(stderr, "pdl: resumed from %s at update %ld%s\n", c->checkpoint, step,
                            step == r->total_steps ? " (the run is complete: evaluating it)" : "");
   }
+  state_upload(&d, w, &o, n);
   int resumed_complete = step > 0 && step == r->total_steps;
   if (r->rank == 0) {
     json_t j; run_json_common(r, &j, "config");
@@ -52,11 +101,12 @@ int train_sequential(run_t *r) {
     watchdog_context("sequential %s: step %ld of %ld", c->algo, step, r->total_steps);
     while (step == hang_at) sleep(1);
     sampler_next(&s, B, x, y);
-    const float *gp = optim_grad_point(&o, w);
+    const float *gp = d.device ? d.w : optim_grad_point(&o, w);  /* device: sgd/msgd, whose point is w */
     double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;
     net_step_t st;   /* sgd/msgd: each layer's update runs inside the backward pass (same result) */
     if (optim_fused_step(&o, &st, lr_at(c->lr, step, c->warmup))) {
-      net_backward_step(&ws, w, g, y, B, 1.0f / (float)B, &st);
+      st.v = d.device ? d.v : st.v;
+      net_backward_step(&ws, d.w, d.g, y, B, 1.0f / (float)B, &st);
     } else {
       net_backward(&ws, gp, g, y, B, 1.0f / (float)B);
       optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
@@ -68,6 +118,7 @@ int train_sequential(run_t *r) {
     int epoch_end = (step + 1) % r->steps_per_epoch == 0;
     if (epoch_end || (c->eval_every && (step + 1) % c->eval_every == 0) || step + 1 == r->total_steps) {
       r->train_loss = loss_acc / (double)loss_n; loss_acc = 0; loss_n = 0;
+      state_download(&d, w, &o, n);
       run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
     } else if (!c->quiet) {
       progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
@@ -76,9 +127,11 @@ int train_sequential(run_t *r) {
     if (c->checkpoint[0] && epoch_end) {
       pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
       pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
+      state_download(&d, w, &o, n);
       checkpoint_save(c->checkpoint, r, w, &o, &pos);
     }
   }
+  state_download(&d, w, &o, n); /* what follows reads w (and o.M) on the host */
   if (pdl_stop_signal) {
     if (c->checkpoint[0]) {
       pos.step = step; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
@@ -97,7 +150,7 @@ int train_sequential(run_t *r) {
   }
   run_summary(r, now_s() - t_start, NULL);
   run_dump_params(w, n);
-  sampler_free(&s); ws_free(&ws); optim_free(&o);
+  sampler_free(&s); ws_free(&ws); state_free(&d); optim_free(&o);
   xfree(w); xfree(g); xfree(x); xfree(y);
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
 }
