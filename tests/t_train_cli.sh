@@ -17,7 +17,7 @@ expect_exit 2 "unknown data" "$PDL" train --data imagenet --steps 1
 expect_exit 2 "unknown command" "$PDL" frobnicate
 expect_exit 2 "bad --device" "$PDL" train --device gpu --steps 1
 expect_exit 2 "--device cuda with an algorithm it does not run yet" "$PDL" train "${COMMON[@]}" --device cuda --steps 1
-expect_exit 2 "speed --device cuda --profile" "$PDL" speed --device cuda --profile
+expect_exit 2 "speed --device cuda --algo kfac" "$PDL" speed --device cuda --algo kfac
 # --device cuda without a usable device (the CPU machines): exit 1, saying why; with one, it trains
 out=$("$PDL" train "${COMMON[@]}" --algo msgd --device cuda --steps 4 2>&1); rc=$?
 if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then

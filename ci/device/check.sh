@@ -10,7 +10,8 @@
 #   PyTorch (bench/gpu/torch_speed_cuda.py, eager and CUDA-graphed) at batches 1, 16, 128, 512.
 #   pdl train --device cuda beside --device cpu: one epoch of ppasgd-cifar on Fashion-MNIST
 #   (carry build-gpu/fmnist as well).
-# CHECKS="tests train nccl kfac inverse speed san" (the default: all) picks a subset; SAN_TESTS,
+#   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only).
+# CHECKS="tests train nccl kfac inverse speed san" (the default: all but profile) picks a subset; SAN_TESTS,
 # SAN_TIMEOUT and SPEED_BATCHES narrow those parts.
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
@@ -66,6 +67,9 @@ if want speed; then # pdl speed --device cuda beside PyTorch eager and CUDA-grap
     for m in eager graph; do step speed_torch_${m}_b$b python3 bench/gpu/torch_speed_cuda.py $b $m 5; done
   done
 fi
+if want profile; then # where a GPU step's time goes, layer by layer (timers wait for the device)
+  for b in ${SPEED_BATCHES:-1 16 128 512}; do step profile_b$b $PDL speed --device cuda --batch $b --repeats 3 --profile; done
+fi
 # last, being the slowest (each bounded by SAN_TIMEOUT seconds; exit 124 = ran out)
 if want san && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
@@ -83,6 +87,9 @@ for dv in cuda cpu; do
   [ -f "$OUTD/train_$dv.log" ] || continue
   echo "train --device $dv: $(grep -o '"test_err":[^,]*,\|"train_loss":[^,]*,\|"time_s":[^,]*,' "$OUTD/train_$dv.log" | tail -3 | tr -d '\n')"
 done
+if want profile; then
+  for b in ${SPEED_BATCHES:-1 16 128 512}; do echo; grep -v '^{' "$OUTD/profile_b$b.log"; done
+fi
 if want speed; then
   echo "img/s, median of 5 windows (min-max):  batch | pdl --device cuda | PyTorch eager | PyTorch CUDA graph"
   for b in ${SPEED_BATCHES:-1 16 128 512}; do

@@ -63,6 +63,7 @@ const kernels_t kernels_cuda = {
   .softmax_xent_forward = cu_softmax_xent_forward, .softmax_xent_backward = cu_softmax_xent_backward,
   .sgd_step = cuda_sgd_step,
   .conv_scratch_floats = cuda_conv_scratch_floats,
+  .sync = cuda_sync,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download,
   .host_memory = 0,
 };

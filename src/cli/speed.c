@@ -302,9 +302,9 @@ static double measure_cublas_gflops(int n, int reps) {
  * momentum in device memory; the batch (x, labels) is the host's and is uploaded every step, as
  * pdl train would. Each step waits for its loss (the softmax forward); the window ends with a
  * cuda_sync. Prints the summary line on stderr and the JSON line on stdout. */
-static int speed_cuda(const net_t *net, int B, int R, int dev) {
+static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
 #ifndef PDL_HAVE_CUDA
-  (void)net; (void)B; (void)R;
+  (void)net; (void)B; (void)R; (void)profile;
   die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
   return 1;
 #else
@@ -322,9 +322,12 @@ static int speed_cuda(const net_t *net, int B, int R, int dev) {
   const net_step_t st = {.lr = 1e-4f, .mu = 0.9f, .wd = 0.0f, .v = dv};
   const double window_s = 0.5;
   double v[64], loss = 0;
+  static double prof[2 * NET_MAX_LAYERS + 2];
+  long timed = 0;
   if (R > 64) R = 64;
   for (int rep = -1; rep < R; rep++) { /* rep -1: warm-up (cuBLAS handles, first launches) */
     long steps = 0;
+    ws.prof = profile && rep >= 0 ? prof : NULL; /* layer timers wait for the device (kernels_t.sync) */
     const double t0 = now_s();
     double el;
     do {
@@ -334,7 +337,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev) {
     } while ((el = now_s() - t0) < window_s);
     cuda_sync();
     el = now_s() - t0;
-    if (rep >= 0) v[rep] = steps * (double)B / el;
+    if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; prof[2 * NET_MAX_LAYERS + 1] += el; }
   }
   if (!(loss == loss)) die("--device cuda: the loss is NaN after the timed steps");
   double lo = v[0], hi = v[0];
@@ -347,6 +350,8 @@ static int speed_cuda(const net_t *net, int B, int R, int dev) {
   fprintf(stderr, "%s batch %d on cuda:%d (%s), conv im2col + cuBLAS, update fused: %.1f img/s (%.1f-%.1f), %.1f "
                   "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32)\n",
           net->name, B, dev, desc, img_s, lo, hi, gflops, 100 * gflops / sg, sg);
+  const prof_totals_t tot = profile_totals(net, prof, profile ? timed : 0);
+  if (profile) print_profile(net, B, 1, prof, timed, &tot);
   json_t j; json_begin(&j);
   json_str(&j, "event", "speed");
   json_str(&j, "net", net->name); json_str(&j, "net_spec", net->spec);
@@ -357,6 +362,10 @@ static int speed_cuda(const net_t *net, int B, int R, int dev) {
   json_str(&j, "sgemm", "cuBLAS SGEMM 4096^3 FP32");
   json_num(&j, "flops_train_per_img", net->flops_train);
   json_str(&j, "conv", "im2col+cublas"); json_str(&j, "update", "fused");
+  if (profile) {
+    json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
+    json_num(&j, "prof_other_ms", tot.step - tot.conv - tot.fc);
+  }
   json_meta(&j);
   printf("%s\n", json_end(&j));
   return 0;
@@ -392,7 +401,8 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = im2col +\n"
              "  cuBLAS, fc = cuBLAS, no fused layers yet), parameters, gradients and momentum on the device,\n"
              "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
-             "  Not with --profile, --algo kfac or --update separate yet (default cpu).\n"
+             "  With --profile each layer's timers wait for the device (a little slower). Not with --algo\n"
+             "  kfac or --update separate yet (default cpu).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -431,10 +441,10 @@ static int speed_main(int argc, char **argv, int calibrate) {
   net_t net; net_build(&net, netname, c, h, w);
   net_check_memory(&net, B);
   if (device >= 0) {
-    if (calibrate || profile || kfac || !fused)
-      die_usage("%s --device cuda: only the plain training step is timed on a GPU yet (no --profile, --algo kfac, "
-                "--update separate%s)", argv[0], calibrate ? " or calibrate" : "");
-    return speed_cuda(&net, B, R, device);
+    if (calibrate || kfac || !fused)
+      die_usage("%s --device cuda: only the plain training step (and --profile) is timed on a GPU yet (no --algo "
+                "kfac, --update separate%s)", argv[0], calibrate ? " or calibrate" : "");
+    return speed_cuda(&net, B, R, device, profile);
   }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];

@@ -228,6 +228,13 @@ void ws_free(workspace_t *ws) {
   memset(ws, 0, sizeof *ws);
 }
 
+/* The time for a layer's profile: after the backend's queued work (k->sync), so that each layer
+ * is charged its own kernels. */
+static double prof_now(const kernels_t *k) {
+  if (k->sync) k->sync();
+  return now_s();
+}
+
 double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct) {
   const net_t *net = ws->net; const kernels_t *k = ws->k;
   SHAPE_ASSERT(B >= 1 && B <= ws->max_batch);
@@ -238,7 +245,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     const layer_t *L = &net->L[i];
     float *in = ws->a[i], *out = ws->a[i + 1];
     const int li = i;
-    const double t0 = ws->prof ? now_s() : 0.0;
+    const double t0 = ws->prof ? prof_now(k) : 0.0;
     switch (L->type) {
     case L_CONV:
       ws->fused[i] = 0;
@@ -282,7 +289,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
       break;
     }
     }
-    if (ws->prof) ws->prof[li] += now_s() - t0;
+    if (ws->prof) ws->prof[li] += prof_now(k) - t0;
   }
   if (correct) {
     int hits = 0, C = net->classes;
@@ -315,7 +322,7 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
     const layer_t *L = &net->L[i];
     float *din = i == 0 ? NULL : ws->da[i];
     const float *dout = ws->da[i + 1], *in = ws->a[i], *out = ws->a[i + 1];
-    const double t0 = ws->prof ? now_s() : 0.0;
+    const double t0 = ws->prof ? prof_now(k) : 0.0;
     switch (L->type) {
     case L_SOFTMAX: case L_FC:
       if (L->type == L_SOFTMAX) k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
@@ -359,7 +366,7 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
       break;
     case L_DROPOUT: if (din) k->dropout_backward(din, dout, ws->mask[i], (size_t)B * in_size(L)); break;
     }
-    if (ws->prof) ws->prof[NET_MAX_LAYERS + i] += now_s() - t0; /* i: the conv of a fused pair */
+    if (ws->prof) ws->prof[NET_MAX_LAYERS + i] += prof_now(k) - t0; /* i: the conv of a fused pair */
   }
 }
 

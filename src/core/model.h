@@ -108,6 +108,10 @@ typedef struct {
   size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
   /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */
   void (*set_threads)(int nthreads);
+  /* wait for the calling thread's queued kernel work (an asynchronous backend; NULL: its calls
+   * are done when they return). model.c calls it around each layer only when profiling
+   * (workspace_t.prof), so that a layer's time is its own. */
+  void (*sync)(void);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
    * upload copies host memory into workspace memory, download the reverse. host_memory = 1 says
    * workspace memory is host memory (model.c may then read it directly, e.g. the probabilities
