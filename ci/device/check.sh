@@ -10,7 +10,8 @@
 #   PyTorch (bench/gpu/torch_speed_cuda.py, eager and CUDA-graphed) at batches 1, 16, 128, 512.
 #   pdl train --device cuda beside --device cpu: one epoch of ppasgd-cifar on Fashion-MNIST
 #   (carry build-gpu/fmnist as well).
-#   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only).
+#   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only);
+#   --device cuda checkpoint after epoch 1 + resume == an uninterrupted 2 epochs (CHECKS=resume only).
 # CHECKS="tests train nccl kfac inverse speed san" (the default: all but profile) picks a subset; SAN_TESTS,
 # SAN_TIMEOUT and SPEED_BATCHES narrow those parts.
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
@@ -54,6 +55,20 @@ if want train && [ -d build-gpu/fmnist ]; then # issue 18's check: one epoch of 
     step train_$dv $PDL train --device $dv --net ppasgd-cifar --algo msgd --epochs 1 --data fashion-mnist:build-gpu/fmnist --quiet
   done
 elif want train; then SUM+=("train: no build-gpu/fmnist (carry it: ci/device/bundle.sh copies Fashion-MNIST there)"); fi
+if want resume && [ -d build-gpu/fmnist ]; then # --device cuda: checkpoint after epoch 1, resume to 2 == uninterrupted
+  R=(train --device cuda --net ppasgd-cifar --algo msgd --data fashion-mnist:build-gpu/fmnist --train-subset 4096
+     --test-subset 1000 --quiet)
+  rm -f /tmp/gpu-ck /tmp/gpu-full.bin /tmp/gpu-res.bin
+  PDL_DUMP_PARAMS=/tmp/gpu-full.bin step resume_full $PDL "${R[@]}" --epochs 2
+  step resume_first $PDL "${R[@]}" --epochs 1 --checkpoint /tmp/gpu-ck
+  PDL_DUMP_PARAMS=/tmp/gpu-res.bin step resume_rest $PDL "${R[@]}" --epochs 2 --checkpoint /tmp/gpu-ck --resume
+  if cmp -s /tmp/gpu-full.bin /tmp/gpu-res.bin; then SUM+=("resume: checkpoint/resume on the GPU == uninterrupted, bit for bit")
+  else SUM+=("resume: checkpoint/resume on the GPU DIFFERS from uninterrupted: $(python3 -c 'import sys,array
+a=array.array("f",open(sys.argv[1],"rb").read()); b=array.array("f",open(sys.argv[2],"rb").read())
+print("max |diff| %.3g over %d params" % (max(abs(x-y) for x,y in zip(a,b)) if len(a)==len(b) else float("nan"), len(a)))' /tmp/gpu-full.bin /tmp/gpu-res.bin)"); fi
+  command -v compute-sanitizer >/dev/null &&
+    step san_memcheck_train timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 $PDL "${R[@]}" --steps 20
+fi
 want nccl && step nccl_coll_np1 $PDL coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
 if want kfac; then
   for inv in cuda fast; do
