@@ -5,18 +5,28 @@
 #include "kernels/cuda/cuda_table.h"
 #include "kernels/cuda/cuda_layers.h"
 #include "util/util.h"
+#include <string.h>
 
 /* The labels, on the device: one buffer per host thread, grown as needed (model.c passes host
- * labels; cuda_softmax_xent_* read device ones). The upload waits for the thread's queued work. */
-static _Thread_local int *t_labels;
+ * labels; cuda_softmax_xent_* read device ones). The forward and the backward of a step pass the
+ * same labels, so a host copy of the last upload lets the backward skip its copy (each upload
+ * waits for the thread's queued work). */
+static _Thread_local int *t_labels, *t_labels_host;
 static _Thread_local size_t t_labels_n;
+static _Thread_local int t_labels_b; /* labels in the device buffer now (0: none) */
 static const int *device_labels(const int *y, int B) {
   if ((size_t)B > t_labels_n) {
     cuda_free(t_labels);
+    xfree(t_labels_host);
     t_labels_n = B > 1024 ? (size_t)B : 1024;
     t_labels = cuda_alloc_ints(t_labels_n);
+    t_labels_host = xmalloc(t_labels_n * sizeof(int));
+    t_labels_b = 0;
   }
+  if (B == t_labels_b && !memcmp(y, t_labels_host, (size_t)B * sizeof(int))) return t_labels;
   cuda_upload_ints(t_labels, y, (size_t)B);
+  memcpy(t_labels_host, y, (size_t)B * sizeof(int));
+  t_labels_b = B;
   return t_labels;
 }
 static double cu_softmax_xent_forward(float *probs, const float *logits, const int *y, int B, int N) {

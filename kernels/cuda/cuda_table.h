@@ -11,7 +11,9 @@
  * through the table). Layers: kernels/cuda/cuda_layers.cu (conv = im2col + cuBLAS, fc = cuBLAS),
  * no fused entries yet. Labels arrive as host memory (model.c's contract) and are uploaded per
  * call; dropout masks are drawn on the host and uploaded by model.c. All calls queue work on the
- * calling thread's stream (cuda_layers.h); the softmax forward waits for it (it returns the loss). */
+ * calling thread's stream (cuda_layers.h); the softmax forward waits for it (it returns the loss).
+ * A thread keeps its label buffer on the device it first used: it must not switch devices
+ * (cuda_set_device) after training through this table. */
 extern const kernels_t kernels_cuda;
 /* kernels_cuda on CUDA device dev for the calling thread, after checking that it exists (else
  * dies naming `flag`, e.g. "--device cuda:1", and why); names it in the JSON metadata
