@@ -97,29 +97,36 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
   for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
 }
 
-/* Median images/s of full training steps of net at batch B on `threads` threads. With prof != NULL
+/* Median images/s of full training steps of net at batch B on `threads` threads, through backend k
+ * (kernels_cpu, or kernels_cuda with the parameters, gradients and momentum on the device:
+ * train_state_t; --update separate is the CPU's only). With prof != NULL
  * ([2 * NET_MAX_LAYERS + 2], zeroed by the caller) the timed windows also add each layer's forward
  * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
- * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. */
-static speed_t measure_train_speed(const net_t *net, int B, int threads, int repeats, double window_s, int fused,
-                                   double *prof, long *steps_out) {
+ * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. Each
+ * window ends after the backend's queued work (k->sync). */
+static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, int threads, int repeats,
+                                   double window_s, int fused, double *prof, long *steps_out) {
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
   float *w = xmalloc(n * 4), *g = xcalloc(n, 4), *x = xmalloc((size_t)B * img * 4);  /* optim_step re-zeroes g */
   int *y = xmalloc((size_t)B * sizeof(int));
   random_batch(net, B, x, y);
   net_init_params(net, w, 1);
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
-  workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);
+  train_state_t d; train_state_init(&d, k, w, g, o.M, n);
+  train_state_upload(&d, w, o.M, n);
+  SHAPE_ASSERT(fused || !d.device);
+  workspace_t ws; ws_init(&ws, net, B, threads, k, 1);
   double v[64]; if (repeats > 64) repeats = 64;
   long timed = 0;
   for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
     int steps = 0; double t0 = now_s(), el;
     ws.prof = rep >= 0 ? prof : NULL;
     do {
-      net_forward(&ws, w, x, y, B, 1, NULL);
+      net_forward(&ws, d.w, x, y, B, 1, NULL);
       net_step_t st;
       if (fused && optim_fused_step(&o, &st, 1e-4f)) {   /* as pdl train: the update inside the backward */
-        net_backward_step(&ws, w, g, y, B, 1.0f / B, &st);
+        st.v = d.v;
+        net_backward_step(&ws, d.w, d.g, y, B, 1.0f / B, &st);
       } else {
         net_backward(&ws, w, g, y, B, 1.0f / B);
         const double tu = prof && rep >= 0 ? now_s() : 0.0;
@@ -128,6 +135,7 @@ static speed_t measure_train_speed(const net_t *net, int B, int threads, int rep
       }
       steps++;
     } while ((el = now_s() - t0) < window_s);
+    if (k->sync) { k->sync(); el = now_s() - t0; }
     if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; if (prof) prof[2 * NET_MAX_LAYERS + 1] += el; }
   }
   if (steps_out) *steps_out = timed;
@@ -136,7 +144,7 @@ static speed_t measure_train_speed(const net_t *net, int B, int threads, int rep
   for (int i = 0; i < repeats; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
   s.img_s = median(v, repeats); s.img_s_min = lo; s.img_s_max = hi;
   s.gflops = s.img_s * net->flops_train / 1e9;
-  ws_free(&ws); optim_free(&o); xfree(w); xfree(g); xfree(x); xfree(y);
+  ws_free(&ws); train_state_free(&d); optim_free(&o); xfree(w); xfree(g); xfree(x); xfree(y);
   return s;
 }
 
@@ -297,11 +305,11 @@ static double measure_cublas_gflops(int n, int reps) {
 }
 #endif
 
-/* pdl speed --device cuda: the same training step as the CPU's (forward, then the backward with
- * the momentum update fused, lr 1e-4, mu 0.9) through kernels_cuda, parameters, gradients and
+/* pdl speed --device cuda: measure_train_speed's step (forward, then the backward with the
+ * momentum update fused, lr 1e-4, mu 0.9) through kernels_cuda, parameters, gradients and
  * momentum in device memory; the batch (x, labels) is the host's and is uploaded every step, as
- * pdl train would. Each step waits for its loss (the softmax forward); the window ends with a
- * cuda_sync. Prints the summary line on stderr and the JSON line on stdout. */
+ * pdl train would. Each step waits for its loss (the softmax forward). Beside cuBLAS SGEMM.
+ * Prints the summary line on stderr and the JSON line on stdout. */
 static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
 #ifndef PDL_HAVE_CUDA
   (void)net; (void)B; (void)R; (void)profile;
@@ -310,42 +318,10 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
 #else
   char desc[256];
   const kernels_t *k = cuda_kernels_on(dev, "--device", desc, sizeof desc);
-  const size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
-  float *w = xmalloc(n * sizeof *w), *x = xmalloc((size_t)B * img * sizeof *x);
-  int *y = xmalloc((size_t)B * sizeof *y);
-  random_batch(net, B, x, y);
-  net_init_params(net, w, 1);
-  float *dw = k->alloc(n * sizeof *dw), *dg = k->alloc(n * sizeof *dg), *dv = k->alloc(n * sizeof *dv);
-  k->upload(dw, w, n * sizeof *w);
-  workspace_t ws;
-  ws_init(&ws, net, B, 1, k, 1);
-  const net_step_t st = {.lr = 1e-4f, .mu = 0.9f, .wd = 0.0f, .v = dv};
-  const double window_s = 0.5;
-  double v[64], loss = 0;
   static double prof[2 * NET_MAX_LAYERS + 2];
   long timed = 0;
-  if (R > 64) R = 64;
-  for (int rep = -1; rep < R; rep++) { /* rep -1: warm-up (cuBLAS handles, first launches) */
-    long steps = 0;
-    ws.prof = profile && rep >= 0 ? prof : NULL; /* layer timers wait for the device (kernels_t.sync) */
-    const double t0 = now_s();
-    double el;
-    do {
-      loss = net_forward(&ws, dw, x, y, B, 1, NULL);
-      net_backward_step(&ws, dw, dg, y, B, 1.0f / B, &st);
-      steps++;
-    } while ((el = now_s() - t0) < window_s);
-    cuda_sync();
-    el = now_s() - t0;
-    if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; prof[2 * NET_MAX_LAYERS + 1] += el; }
-  }
-  if (!(loss == loss)) die("--device cuda: the loss is NaN after the timed steps");
-  double lo = v[0], hi = v[0];
-  for (int i = 0; i < R; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
-  const double img_s = median(v, R), gflops = img_s * net->flops_train / 1e9;
-  ws_free(&ws);
-  k->release(dw); k->release(dg); k->release(dv);
-  xfree(w); xfree(x); xfree(y);
+  const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
+  const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
   const double sg = measure_cublas_gflops(4096, 5);
   fprintf(stderr, "%s batch %d on cuda:%d (%s), conv im2col + cuBLAS, update fused: %.1f img/s (%.1f-%.1f), %.1f "
                   "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32)\n",
@@ -449,7 +425,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long steps = 0;
-  speed_t s = measure_train_speed(&net, B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
+  speed_t s = measure_train_speed(&net, &kernels_cpu, B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
   static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */

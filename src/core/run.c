@@ -11,6 +11,29 @@
 #include <string.h>
 #include <unistd.h>
 
+void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, float *M, size_t n) {
+  d->k = k; d->w = w; d->g = g; d->v = M; d->device = !k->host_memory;
+  if (!d->device) return;
+  d->w = k->alloc(n * sizeof(float));
+  d->g = k->alloc(n * sizeof(float)); /* zero-filled, as net_backward_step wants it */
+  d->v = M ? k->alloc(n * sizeof(float)) : NULL;
+}
+void train_state_upload(train_state_t *d, const float *w, const float *M, size_t n) {
+  if (!d->device) return;
+  d->k->upload(d->w, w, n * sizeof(float));
+  if (d->v) d->k->upload(d->v, M, n * sizeof(float));
+}
+void train_state_download(const train_state_t *d, float *w, float *M, size_t n) {
+  if (!d->device) return;
+  d->k->download(w, d->w, n * sizeof(float));
+  if (d->v) d->k->download(M, d->v, n * sizeof(float));
+}
+void train_state_free(train_state_t *d) {
+  if (!d->device) return;
+  d->k->release(d->w); d->k->release(d->g);
+  if (d->v) d->k->release(d->v);
+}
+
 int parse_device(const char *flag, const char *v) {
   if (!strcmp(v, "cpu")) return -1;
   if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))

@@ -92,6 +92,20 @@ void run_free(run_t *r);
 void run_json_common(run_t *r, json_t *j, const char *event);
 /* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
  * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
+/* The training state on a backend: parameters, gradients (zero between steps) and momentum
+ * (NULL: plain SGD). On a host-memory backend they are the caller's arrays themselves; on a device
+ * backend (kernels_t.host_memory 0) device copies, brought over by train_state_upload (after
+ * initialising or resuming) and back by train_state_download (to evaluate, checkpoint, finish). */
+typedef struct {
+  const kernels_t *k;
+  float *w, *g, *v;
+  int device;
+} train_state_t;
+void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, float *M, size_t n);
+void train_state_upload(train_state_t *d, const float *w, const float *M, size_t n);
+void train_state_download(const train_state_t *d, float *w, float *M, size_t n);
+void train_state_free(train_state_t *d);
+
 /* --device cpu|cuda[:N]: -1 for cpu, else N (cuda = cuda:0); bad values die_usage naming flag. */
 int parse_device(const char *flag, const char *v);
 void run_eval(run_t *r, const float *params, double wall_or_sim_time, const char *extra);

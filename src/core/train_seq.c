@@ -14,45 +14,18 @@
 #include "kernels/cuda/cuda_table.h"
 #endif
 
-/* The training state on the backend: the host arrays themselves on the CPU; device copies with
- * --device cuda. */
-typedef struct {
-  const kernels_t *k;
-  float *w, *g, *v;  /* parameters, gradients (zero between steps), momentum (NULL: plain sgd) */
-  int device;
-} state_t;
-
-static void state_init(state_t *d, const train_cfg_t *c, float *w, float *g, optim_t *o, size_t n) {
-  d->k = &kernels_cpu; d->w = w; d->g = g; d->v = NULL; d->device = c->cuda_device >= 0;
-  if (!d->device) return;
+/* The backend of --device: kernels_cpu, or kernels_cuda on the CUDA device asked for. */
+static const kernels_t *backend(const train_cfg_t *c) {
+  if (c->cuda_device < 0) return &kernels_cpu;
 #ifdef PDL_HAVE_CUDA
   char desc[256];
-  d->k = cuda_kernels_on(c->cuda_device, "--device", desc, sizeof desc);
+  const kernels_t *k = cuda_kernels_on(c->cuda_device, "--device", desc, sizeof desc);
   if (!c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
-  d->w = d->k->alloc(n * sizeof(float));
-  d->g = d->k->alloc(n * sizeof(float));
-  d->v = o->M ? d->k->alloc(n * sizeof(float)) : NULL;
+  return k;
 #else
-  (void)o; (void)n;
   die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", c->cuda_device);
+  return NULL;
 #endif
-}
-/* host -> device (after init or a resumed checkpoint) and device -> host (before evaluating,
- * checkpointing, dumping) of the parameters and the momentum */
-static void state_upload(state_t *d, const float *w, const optim_t *o, size_t n) {
-  if (!d->device) return;
-  d->k->upload(d->w, w, n * sizeof(float));
-  if (d->v) d->k->upload(d->v, o->M, n * sizeof(float));
-}
-static void state_download(const state_t *d, float *w, optim_t *o, size_t n) {
-  if (!d->device) return;
-  d->k->download(w, d->w, n * sizeof(float));
-  if (d->v) d->k->download(o->M, d->v, n * sizeof(float));
-}
-static void state_free(state_t *d) {
-  if (!d->device) return;
-  d->k->release(d->w); d->k->release(d->g);
-  if (d->v) d->k->release(d->v);
 }
 
 int train_sequential(run_t *r) {
@@ -67,7 +40,7 @@ int train_sequential(run_t *r) {
   int *y = xmalloc((size_t)B * sizeof(int));
   net_init_params(net, w, c->seed);
   optim_t o; optim_init(&o, kind, n, c->momentum, c->wd);
-  state_t d; state_init(&d, c, w, g, &o, n);
+  train_state_t d; train_state_init(&d, backend(c), w, g, o.M, n);
   workspace_t ws; ws_init(&ws, net, B, r->threads, d.k, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
 
@@ -83,7 +56,7 @@ int train_sequential(run_t *r) {
     if (!c->quiet) fprintf(stderr, "pdl: resumed from %s at update %ld%s\n", c->checkpoint, step,
                            step == r->total_steps ? " (the run is complete: evaluating it)" : "");
   }
-  state_upload(&d, w, &o, n);
+  train_state_upload(&d, w, o.M, n);
   int resumed_complete = step > 0 && step == r->total_steps;
   if (r->rank == 0) {
     json_t j; run_json_common(r, &j, "config");
@@ -105,7 +78,7 @@ int train_sequential(run_t *r) {
     double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;
     net_step_t st;   /* sgd/msgd: each layer's update runs inside the backward pass (same result) */
     if (optim_fused_step(&o, &st, lr_at(c->lr, step, c->warmup))) {
-      st.v = d.device ? d.v : st.v;
+      st.v = d.v; /* the optimizer's momentum, or its device copy */
       net_backward_step(&ws, d.w, d.g, y, B, 1.0f / (float)B, &st);
     } else {
       net_backward(&ws, gp, g, y, B, 1.0f / (float)B);
@@ -118,7 +91,7 @@ int train_sequential(run_t *r) {
     int epoch_end = (step + 1) % r->steps_per_epoch == 0;
     if (epoch_end || (c->eval_every && (step + 1) % c->eval_every == 0) || step + 1 == r->total_steps) {
       r->train_loss = loss_acc / (double)loss_n; loss_acc = 0; loss_n = 0;
-      state_download(&d, w, &o, n);
+      train_state_download(&d, w, o.M, n);
       run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
     } else if (!c->quiet) {
       progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
@@ -127,11 +100,11 @@ int train_sequential(run_t *r) {
     if (c->checkpoint[0] && epoch_end) {
       pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
       pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
-      state_download(&d, w, &o, n);
+      train_state_download(&d, w, o.M, n);
       checkpoint_save(c->checkpoint, r, w, &o, &pos);
     }
   }
-  state_download(&d, w, &o, n); /* what follows reads w (and o.M) on the host */
+  train_state_download(&d, w, o.M, n); /* what follows reads w (and o.M) on the host */
   if (pdl_stop_signal) {
     if (c->checkpoint[0]) {
       pos.step = step; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
@@ -150,7 +123,7 @@ int train_sequential(run_t *r) {
   }
   run_summary(r, now_s() - t_start, NULL);
   run_dump_params(w, n);
-  sampler_free(&s); ws_free(&ws); state_free(&d); optim_free(&o);
+  sampler_free(&s); ws_free(&ws); train_state_free(&d); optim_free(&o);
   xfree(w); xfree(g); xfree(x); xfree(y);
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
 }
