@@ -8,6 +8,7 @@
  * reference itself, so the oracle is checked against calculus rather than against another
  * implementation. */
 #include <pthread.h>
+#include <cblas.h>
 #include <stdint.h>
 #include "core/layers.h"
 #include "core/rng.h"
@@ -631,6 +632,135 @@ static void test_winograd_openblas_gemms(void) {
   cpu_smm_set_libxsmm(1);
 }
 
+/* ---------------------------------------------------------------- precision where it accumulates */
+
+/* Root-mean-square of got - ref over the root-mean-square of ref: one figure for a whole
+ * gradient, steadier than the worst element when comparing two summation orders. */
+static double rms_err(const float *got, const float *ref, size_t n) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = (double)got[i] - (double)ref[i];
+    e += d * d;
+    r += (double)ref[i] * (double)ref[i];
+  }
+  return r > 0 ? sqrt(e / r) : sqrt(e);
+}
+
+/* float32 pairwise (cascade) sum of x[0], x[s], ... x[(n-1)s]: how a good library reduces (the
+ * level a chained bias-gradient sum is held to). */
+static float pairwise_sum(const float *x, size_t n, size_t s) {
+  if (n <= 8) {
+    float a = 0.0f;
+    for (size_t i = 0; i < n; i++) a += x[i * s];
+    return a;
+  }
+  const size_t h = n / 2;
+  return pairwise_sum(x, h, s) + pairwise_sum(x + h * s, n - h, s);
+}
+
+/* The weight gradient of one Winograd layer at a realistic batch, accumulated from zero, on one
+ * thread (the longest chain: every group of images adds onto the same dU), against the double
+ * reference, on the Winograd GEMMs of this build (libxsmm) and on sgemm. The sum runs over
+ * B x Ho x Wo = up to 131072 products per weight: float32 error grows with the chain that
+ * carries the running total. The bound is tied to what sgemm achieves on the same problem, the
+ * same tile size and the same transforms: at most 2x its error (rms and worst element). A GEMM
+ * that chains all groups through one float32 accumulator (libxsmm with beta = 1 loads C into
+ * its registers) measured 3-7x sgemm's error here; blocked summation (each group's GEMM with
+ * beta = 0 into a scratch plane, then added) is at sgemm's level. The inputs are non-negative
+ * (an image, or a leaky-ReLU output), so the sums do not cancel. */
+static void wgrad_precision_case(int B, int Ci, int H, int W, int Co, int mode, const char *what) {
+  const int pad = 1, k = 3, Ho = H, Wo = W;
+  const size_t nin = (size_t)B * Ci * H * W, nout = (size_t)B * Co * Ho * Wo, nw = (size_t)Co * Ci * 9;
+  rng_seed(&R, 30, (uint64_t)(B * 1000 + Ci * 10 + mode)); /* this case's data, whatever ran before */
+  float *in = fa(nin), *w = fa(nw), *dout = fa(nout), *dw_ref = fa(nw), *db_ref = fa(Co);
+  fill(in, nin, 0, 1); fill(w, nw, -0.2f, 0.2f); fill(dout, nout, -1, 1);
+  memset(dw_ref, 0, nw * sizeof(float)); memset(db_ref, 0, Co * sizeof(float));
+  ref_conv_backward(NULL, dw_ref, db_ref, dout, in, w, B, Ci, H, W, Co, k, pad, NULL);
+  cpu_set_threads(1);
+  cpu_conv_set_mode(mode);
+  const int had = cpu_smm_libxsmm();
+  double rms[2] = {0, 0}, worst[2] = {0, 0}, db_err = 0;
+  const size_t ns = cpu_conv_scratch_floats(B, Ci, H, W, Co, k, pad, 1);
+  float *scratch = fa(ns), *dw = fa(nw), *db = fa(Co);
+  for (int path = 0; path <= had; path++) { /* 0: sgemm, 1: libxsmm */
+    cpu_smm_set_libxsmm(path);
+    memset(dw, 0, nw * sizeof(float)); memset(db, 0, Co * sizeof(float));
+    cpu_conv_backward(NULL, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, scratch);
+    rms[path] = rms_err(dw, dw_ref, nw);
+    worst[path] = scaled_err(dw, dw_ref, nw);
+    if (!path) db_err = scaled_err(db, db_ref, Co);
+  }
+  cpu_smm_set_libxsmm(had);
+  cpu_conv_set_mode(CPU_CONV_AUTO);
+  /* db against a pairwise float32 sum of each channel's B x Ho x Wo terms */
+  const size_t P = (size_t)Ho * Wo;
+  float *chan = fa((size_t)B * P), *db_pw = fa(Co);
+  for (int co = 0; co < Co; co++) {
+    for (int i = 0; i < B; i++) memcpy(chan + i * P, dout + ((size_t)i * Co + co) * P, P * sizeof(float));
+    db_pw[co] = pairwise_sum(chan, (size_t)B * P, 1);
+  }
+  const double db_pw_err = scaled_err(db_pw, db_ref, Co);
+  free(chan); free(db_pw);
+  printf("  # %s %s B=%d Ci=%d %dx%d Co=%d: dw rms err sgemm %.3g, worst %.3g; db %.3g (pairwise %.3g)", what,
+         mode == CPU_CONV_WINOGRAD4 ? "F(4x4)" : mode == CPU_CONV_WINOGRAD ? "F(2x2)" : "im2col", B, Ci, H, W, Co, rms[0], worst[0], db_err, db_pw_err);
+  if (had) printf("; libxsmm rms %.3g (%.2fx), worst %.3g (%.2fx)", rms[1], rms[1] / rms[0], worst[1], worst[1] / worst[0]);
+  printf("\n");
+  /* sgemm's own level: float32 sums of ~1e5 terms, the transforms' intermediates ~16x the terms */
+  EXPECT_MSG(rms[0] <= 1e-5 && worst[0] <= 2e-5, "%s: sgemm path dw rms %.3g worst %.3g", what, rms[0], worst[0]);
+  EXPECT_MSG(db_err <= 2 * db_pw_err + 6e-8, "%s: db err %.3g > 2x a pairwise float32 sum's %.3g", what, db_err,
+             db_pw_err);
+  if (had)
+    EXPECT_MSG(rms[1] <= 2 * rms[0] && worst[1] <= 2 * worst[0],
+               "%s: libxsmm path dw rms %.3g worst %.3g > 2x sgemm's %.3g / %.3g on the same problem", what, rms[1],
+               worst[1], rms[0], worst[0]);
+  free(in); free(w); free(dout); free(dw_ref); free(db_ref); free(scratch); free(dw); free(db);
+}
+
+/* The reference net's second layer (32 -> 32 on 28x28) and a CIFAR-style first layer (3 -> 32
+ * on 32x32, libxsmm's n = 3 kernel), at batch 128, on both tile sizes and on im2col + sgemm (its
+ * dw is sgemm's, the same on both GEMM paths; its db is summed as Winograd's). */
+static void test_wgrad_precision_realistic(void) {
+  static const int modes[] = {CPU_CONV_IM2COL, CPU_CONV_WINOGRAD, CPU_CONV_WINOGRAD4};
+  for (int m = 0; m < 3; m++) {
+    const int mode = modes[m];
+    wgrad_precision_case(128, 32, 28, 28, 32, mode, "28x28 layer");
+    wgrad_precision_case(128, 3, 32, 32, 32, mode, "3-channel first layer");
+  }
+}
+
+/* The reference net's first fc layer (1152 -> 256) at batch 128, gradients from zero on 1 and 2
+ * threads: dw (one sgemm over the batch, summed by OpenBLAS as it sums) against the double
+ * reference within 2x of a plain cblas_sgemm of the same product; db (a chain over the batch's
+ * rows) within 2x of a pairwise float32 sum of the same terms (one chain over the rows: 2.5x). */
+static void test_fc_precision_realistic(void) {
+  const int B = 128, M = 1152, N = 256;
+  const size_t nin = (size_t)B * M, nout = (size_t)B * N, nw = (size_t)N * M;
+  float *in = fa(nin), *w = fa(nw), *dout = fa(nout), *dw_ref = fa(nw), *db_ref = fa(N), *dw_blas = fa(nw);
+  float *db_pw = fa(N);
+  rng_seed(&R, 30, 1152);
+  fill(in, nin, 0, 1); fill(w, nw, -0.05f, 0.05f); fill(dout, nout, -1, 1);
+  memset(dw_ref, 0, nw * sizeof(float)); memset(db_ref, 0, N * sizeof(float));
+  ref_fc_backward(NULL, dw_ref, db_ref, dout, in, w, B, M, N);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, M, B, 1.0f, dout, N, in, M, 0.0f, dw_blas, M);
+  for (int j = 0; j < N; j++) db_pw[j] = pairwise_sum(dout + j, (size_t)B, (size_t)N);
+  const double ew_blas = rms_err(dw_blas, dw_ref, nw), eb_pw = scaled_err(db_pw, db_ref, N);
+  for (int T = 1; T <= 2; T++) {
+    cpu_set_threads(T);
+    float *dw = fa(nw), *db = fa(N);
+    memset(dw, 0, nw * sizeof(float)); memset(db, 0, N * sizeof(float));
+    cpu_fc_backward(NULL, dw, db, dout, in, w, B, M, N);
+    const double ew = rms_err(dw, dw_ref, nw), eb = scaled_err(db, db_ref, N);
+    printf("  # fc %d->%d B=%d T=%d: dw rms err %.3g (sgemm alone %.3g), db %.3g (pairwise %.3g)\n", M, N, B, T, ew,
+           ew_blas, eb, eb_pw);
+    EXPECT_MSG(ew <= 2 * ew_blas + 1e-7, "fc dw T=%d: rms err %.3g > 2x sgemm's %.3g", T, ew, ew_blas);
+    /* no slack for a rounding here: the order of this sum does not depend on the ISA */
+    EXPECT_MSG(eb <= 2 * eb_pw, "fc db T=%d: err %.3g > 2x a pairwise sum's %.3g", T, eb, eb_pw);
+    free(dw); free(db);
+  }
+  cpu_set_threads(1);
+  free(in); free(w); free(dout); free(dw_ref); free(db_ref); free(dw_blas); free(db_pw);
+}
+
 static void test_thread_count_is_per_thread(void) {
   cpu_set_threads(3);
   EXPECT(cpu_get_threads() == 3);
@@ -954,6 +1084,8 @@ int main(void) {
   RUN(test_conv_act_pool_vs_ref);
   RUN(test_smm_vs_double);
   RUN(test_winograd_openblas_gemms);
+  RUN(test_wgrad_precision_realistic);
+  RUN(test_fc_precision_realistic);
   RUN(test_thread_count_is_per_thread);
   RUN(test_fc_vs_ref);
   RUN(test_maxpool_vs_ref);

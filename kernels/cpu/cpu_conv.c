@@ -36,7 +36,7 @@ typedef struct {
   int B, Ci, H, W, Co, k, pad, Ho, Wo, P, K, direct;
   int act;     /* fused activation: forward applies it to out, backward to dout (using out) */
   float slope;
-  size_t col_n, dw_n, db_n, g_n, per_thread; /* floats, each rounded; per_thread = their sum */
+  size_t col_n, dw_n, db_n, g_n, dbb_n, per_thread; /* floats, each rounded; per_thread = their sum */
 } conv_t;
 
 static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
@@ -52,7 +52,8 @@ static conv_t conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
   s.dw_n = cpu_round16((size_t)Co * s.K);
   s.db_n = cpu_round16((size_t)Co);
   s.g_n = cpu_round16((size_t)Co * s.P);
-  s.per_thread = s.col_n + s.dw_n + s.db_n + s.g_n;
+  s.dbb_n = cpu_round16((size_t)Co); /* the bias gradient's block partial (CPU_DB_BLOCK images) */
+  s.per_thread = s.col_n + s.dw_n + s.db_n + s.g_n + s.dbb_n;
   return s;
 }
 
@@ -199,10 +200,7 @@ void cpu_conv_act_forward(float *out, const float *in, const float *w, const flo
 static void bias_grad(float *db, const float *g_i, int P, int co0, int co1, int acc) {
   for (int co = co0; co < co1; co++) {
     const float *d = g_i + (size_t)co * P;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int p = 0; p < P; p++) sum += d[p];
-    db[co] = acc ? db[co] + sum : sum;
+    db[co] = acc ? db[co] + cpu_sum_blocked(d, P) : cpu_sum_blocked(d, P);
   }
 }
 
@@ -238,6 +236,7 @@ static void bwd_body(const conv_t *s, float *din, float *dw, float *db, const fl
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = (size_t)s->Co * s->P;
   const int kk = s->k * s->k;
   float *col = scratch + (size_t)t * s->per_thread, *dwp = col + s->col_n, *dbp = dwp + s->dw_n, *g = dbp + s->db_n;
+  float *dbb = g + s->g_n;
   if (split) {
     int c0, c1, co0, co1;
     cpu_split(s->Ci, nt, t, &c0, &c1);
@@ -267,7 +266,8 @@ static void bwd_body(const conv_t *s, float *din, float *dw, float *db, const fl
     if (!s->direct) { cpu_im2col(col, (size_t)s->P, in_i, s->Ci, s->H, s->W, s->k, s->pad, 0, s->Ci, 0, s->P); colp = col; }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->Co, s->K, s->P, 1.0f, g_i, s->P, colp, s->P,
                 acc ? 1.0f : 0.0f, dwp, s->K);
-    bias_grad(dbp, g_i, s->P, 0, s->Co, acc);
+    bias_grad(dbb, g_i, s->P, 0, s->Co, !cpu_db_block_first(i, i0));
+    if (cpu_db_block_last(i, i0, i1)) cpu_db_flush(dbp, dbb, s->Co, t == 0 || i - i0 >= CPU_DB_BLOCK);
     if (din) din_channels(s, din + i * in_n, g_i, w, col, 0, s->Ci);
   }
   if (nt == 1) return;

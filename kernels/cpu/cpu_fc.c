@@ -171,11 +171,7 @@ static void fc_bwd_part(float *din, float *dw, float *db, const float *dout, con
   if (n1 > n0) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n1 - n0, M, B, 1.0f, dout + n0, N, in, M, 1.0f,
                 dw + (size_t)n0 * M, M);
-    for (int i = 0; i < B; i++) {
-      const float *d = dout + (size_t)i * N;
-#pragma omp simd
-      for (int j = n0; j < n1; j++) db[j] += d[j];
-    }
+    cpu_sum_rows_blocked(db, dout, B, N, n0, n1);
   }
   if (din && m1 > m0)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, m1 - m0, N, 1.0f, dout, N, w + m0, M, 0.0f, din + m0, M);

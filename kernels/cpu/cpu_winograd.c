@@ -87,7 +87,7 @@ struct wino {
   uint8_t *idx;        /* pool: argmax of each window, [B][Co][Hp][Wp] (written forward, read backward) */
   float *kU, *kV;      /* the layer's keep (cpu_conv_keep_floats), or NULL: U there (the forward writes it,
                         * the backward reads it instead of transforming w again), and at batch 1 V too */
-  size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, vt_n, per_thread;
+  size_t u_n, v_n, m_n, du_n, db_n, g_n, tmp_n, vt_n, pt_n, dbb_n, per_thread;
   /* the transforms of this m (the bodies below are shared) */
   void (*weights)(float *, size_t, const float *, int, int, int);
   void (*wgrad)(float *, const float *, size_t, int, int, int);
@@ -145,7 +145,9 @@ static wino_t wino_shape(int B, int Ci, int H, int W, int Co, int pad, int pool,
   if ((m == 2 ? 4 : 16) * T > t) t = (m == 2 ? 4 : 16) * T;
   s.tmp_n = cpu_round16(t);
   s.vt_n = cpu_round16((size_t)Ci * T); /* one plane of V, transposed, for the dU GEMM (gemm_wgrad) */
-  s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n + s.vt_n;
+  s.pt_n = cpu_round16((size_t)Co * Ci); /* one group's dU plane (gemm_wgrad's blocked summation) */
+  s.dbb_n = cpu_round16((size_t)Co);    /* the bias gradient's block partial (CPU_DB_BLOCK images) */
+  s.per_thread = s.v_n + s.m_n + s.du_n + s.db_n + s.g_n + s.tmp_n + s.vt_n + s.pt_n + s.dbb_n;
   s.pool = pool; s.idx = NULL;
   s.kU = s.kV = NULL;
   s.Hp = s.Wp = 0;
@@ -990,15 +992,28 @@ static void transpose(float *restrict d, const float *restrict s, int R, int C) 
 /* dU_xi[Co][Ci] (beta)= M_xi[Co][T] x V_xi[Ci][T]^T for xi in [x0, x1). Both operands run along
  * T, the GEMM's k; as one NT sgemm this ran at about half the GFLOP/s of the forward's NN GEMMs
  * (OpenBLAS, K = T = 49..98, 32x32 to 128x64 results; libxsmm does not JIT a transposed A), so
- * each V_xi is first transposed into vt ([T][Ci], in L1) and the GEMM is NN. */
+ * each V_xi is first transposed into vt ([T][Ci], in L1) and the GEMM is NN.
+ *
+ * Blocked summation: with beta = 1 (the second and later groups of images) the group's product
+ * goes into part (one [Co][Ci] plane, beta = 0) and is then added to dU, on every GEMM path.
+ * libxsmm with beta = 1 loads C into its accumulators, so all groups x tiles of a batch (up to
+ * ~6000 products at batch 128) were summed in one float32 chain: 6-11x sgemm's error on the
+ * weight gradient (test_layers: test_wgrad_precision_realistic). Blocked, each group's T products
+ * are summed on their own and the running total takes one rounding per group, as sgemm does. */
 static void gemm_wgrad(int x0, int x1, int Co, int Ci, int T, const float *M, size_t ms, const float *V, size_t vs,
-                       float beta, float *dU, size_t us, float *vt) {
+                       float beta, float *dU, size_t us, float *vt, float *part) {
   if (x1 <= x0) return;
   cpu_smm_t p;
-  cpu_smm_plan(&p, 0, Co, Ci, T, T, Ci, Ci, beta);
+  const int blocked = beta != 0.0f;
+  cpu_smm_plan(&p, 0, Co, Ci, T, T, Ci, Ci, 0.0f);
+  const size_t n = (size_t)Co * Ci;
   for (int xi = x0; xi < x1; xi++) {
     transpose(vt, V + xi * vs, Ci, T);
-    cpu_smm(&p, M + xi * ms, vt, dU + xi * us);
+    float *restrict du = dU + xi * us;
+    if (!blocked) { cpu_smm(&p, M + xi * ms, vt, du); continue; }
+    cpu_smm(&p, M + xi * ms, vt, part);
+#pragma omp simd
+    for (size_t j = 0; j < n; j++) du[j] += part[j];
   }
 }
 
@@ -1089,10 +1104,7 @@ void cpu_wino_pool_forward(float *out, uint8_t *idx, const float *in, const floa
 static void bias_grad(float *db, const float *g_i, int P, int co0, int co1, int acc) {
   for (int co = co0; co < co1; co++) {
     const float *d = g_i + (size_t)co * P;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int p = 0; p < P; p++) sum += d[p];
-    db[co] = acc ? db[co] + sum : sum;
+    db[co] = acc ? db[co] + cpu_sum_blocked(d, P) : cpu_sum_blocked(d, P);
   }
 }
 
@@ -1136,7 +1148,8 @@ static void bwd_split(const wino_t *s, float *din, float *dw, float *db, const f
     }
     if (!s->kV) s->input(s, V + (size_t)c0 * T, (size_t)T, vs, 0, in + i * in_n, c0, c1, tmp);
 #pragma omp barrier
-    gemm_wgrad(x0, x1, s->Co, s->Ci, T, M, ms, Vr, vs, i ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n);
+    gemm_wgrad(x0, x1, s->Co, s->Ci, T, M, ms, Vr, vs, i ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n,
+               tmp + s->tmp_n + s->vt_n);
     if (din) /* dV (into V: this xi's V is no longer needed) = U^T x dM */
       gemm_xi(x0, x1, 1, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
 #pragma omp barrier
@@ -1149,7 +1162,7 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
                      const float *in, const float *w, float *scratch, int t, int nt) {
   const size_t in_n = (size_t)s->Ci * s->H * s->W, out_n = s->on, us = wp((size_t)s->Co * s->Ci);
   float *U = scratch, *V = scratch + s->u_n + (size_t)t * s->per_thread, *M = V + s->v_n, *dU = M + s->m_n;
-  float *dbp = dU + s->du_n, *g = dbp + s->db_n, *tmp = g + s->g_n;
+  float *dbp = dU + s->du_n, *g = dbp + s->db_n, *tmp = g + s->g_n, *dbb = tmp + s->tmp_n + s->vt_n + s->pt_n;
   const float *Vr = s->kV ? s->kV : V; /* as bwd_split */
   if (s->kU) U = s->kU;
   else if (din) {
@@ -1168,17 +1181,21 @@ static void bwd_body(const wino_t *s, float *din, float *dw, float *db, const fl
     const size_t vs = wp((size_t)s->Ci * T), ms = wp((size_t)s->Co * T);
     for (int i = g0; i < g1; i++) {
       const float *g_i = dout + i * out_n;
+      const int bfirst = cpu_db_block_first(i, i0);
       if (s->pool) {
         s->outgrad_pool(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, out + i * out_n, s->idx + i * out_n, 0,
-                          s->Co, dbp, t == 0 || i > i0, tmp);
+                          s->Co, dbb, !bfirst, tmp);
       } else {
         if (s->act) { act_grad(g, g_i, out + i * out_n, out_n, s->slope); g_i = g; }
-        bias_grad(dbp, g_i, s->P, 0, s->Co, t == 0 || i > i0);
+        bias_grad(dbb, g_i, s->P, 0, s->Co, !bfirst);
         s->outgrad(s, M, (size_t)T, ms, (size_t)(i - g0) * s->tpi, g_i, 0, s->Co, tmp);
       }
+      /* the block's sums onto the thread's total (thread 0's is db itself; the others' start here) */
+      if (cpu_db_block_last(i, i0, i1)) cpu_db_flush(dbp, dbb, s->Co, t == 0 || i - i0 >= CPU_DB_BLOCK);
       if (!s->kV) s->input(s, V, (size_t)T, vs, (size_t)(i - g0) * s->tpi, in + i * in_n, 0, s->Ci, tmp);
     }
-    gemm_wgrad(0, s->nx, s->Co, s->Ci, T, M, ms, Vr, vs, g0 > i0 ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n);
+    gemm_wgrad(0, s->nx, s->Co, s->Ci, T, M, ms, Vr, vs, g0 > i0 ? 1.0f : 0.0f, dU, us, tmp + s->tmp_n,
+               tmp + s->tmp_n + s->vt_n);
     if (!din) continue;
     gemm_xi(0, s->nx, 1, s->Ci, T, s->Co, U, s->Ci, us, M, T, ms, 0.0f, V, T, vs);
     for (int i = g0; i < g1; i++)
