@@ -65,6 +65,26 @@ ck() { local n=$1 pat=$2; shift 2; local out rc; out=$("$PDL" "${C[@]}" --resume
 ck "resume with another --seed names the field" "--seed is 1 in the checkpoint but 2" --seed 2
 ck "resume with another --batch names the field" "--batch is 16 in the checkpoint but 32" --batch 32
 ck "resume with another --data names the field" "--data is" --data synthetic:n=512
+ck "resume with --with-replacement names the option" "--with-replacement is '0' in the checkpoint but '1'" --with-replacement
+# an algorithm's own options are in the header too (issue 36: --kfac-damping 5 used to resume silently)
+K=(train --data synthetic:n=256 --net tiny --batch 16 --quiet --algo kfac --checkpoint "$T/k.ck")
+"$PDL" "${K[@]}" --steps 4 >/dev/null 2>&1; cp "$T/k.ck" "$T/k.orig"
+kk() { local n=$1 pat=$2; shift 2; local out rc; out=$("$PDL" "${K[@]}" --steps 8 --resume "$@" 2>&1); rc=$?
+  [ $rc -eq 1 ] && grep -qE -- "$pat" <<<"$out" && ok "$n" || notok "$n" "exit $rc: $(tail -1 <<<"$out")"; cp "$T/k.orig" "$T/k.ck"; }
+kk "kfac resume with another --kfac-damping names it" "--kfac-damping is '0.0299999993' in the checkpoint but '5'" --kfac-damping 5
+kk "kfac resume with another --kfac-inv-every names it" "--kfac-inv-every is '1' in the checkpoint but '3'" --kfac-inv-every 3
+out=$("$PDL" "${K[@]}" --steps 8 --resume 2>&1); rc=$?
+[ $rc -eq 0 ] && ok "kfac resume with the same options continues" || notok "kfac resume, same options" "exit $rc: $(tail -1 <<<"$out")"
+# a flag the chosen algorithm does not read: exit 2 naming the flag, the algorithm and who reads it
+nr() { local n=$1 pat=$2; shift 2; local out rc; out=$("$PDL" train --data synthetic:n=256 --net tiny --steps 1 --quiet "$@" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qE -- "$pat" <<<"$out" && ok "$n" || notok "$n" "exit $rc: $(tail -1 <<<"$out")"; }
+nr "ssgd refuses --kfac-damping" "--algo ssgd does not read --kfac-damping \(read by: kfac kfac-dist\)" --algo ssgd --kfac-damping 3
+nr "kfac refuses --tau" "--algo kfac does not read --tau" --algo kfac --tau 3
+nr "msgd refuses --alpha" "--algo msgd does not read --alpha" --algo msgd --alpha 0.5
+nr "gossip refuses --target-err (it stops by steps only)" "--algo gossip does not read --target-err" --algo gossip --target-err 0.1
+nr "kfac refuses --with-replacement (its shards are fixed)" "--algo kfac does not read --with-replacement" --algo kfac --with-replacement
+nr "--workers is read by nothing" "unknown flag '--workers'" --algo easgd --workers 3
+nr "the flag may come before --algo" "--algo easgd does not read --gamma" --gamma 1 --algo easgd
 printf 'x' | dd of="$T/c.ck" bs=1 seek=5000 conv=notrunc 2>/dev/null; ck "a flipped byte fails the checksum" "checksum mismatch"
 head -c 3000 "$T/c.orig" > "$T/c.ck"; ck "a truncated checkpoint is refused" "checksum mismatch|too short"
 echo junk >> "$T/c.ck"; ck "trailing bytes are refused" "checksum mismatch|trailing"

@@ -59,6 +59,13 @@ cmp -s "$T/a.bin" "$T/c.bin" && notok "seed matters" "seed 2 gave the same param
 "$PDL" train "${COMMON[@]}" --epochs 1 --checkpoint "$T/ck" >/dev/null
 PDL_DUMP_PARAMS=$T/r.bin "$PDL" train "${COMMON[@]}" --epochs 2 --checkpoint "$T/ck" --resume >/dev/null
 cmp -s "$T/a.bin" "$T/r.bin" && ok "checkpoint/resume == uninterrupted" || notok "checkpoint/resume" "params differ"
+# a run that ends by --steps mid-epoch (16 updates an epoch here) still saves its final state
+rm -f "$T/ck3"
+"$PDL" train "${COMMON[@]}" --steps 5 --checkpoint "$T/ck3" >/dev/null 2>&1
+[ -s "$T/ck3" ] && ok "--steps 5 (mid-epoch) with --checkpoint saves the final state" || notok "mid-epoch final checkpoint" "no $T/ck3"
+PDL_DUMP_PARAMS=$T/s10.bin "$PDL" train "${COMMON[@]}" --steps 10 >/dev/null
+PDL_DUMP_PARAMS=$T/s10r.bin "$PDL" train "${COMMON[@]}" --steps 10 --checkpoint "$T/ck3" --resume >/dev/null 2>&1
+cmp -s "$T/s10.bin" "$T/s10r.bin" && ok "resumed from update 5 to 10 == 10 uninterrupted (bit for bit)" || notok "mid-epoch resume" "params differ"
 
 # SIGINT mid-run: checkpoint saved, summary flushed, resume == uninterrupted
 SLOW=(--data "synthetic:n=4096,seed=3" --net "C16 C16 P F64 S10" --algo nag --batch 32 --lr 0.02 --threads 1 --quiet)

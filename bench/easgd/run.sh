@@ -139,7 +139,9 @@ ea_settings() {
   # runs live in a directory named by the settings, so runs of other settings are never mixed in
   local sig; sig=$(echo "$NET $K $K3 $KSEQ $TAUS $PS3 $NEVAL $NTEST $GRID_easgd $GRID_eamsgd $GRID_downpour $GRID_mdownpour $GRID_msgd $SEQ_OTHERS" | md5sum | cut -c1-8)
   RUNS=$RES/runs-${QUICK:+quick-}$sig
-  COMMON=(--net "$NET" --test-subset "$NTEST" --batch 128 --wd 1e-4 --beta 0.9 --delta 0.99 --threads 1 --quiet --timeout 600)
+  # beta 0.9 and delta 0.99 are pdl's defaults: given only to the algorithms that read them (pdl refuses a flag
+  # the chosen --algo does not read), they stay in every run's JSON as before
+  COMMON=(--net "$NET" --test-subset "$NTEST" --batch 128 --wd 1e-4 --threads 1 --quiet --timeout 600)
   mkdir -p "$RUNS"
 }
 EA_CALIBRATED=

@@ -46,11 +46,12 @@ h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in 
   total=$(python3 -c "print(max(1, int($ep * $ntrain / $BATCH)))")
   ev=$(( total / 10 > 0 ? total / 10 : 1 ))
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  local plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE"
+  local plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE" gam=()
+  case $algo in adag*) gam=(--gamma "$GAMMA") ;; esac   # only ADAG reads gamma (pdl refuses unread flags)
   [ -n "${H_RATES:-}" ] && plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rates=$H_RATES"
   "$PDL" train --algo "$algo" --runtime sim --platform "$plat" \
     --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "${H_NET:-$NET}" --batch "$BATCH" --lr "$LR" --epochs "$ep" \
-    --tau "$lam" --gamma "$GAMMA" --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 1200 \
+    --tau "$lam" "${gam[@]}" --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 1200 \
     --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
 }
 h_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[hermans] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }

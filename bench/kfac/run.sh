@@ -84,8 +84,9 @@ run_k3() {
   local o lr spe=$((K3_TRAIN / BATCH))
   for o in kfac msgd adam; do
     case $o in kfac) lr=$LR_KFAC ;; msgd) lr=$LR_MSGD ;; adam) lr=$LR_ADAM ;; esac
+    local kd=(); [ "$o" = kfac ] && kd=(--kfac-damping "$DAMP")   # pdl refuses a flag the --algo does not read
     echo "  k3: $o (lr $lr)" >&2
-    "$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K3_TRAIN" --batch "$BATCH" --lr "$lr" --kfac-damping "$DAMP" \
+    "$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K3_TRAIN" --batch "$BATCH" --lr "$lr" "${kd[@]}" \
       --epochs "$K3_EPOCHS" --eval-every $((spe / 2)) --threads "$THREADS" --tag "k3-$o" --results "$RES/k3-$o.jsonl.tmp" \
       > /dev/null 2>>"$RES/k3.log" || return 1
     mv "$RES/k3-$o.jsonl.tmp" "$RES/k3-$o.jsonl"
@@ -97,9 +98,10 @@ run_k4() {
   : > "$RES/k4.jsonl.tmp"
   local o b s lr line
   for o in msgd kfac; do for b in $K4_BATCHES; do for s in $K4_SEEDS; do
+    local kd=(); [ "$o" = kfac ] && kd=(--kfac-damping "$DAMP")
     [ "$o" = kfac ] && lr=$LR_KFAC || lr=$LR_MSGD
     echo "  k4: $o batch $b seed $s" >&2
-    line=$("$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K4_TRAIN" --batch "$b" --lr "$lr" --kfac-damping "$DAMP" \
+    line=$("$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K4_TRAIN" --batch "$b" --lr "$lr" "${kd[@]}" \
            --epochs "$K4_EPOCHS" --seed "$s" --threads "$THREADS" --tag "k4-$o-$b-$s" 2>>"$RES/k4.log" | tail -1) || return 1
     echo "$line" >> "$RES/k4.jsonl.tmp"
   done; done; done

@@ -218,19 +218,20 @@ static void agn_node(rt_t *rt, void *arg) {
   if (rt->node == 0) agn_server(rt, job, &H); else agn_worker(rt, job, &H);
 }
 
-#define AGN_FLAGS "--tau (lambda) --worker-opt --momentum --wd --ps-order --with-replacement"
+static const optdef_t *const agn_opts[] = {ALGO_OPTS_DIST, &od_tau, &od_worker_opt, &od_ps_order, &od_with_replacement, NULL};
+static const optdef_t *const adag_opts[] = {ALGO_OPTS_DIST, &od_tau, &od_worker_opt, &od_ps_order, &od_with_replacement, &od_gamma, NULL};
 #define AGN_ALGO(cname, aname, kind, reads, text) \
   const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = agn_node, .variant = kind, \
-                               .flags = reads, .help = text, .checkpoint = 1};
-AGN_ALGO(agn, "agn", H_AGN, AGN_FLAGS,
+                               .opts = reads, .help = text, .checkpoint = 1};
+AGN_ALGO(agn, "agn", H_AGN, agn_opts,
          "AGN (Hermans eq. 4.1): lambda local steps, commit Delta = (W - W_pulled) / lambda, the server adds")
-AGN_ALGO(downpour_lambda, "downpour-lambda", H_DOWNPOUR_LAMBDA, AGN_FLAGS,
+AGN_ALGO(downpour_lambda, "downpour-lambda", H_DOWNPOUR_LAMBDA, agn_opts,
          "Hermans' DOWNPOUR: the worker's optimizer, the un-normalised W - W_pulled committed every lambda steps")
-AGN_ALGO(dynsgd, "dynsgd", H_DYNSGD, AGN_FLAGS,
+AGN_ALGO(dynsgd, "dynsgd", H_DYNSGD, agn_opts,
          "DynSGD: AGN's commits scaled by 1 / (staleness + 1) on the server")
-AGN_ALGO(adag, "adag", H_ADAG, AGN_FLAGS " --gamma",
+AGN_ALGO(adag, "adag", H_ADAG, adag_opts,
          "ADAG (Hermans, Alg. 2): per weight Delta / (gamma^-1 (center - stale center)^2 + 1); server keeps p centers")
-AGN_ALGO(adag_alg1, "adag-alg1", H_ADAG_ALG1, AGN_FLAGS " --gamma",
+AGN_ALGO(adag_alg1, "adag-alg1", H_ADAG_ALG1, adag_opts,
          "ADAG, Alg. 1 placement: the worker sends its stale center with Delta (2n per commit)")
-AGN_ALGO(adag_agn, "adag-agn", H_ADAG_AGN, AGN_FLAGS " --gamma",
+AGN_ALGO(adag_agn, "adag-agn", H_ADAG_AGN, adag_opts,
          "ADAG-AGN: the worker scales against the current center it pulls; the server adds (3n per commit)")

@@ -34,14 +34,25 @@ static const char *shape_name(algo_shape_t s) {
 }
 
 void algo_usage(FILE *f) {
-  fprintf(f, "distributed algorithms (--algo; roles; the flags each reads beyond the common ones):\n");
+  fprintf(f, "distributed algorithms (--algo; roles; the options each reads beyond the common ones):\n");
   for (int i = 0; i < algo_count; i++) {
     const algo_t *a = algo_table[i];
     fprintf(f, "  %-12s %s\n", a->name, a->help);
-    fprintf(f, "  %-12s   [%s%s%s", "", shape_name(a->shape), a->flags && *a->flags ? "; " : "", a->flags ? a->flags : "");
+    fprintf(f, "  %-12s   [%s", "", shape_name(a->shape));
+    for (int o = 0; a->opts && a->opts[o]; o++) fprintf(f, "%s%s", o ? " " : "; ", a->opts[o]->name);
     if (a->momentum != 0) fprintf(f, "; default --momentum %g", a->momentum < 0 ? 0 : a->momentum);
     fprintf(f, "]\n");
   }
+  fprintf(f, "the distributed algorithms' options (each reads those listed beside it):\n");
+  for (int i = 0; i < algo_count; i++)   /* each descriptor once, in table order */
+    for (int o = 0; algo_table[i]->opts && algo_table[i]->opts[o]; o++) {
+      const optdef_t *d = algo_table[i]->opts[o];
+      int seen = 0;
+      for (int j = 0; j <= i && !seen; j++)
+        for (int q = 0; algo_table[j]->opts && algo_table[j]->opts[q] && !seen; q++)
+          seen = (j < i || q < o) && algo_table[j]->opts[q] == d;
+      if (!seen) optdef_usage(f, d);
+    }
 }
 
 /* The names for an error message: "ssgd ppasgd ..." */
@@ -102,12 +113,6 @@ int algo_train(const train_cfg_t *c) {
       if (algo_table[i]->checkpoint) k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? " " : "", algo_table[i]->name);
     die_usage("train: --algo %s does not save checkpoints (--checkpoint); distributed algorithms that do: %s; "
               "sequential ones all do", c->algo, names);
-  }
-  if (c->noniid > 0 && !A->noniid) {
-    char names[1024]; size_t k = 0; names[0] = 0;
-    for (int i = 0; i < algo_count; i++)
-      if (algo_table[i]->noniid) k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? " " : "", algo_table[i]->name);
-    die_usage("train: --noniid is for algorithms whose nodes train on their own shards (%s), not --algo %s", names, c->algo);
   }
   job_t *job = xcalloc(1, sizeof *job);
   job->algo = A;

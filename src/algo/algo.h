@@ -11,6 +11,7 @@
  * rank has its own. */
 #ifndef PDL_ALGO_H
 #define PDL_ALGO_H
+#include "algo/opts.h"
 #include "algo/replica.h"
 #include "util/vec.h"
 #include "core/run.h"
@@ -30,7 +31,11 @@ typedef struct algo {
   const char *help;          /* one line: what it is, with the paper's algorithm or equation */
   algo_shape_t shape;        /* its roles (and so how many examples one update consumes) */
   float momentum;            /* default mu when --momentum is not given (0: the core's default; <0: 0) */
-  const char *flags;         /* the flags it reads beyond the common ones (for --help) */
+  /* The options it reads beyond the common ones (NULL-terminated; algo/opts.h): the parser
+   * accepts these and refuses any other, --help lists them, the checkpoint header records the
+   * ones a resume must match. Its own (OD_ALGO) options live in train_cfg_t.algo_opts, laid out
+   * by a struct in its file. */
+  const optdef_t *const *opts;
   rt_fn node;                /* the node program */
   int variant;               /* for a node program that serves several algorithms */
   /* Optional: runs once in this process before the runtime starts (own flags, set-up). Returns
@@ -42,8 +47,6 @@ typedef struct algo {
   /* 1: a started role (not only the main role) sends and receives (a serving role): the real
    * runtime then needs MPI_THREAD_MULTIPLE. */
   int roles_talk;
-  /* 1: honours --noniid (each node's shard skewed by label); 0: --noniid is refused. */
-  int noniid;
 } algo_t;
 
 /* The table (algos.def, in --help order). */

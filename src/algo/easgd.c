@@ -309,21 +309,26 @@ static void easgd_node(rt_t *rt, void *arg) {
   else ea_worker(rt, job, &A);
 }
 
-#define EA_FLAGS "--tau --alpha --beta --wd --ps-order --with-replacement"
+#define EA_OPTS ALGO_OPTS_DIST, &od_tau, &od_with_replacement
+static const optdef_t *const ea_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_order, NULL};
+static const optdef_t *const ea_sync_opts[] = {EA_OPTS, &od_alpha, &od_beta, NULL};
+static const optdef_t *const eam_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_order, &od_delta, NULL};
+static const optdef_t *const dp_opts[] = {EA_OPTS, &od_ps_order, NULL};
+static const optdef_t *const mdp_opts[] = {EA_OPTS, &od_ps_order, &od_delta, NULL};
 #define EA_ALGO(cname, aname, kind, reads, text) \
   const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = easgd_node, .variant = kind, \
-                               .flags = reads, .help = text, .checkpoint = 1};
-EA_ALGO(easgd, "easgd", K_EASGD, EA_FLAGS,
+                               .opts = reads, .help = text, .checkpoint = 1};
+EA_ALGO(easgd, "easgd", K_EASGD, ea_opts,
         "asynchronous EASGD (EASGD paper Alg. 1): elastic pull/commit with the server every tau steps")
-EA_ALGO(easgd_sync, "easgd-sync", K_EASGD_SYNC, "--tau --alpha --beta --wd",
+EA_ALGO(easgd_sync, "easgd-sync", K_EASGD_SYNC, ea_sync_opts,
         "synchronous EASGD (eq. 5-6) every tau steps: bcast the center, reduce the elastic differences")
-EA_ALGO(eamsgd, "eamsgd", K_EAMSGD, EA_FLAGS " --delta",
+EA_ALGO(eamsgd, "eamsgd", K_EAMSGD, eam_opts,
         "asynchronous EAMSGD (Alg. 2): EASGD with local Nesterov momentum delta")
-EA_ALGO(downpour, "downpour", K_DOWNPOUR, "--tau --wd --ps-order --with-replacement",
+EA_ALGO(downpour, "downpour", K_DOWNPOUR, dp_opts,
         "DOWNPOUR as in mpiT: local SGD, the accumulated step pushed and the center pulled every tau steps")
-EA_ALGO(mdownpour, "mdownpour", K_MDOWNPOUR, "--tau --delta --wd --ps-order --with-replacement",
+EA_ALGO(mdownpour, "mdownpour", K_MDOWNPOUR, mdp_opts,
         "DOWNPOUR with Nesterov momentum delta on the master")
-EA_ALGO(adownpour, "adownpour", K_ADOWNPOUR, "--tau --wd --ps-order --with-replacement",
+EA_ALGO(adownpour, "adownpour", K_ADOWNPOUR, dp_opts,
         "DOWNPOUR; the master keeps the running average of the center (evaluated)")
-EA_ALGO(mvadownpour, "mvadownpour", K_MVADOWNPOUR, "--tau --wd --ps-order --with-replacement",
+EA_ALGO(mvadownpour, "mvadownpour", K_MVADOWNPOUR, dp_opts,
         "DOWNPOUR; the master keeps a moving average (rate 0.001) of the center (evaluated)")

@@ -54,6 +54,7 @@
  * collective runs during training. --gossip-timeline FILE writes every pull (node, peer, start,
  * end) for the paper's Fig. 1a/3a timelines. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include "algo/algo.h"
 #include "rt/watchdog.h"
@@ -163,15 +164,20 @@ static void fb_push(fbuf_t *b, const float *x, int k) {
 static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
                              const float *tl, const size_t *tlc, const float *pair, double t_end);
 
+/* gossip's own options (train_cfg_t.algo_opts; descriptors at the end of this file) */
+typedef struct { long warmup; float threshold; int servers; char timeline[1024]; } gossip_opts_t;
+_Static_assert(sizeof(gossip_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "gossip_opts_t fits algo_opts");
+#define GO(c) ((const gossip_opts_t *)(c)->algo_opts)
+
 static void gossip_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   const rt_ops_t *o = rt->ops;
   int K = rt->nnodes, me = rt->node;
   size_t n = r->net.nparams;
   gnode_t Nd; memset(&Nd, 0, sizeof Nd);
-  Nd.kind = job->algo->variant; Nd.K = K; Nd.me = me; Nd.T = c->tau > 0 ? c->tau : 1; Nd.th = c->gossip_threshold;
+  Nd.kind = job->algo->variant; Nd.K = K; Nd.me = me; Nd.T = c->tau > 0 ? c->tau : 1; Nd.th = GO(c)->threshold;
   long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
-  Nd.W = !gs_warm_kind(Nd.kind) ? 0 : c->gossip_warmup >= 0 ? c->gossip_warmup : steps_shard;
+  Nd.W = !gs_warm_kind(Nd.kind) ? 0 : GO(c)->warmup >= 0 ? GO(c)->warmup : steps_shard;
   Nd.n = n;
   Nd.w = xmalloc(n * sizeof(float));
   Nd.c = xmalloc(TAB(K) * sizeof(float)); Nd.p = xmalloc((size_t)K * sizeof(double));
@@ -186,7 +192,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   float *g = xmalloc(n * sizeof(float)), *wl = Nd.kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
   float *reply = xmalloc((n + TAB(K)) * sizeof(float)), *req = xmalloc((1 + TAB(K)) * sizeof(float));
   rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
-  int S = K > 1 ? (c->gossip_servers < K - 1 ? c->gossip_servers : K - 1) : 0;   /* serving roles */
+  int S = K > 1 ? (GO(c)->servers < K - 1 ? GO(c)->servers : K - 1) : 0;   /* serving roles */
   void **server = xcalloc((size_t)(S ? S : 1), sizeof(void *));
   for (int s = 0; s < S; s++) server[s] = o->thread_start(rt, -1, gs_server, &Nd);
 
@@ -252,7 +258,7 @@ static void gossip_node(rt_t *rt, void *arg) {
       float d = (float)(t2 - t1);
       if (pair[j] == 0 || d < pair[2 * K + j]) pair[2 * K + j] = d;
       pair[j] += 1; pair[K + j] += d;
-      if (c->gossip_timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t_taken, (float)t2}; fb_push(&tl, rec, TL_F); }
+      if (GO(c)->timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t_taken, (float)t2}; fb_push(&tl, rec, TL_F); }
     }
     if ((t % E == 0 || t == total) && ne < m) {                 /* this node's own model, on the test set */
       double te, tlo;
@@ -284,7 +290,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   for (int k = 0; k < K; k++) cnt[k] = ST_F;
   o->allgatherv(rt, st, all_st, cnt);
   float *all_tl = NULL; size_t *tlc = xcalloc((size_t)K, sizeof(size_t));
-  if (c->gossip_timeline[0]) {
+  if (GO(c)->timeline[0]) {
     float mine = (float)tl.n, *counts = xmalloc((size_t)K * sizeof(float));
     for (int k = 0; k < K; k++) cnt[k] = 1;
     o->allgatherv(rt, &mine, counts, cnt);
@@ -329,8 +335,8 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
     results_write(&r->res, json_end(&j));
     if (!c->quiet) fprintf(stderr, "%s: step %ld  time %.4g s  mean test_err %.4f\n", c->algo, r->updates, tm / K, r->test_err);
   }
-  if (c->gossip_timeline[0]) {
-    outfile_t of; outfile_open(&of, c->gossip_timeline, "--gossip-timeline");
+  if (GO(c)->timeline[0]) {
+    outfile_t of; outfile_open(&of, GO(c)->timeline, "--gossip-timeline");
     fprintf(of.f, "node,peer,start_s,taken_s,end_s\n");
     size_t off = 0;
     for (int k = 0; k < K; k++) {
@@ -414,24 +420,37 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
   xfree(errs);
 }
 
-#define GS_FLAGS "--tau (T) --wd --with-replacement --noniid --gossip-servers --gossip-timeline"
+/* the timeline file is written at the end of a run: refuse a path that cannot be written first */
+static int gossip_prepare(job_t *job) {
+  if (GO(&job->r.cfg)->timeline[0]) outfile_check(GO(&job->r.cfg)->timeline, "--gossip-timeline");
+  return -1;
+}
+#define GOPT(field) OD_ALGO, offsetof(gossip_opts_t, field), sizeof(((gossip_opts_t *)0)->field)
+static const optdef_t
+  od_gs_warmup = {"--gossip-warmup", OD_LONG, -1, 1000000000, NULL, "-1", "W", "peers chosen by measured time for W local steps (-1: an epoch of the node's shard)", GOPT(warmup), 1, NULL},
+  od_gs_threshold = {"--gossip-threshold", OD_FLOAT, 0, 1, NULL, "0.1", "X", "UPDATE_TIME's threshold", GOPT(threshold), 1, NULL},
+  od_gs_servers = {"--gossip-servers", OD_INT, 1, 4096, NULL, "8", "S", "serving roles per node, pulls served at once (capped at K-1)", GOPT(servers), 1, NULL},
+  od_gs_timeline = {"--gossip-timeline", OD_STR, 0, 0, NULL, NULL, "FILE", "write every transfer (node,peer,start_s,taken_s,end_s) as CSV", GOPT(timeline), 0, NULL};
+#define GS_OPTS ALGO_OPTS_SIM, &od_tau, &od_with_replacement, &od_noniid, &od_gs_servers, &od_gs_timeline
+static const optdef_t *const gs_opts[] = {GS_OPTS, NULL};
+static const optdef_t *const gs_warm_opts[] = {GS_OPTS, &od_gs_warmup, &od_gs_threshold, NULL};
 const algo_t algo_gossip = {
-  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .noniid = 1, .momentum = -1,
-  .flags = GS_FLAGS,
+  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .momentum = -1,
+  .opts = gs_opts, .prepare = gossip_prepare,
   .help = "pull-gossip SGD (Oguni et al. Alg. 1): every T steps average with a uniformly chosen peer's model",
 };
 const algo_t algo_gossip_warmup = {
-  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1, .noniid = 1, .momentum = -1,
-  .flags = GS_FLAGS " --gossip-warmup --gossip-threshold",
+  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1, .momentum = -1,
+  .opts = gs_warm_opts, .prepare = gossip_prepare,
   .help = "pull gossip with Alg. 2's warm-up: peers chosen by measured transfer time for W steps",
 };
 const algo_t algo_gossip_push = {
-  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .noniid = 1, .momentum = -1,
-  .flags = GS_FLAGS,
+  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .momentum = -1,
+  .opts = gs_opts, .prepare = gossip_prepare,
   .help = "push-gossip SGD (the comparator): every T steps send the model to a uniform peer, which averages it in",
 };
 const algo_t algo_gossip_warmup_compute = {
   .name = "gossip-warmup-compute", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP_G, .roles_talk = 1,
-  .noniid = 1, .momentum = -1, .flags = GS_FLAGS " --gossip-warmup --gossip-threshold",
+  .momentum = -1, .opts = gs_warm_opts, .prepare = gossip_prepare,
   .help = "beyond the paper: Alg. 2 whose tables also share step times; peers chosen by 1/(transfer x step time)",
 };

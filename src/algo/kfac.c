@@ -23,6 +23,7 @@
  * calibration file's kfac_rel_* figures; with no calibration, at the device's training rate,
  * and the summary says so). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,10 @@ static void on_device(rt_t *rt, rt_fn fn, void *arg) {
   rt->ops->thread_join(rt, rt->ops->thread_start(rt, 0, fn, arg));
 }
 
+/* kfac's own options (train_cfg_t.algo_opts; descriptors at the end of this file) */
+typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt; } kfac_opts_t;
+_Static_assert(sizeof(kfac_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "kfac_opts_t fits algo_opts");
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -188,10 +193,11 @@ static void kfac_node(rt_t *rt, void *arg) {
     die_usage("train: --algo kfac is sequential (one process); use --algo kfac-dist with %d processes", N);
   size_t n = r->net.nparams;
   kstats_t st; memset(&st, 0, sizeof st);
-  st.N = N; st.comm_allreduce = c->kfac_comm_allreduce; st.assign_lpt = c->kfac_assign_lpt;
+  const kfac_opts_t *ko = (const kfac_opts_t *)c->algo_opts;
+  st.N = N; st.comm_allreduce = ko->comm_allreduce; st.assign_lpt = ko->assign_lpt;
   loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, kfac_summary, &st);
   int threads = loop_threads(&L, 1);
-  kfac_cfg_t kc = {c->kfac_damping, c->kfac_stat_decay, c->kfac_inv_every, (kfac_inv_t)c->kfac_inverse};
+  kfac_cfg_t kc = {ko->damping, ko->stat_decay, ko->inv_every, (kfac_inv_t)ko->inverse};
   kfac_t k; kfac_init(&k, &r->net, &kc, threads);
   st.k = &k; st.nl = k.nl; st.load = xcalloc((size_t)N, sizeof(double));
   assign(&k, N, st.assign_lpt, st.owner, st.load);
@@ -292,14 +298,27 @@ static void kfac_node(rt_t *rt, void *arg) {
   xfree(bund); xfree(upd); xfree(w); xfree(g); xfree(dw); xfree(cnt_b); xfree(cnt_w); xfree(st.load);
 }
 
-#define KFAC_FLAGS "--kfac-damping --kfac-stat-decay --kfac-inv-every --kfac-inverse"
+#define KO(field) OD_ALGO, offsetof(kfac_opts_t, field), sizeof(((kfac_opts_t *)0)->field)
+static const char *const inverses[] = {"fast", "ref", "eig", "cuda", NULL};   /* kfac_inv_t's order */
+static const char *const comms[] = {"reduce-scatterv", "allreduce", NULL};
+static const char *const assigns[] = {"layer", "lpt", NULL};
+static const optdef_t
+  od_damping = {"--kfac-damping", OD_FLOAT, 1e-12, 1e6, NULL, "0.03", "D", "Tikhonov damping, split between A and G by pi", KO(damping), 1, NULL},
+  od_stat_decay = {"--kfac-stat-decay", OD_FLOAT, 0, 0.999999, NULL, "0", "E", "running average of the factors (0: this batch only, the paper)", KO(stat_decay), 1, NULL},
+  od_inv_every = {"--kfac-inv-every", OD_INT, 1, 1 << 30, NULL, "1", "N", "invert the factors every N updates (1: the paper)", KO(inv_every), 1, NULL},
+  od_inverse = {"--kfac-inverse", OD_ENUM, 0, 0, inverses, "fast", "I", "fast (float, ours) | ref (LAPACKE double) | eig | cuda (cuSOLVER)", KO(inverse), 1, NULL},
+  od_comm = {"--kfac-comm", OD_ENUM, 0, 0, comms, "reduce-scatterv", "C", "reduce-scatterv (+ allgatherv) | allreduce (NCCL style)", KO(comm_allreduce), 1, NULL},
+  od_assign = {"--kfac-assign", OD_ENUM, 0, 0, assigns, "layer", "A", "layer owners: layer (l mod R, the paper) | lpt (by cost)", KO(assign_lpt), 1, NULL};
+static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse, NULL};
+static const optdef_t *const kfac_dist_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
+                                                 &od_comm, &od_assign, NULL};
 const algo_t algo_kfac = {
   .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
   .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD",
-  .flags = KFAC_FLAGS,
+  .opts = kfac_opts,
 };
 const algo_t algo_kfac_dist = {
   .name = "kfac-dist", .shape = ALGO_PEERS, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
   .help = "distributed K-FAC (Tsuji et al. Fig. 3): bundles reduced to layer owners, owners invert, allgather dW",
-  .flags = KFAC_FLAGS " --kfac-comm --kfac-assign",
+  .opts = kfac_dist_opts,
 };

@@ -290,15 +290,16 @@ static int pp_prepare(job_t *job) {
   return rc;
 }
 
+static const optdef_t *const pp_opts[] = {ALGO_OPTS_DIST, &od_grad_threads, &od_staleness, &od_probe, NULL};
 const algo_t algo_ppasgd = {
   .name = "ppasgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ppasgd_node, .prepare = pp_prepare,
   .variant = PP_PREDICT, .checkpoint = 1,
   .help = "asynchronous SGD with allreduce and parameter prediction f_S (PP-ASGD paper Alg. 1-3, eq. 2)",
-  .flags = "--grad-threads --staleness auto|N|emulate:N --probe N --eval-every-examples --target-err",
+  .opts = pp_opts,
 };
 const algo_t algo_asgd_dist = {
   .name = "asgd-dist", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ppasgd_node, .prepare = pp_prepare,
   .variant = PP_PLAIN, .checkpoint = 1,
   .help = "asynchronous SGD with allreduce, no prediction (w_hat = w; PP-ASGD paper's ASGD)",
-  .flags = "--grad-threads --staleness auto|N|emulate:N --probe N --eval-every-examples --target-err",
+  .opts = pp_opts,
 };

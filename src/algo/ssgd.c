@@ -87,8 +87,9 @@ static void ssgd_node(rt_t *rt, void *arg) {
   xfree(w); xfree(buf); xfree(roles); xfree(th);
 }
 
+static const optdef_t *const ssgd_opts[] = {ALGO_OPTS_DIST, &od_grad_threads, NULL};
 const algo_t algo_ssgd = {
   .name = "ssgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ssgd_node,
   .help = "synchronous data-parallel SGD with allreduce and NAG (PP-ASGD paper Alg. 4)",
-  .flags = "--grad-threads", .checkpoint = 1,
+  .opts = ssgd_opts, .checkpoint = 1,
 };

@@ -49,9 +49,10 @@ static void seq_node(rt_t *rt, void *arg) {
   optim_free(&o); replica_free(&rep); xfree(x); xfree(g);
 }
 
+static const optdef_t *const seq_opts[] = {ALGO_OPTS_DIST, &od_with_replacement, NULL};
 #define SEQ_ALGO(cname, aname, kind, text) \
   const algo_t algo_##cname = {.name = aname, .shape = ALGO_ONE_NODE, .node = seq_node, .variant = kind, \
-                               .flags = "--momentum (msgd, nag)", .help = text};
+                               .opts = seq_opts, .help = text};
 SEQ_ALGO(seq_sgd, "seq-sgd", OPT_SGD, "p = 1 comparator on the seam: the core's sgd (simulated time, center-style evaluation)")
 SEQ_ALGO(seq_msgd, "seq-msgd", OPT_MSGD, "p = 1 comparator on the seam: the core's msgd")
 SEQ_ALGO(seq_nag, "seq-nag", OPT_NAG, "p = 1 comparator on the seam: the core's nag (Nesterov MSGD)")

@@ -13,7 +13,6 @@ WEAK int cmd_nets(int argc, char **argv);
 WEAK int cmd_calibrate(int argc, char **argv);
 WEAK int cmd_stability(int argc, char **argv);
 WEAK int cmd_coll(int argc, char **argv);
-WEAK int cmd_ppasgd_probe(int argc, char **argv);
 WEAK int cmd_toy(int argc, char **argv);
 WEAK int cmd_inverse(int argc, char **argv);
 
@@ -24,7 +23,6 @@ static const struct { const char *name; cmd_fn fn; const char *help; } cmds[] = 
   {"calibrate", cmd_calibrate, "measure this machine's compute rate for the sim runtime"},
   {"stability", cmd_stability, "EASGD/ADMM round-robin stability maps (EASGD paper Sec. 4)"},
   {"coll", cmd_coll, "MPI/NCCL collective benchmark (OSU/nccl-tests style)"},
-  {"ppasgd-probe", cmd_ppasgd_probe, "PP-ASGD prediction-error measurement (P1)"},
   {"toy", cmd_toy, "async PS workers on Booth/a quadratic (Hermans: staleness, momentum)"},
   {"inverse", cmd_inverse, "SPD inversion speed: double LAPACKE reference vs the fast CPU path, cuSOLVER"},
 };

@@ -10,14 +10,16 @@ int cmd_train(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { train_usage(stdout); algo_usage(stdout); return 0; }
   train_cfg_t c; train_cfg_defaults(&c);
-  train_cfg_parse(&c, argc, argv);
+  train_cfg_algo(&c, argc, argv);   /* the algorithm first: its table says which flags it reads */
   opt_kind_t k;
   const int seq = optim_parse(c.algo, &k) == 0;
+  const algo_t *A = seq ? NULL : algo_find(c.algo);
+  if (!seq && !A) algo_train(&c);   /* exits 2 with the list of algorithms */
+  train_cfg_parse(&c, argc, argv, seq ? train_seq_opts : A->opts, algo_refuse_flag);
   if (c.cuda_device >= 0 && !(seq && (k == OPT_SGD || k == OPT_MSGD)))
     die_usage("train: --device cuda runs the sequential --algo sgd and msgd only yet, not '%s' (drop --device)", c.algo);
   if (seq) {
     if (strcmp(c.runtime, "real")) die_usage("train: --algo %s is sequential; --runtime sim needs a distributed algo", c.algo);
-    if (c.noniid > 0) die_usage("train: --noniid is for the gossip algorithms (each node trains on its own shard), not the sequential --algo %s", c.algo);
     if (c.timeout > 0) watchdog_start(c.timeout);   /* --timeout covers sequential runs too */
     watchdog_context("sequential %s: loading data and building the net", c.algo);
     run_t r; run_setup(&r, &c, c.batch);

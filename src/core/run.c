@@ -1,8 +1,9 @@
 /* run.c — configuration parsing, set-up, evaluation, summary and checkpoints shared by every
  * training run (see run.h). */
 #include "core/run.h"
-#include "kfac/kfac.h"
+#include <stddef.h>
 #include "core/snap.h"
+#include "util/optdef.h"
 #include <sys/stat.h>
 #include <zlib.h>
 #include <errno.h>
@@ -52,166 +53,119 @@ void train_cfg_defaults(train_cfg_t *c) {
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
   c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3; c->cuda_device = -1;
   snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
-  c->gossip_warmup = -1; c->gossip_threshold = 0.1f; c->gossip_servers = 8;
-  c->kfac_damping = 0.03f; c->kfac_inv_every = 1;
-  c->workers = 0; c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
+  c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
 }
+
+/* ---- the common flags' table (util/optdef.h) ---- */
+#define CFG(field) OD_CFG, offsetof(train_cfg_t, field), sizeof(((train_cfg_t *)0)->field)
+static void set_momentum(const optdef_t *d, void *area, const char *v) {
+  train_cfg_t *c = area;
+  c->momentum = (float)parse_double(d->name, v, 0, 0.999999); c->momentum_set = 1;
+}
+static void set_warmup(const optdef_t *d, void *area, const char *v) {
+  ((train_cfg_t *)area)->warmup = !strcmp(v, "epoch") ? -1 : parse_long(d->name, v, 0, 1L << 40);
+}
+static void set_seed(const optdef_t *d, void *area, const char *v) {
+  ((train_cfg_t *)area)->seed = (uint64_t)parse_long(d->name, v, 0, 1L << 62);
+}
+static void set_device(const optdef_t *d, void *area, const char *v) {
+  ((train_cfg_t *)area)->cuda_device = parse_device(d->name, v);
+}
+static const char *const runtimes[] = {"real", "sim", NULL};
+static const optdef_t
+  od_data = {"--data", OD_STR, 0, 0, NULL, "fashion-mnist", "D", "fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]", CFG(data), 0, NULL},
+  od_net = {"--net", OD_STR, 0, 0, NULL, "ppasgd-cifar", "N", "preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10'", CFG(net), 0, NULL},
+  od_algo = {"--algo", OD_STR, 0, 0, NULL, "msgd", "A", "sequential: sgd msgd nag adam asgd mvasgd, or a distributed algorithm below", CFG(algo), 0, NULL},
+  od_batch = {"--batch", OD_INT, 1, 1 << 20, NULL, "128", "B", "mini-batch per worker (sub-batch b for ssgd/ppasgd)", CFG(batch), 0, NULL},
+  od_lr = {"--lr", OD_FLOAT, 0, 1e6, NULL, "0.01", "L", "learning rate", CFG(lr), 0, NULL},
+  od_momentum = {"--momentum", OD_FLOAT, 0, 0.999999, NULL, "0.9", "M", "momentum mu (msgd, nag; an algorithm may default otherwise)", CFG(momentum), 0, set_momentum},
+  od_wd = {"--wd", OD_FLOAT, 0, 1, NULL, "0", "W", "L2 weight decay", CFG(wd), 0, NULL},
+  od_warmup = {"--warmup", OD_LONG, 0, 0, NULL, "0", "W", "linear learning-rate warm-up: 'epoch' (the first epoch), N steps, or 0", CFG(warmup), 0, set_warmup},
+  od_epochs = {"--epochs", OD_DOUBLE, 1e-9, 1e6, NULL, "1", "E", "epochs (fractional allowed)", CFG(epochs), 0, NULL},
+  od_steps = {"--steps", OD_LONG, 1, (double)(1L << 40), NULL, NULL, "K", "updates (overrides --epochs)", CFG(steps), 0, NULL},
+  od_seed = {"--seed", OD_LONG, 0, 0, NULL, "1", "S", "seed for init, shuffling, dropout", CFG(seed), 0, set_seed},
+  od_threads = {"--threads", OD_INT, 1, 1024, NULL, "cores / replicas", "T", "OpenMP threads per replica", CFG(threads), 0, NULL},
+  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (sequential sgd and msgd only yet; evaluation on the CPU)", CFG(cuda_device), 0, set_device},
+  od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
+  od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
+  od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
+  od_results = {"--results", OD_STR, 0, 0, NULL, NULL, "FILE", "append JSON lines (config, eval, summary)", CFG(results), 0, NULL},
+  od_checkpoint = {"--checkpoint", OD_STR, 0, 0, NULL, NULL, "FILE", "save state each epoch, at the end and on SIGINT/SIGTERM (temp file + rename); distributed: one file per node (FILE, FILE.node<k>), previous kept as .prev", CFG(checkpoint), 0, NULL},
+  od_resume = {"--resume", OD_BOOL, 0, 0, NULL, NULL, NULL, "continue from --checkpoint FILE if it exists (all nodes' files); every option a resume must match is checked", CFG(resume), 0, NULL},
+  od_quiet = {"--quiet", OD_BOOL, 0, 0, NULL, NULL, NULL, "no progress or eval lines on stderr", CFG(quiet), 0, NULL},
+  od_diverge = {"--diverge-loss", OD_DOUBLE, 0, 1e30, NULL, "1000", "X", "stop as diverged when the train loss exceeds X or is NaN", CFG(diverge_loss), 0, NULL},
+  od_tag = {"--tag", OD_STR, 0, 0, NULL, NULL, "T", "free-form label copied into every JSON line", CFG(tag), 0, NULL},
+  od_timeout = {"--timeout", OD_DOUBLE, 0, 1e7, NULL, NULL, "S", "watchdog: fail a run that makes no progress for S seconds", CFG(timeout), 0, NULL},
+  od_runtime = {"--runtime", OD_STR, 0, 0, runtimes, "real", "R", "real (pthreads + MPI ranks) | sim (SimGrid, real numerics)", CFG(runtime), 0, NULL};
+const optdef_t od_with_replacement = {"--with-replacement", OD_BOOL, 0, 0, NULL, NULL, NULL,
+  "draw mini-batches with replacement (default: shuffled epochs)", CFG(with_replacement), 1, NULL};
+const optdef_t *const train_opts[] = {
+  &od_data, &od_net, &od_algo, &od_batch, &od_lr, &od_momentum, &od_wd, &od_warmup, &od_epochs, &od_steps, &od_seed,
+  &od_threads, &od_device, &od_eval_every, &od_train_subset, &od_test_subset, &od_results, &od_checkpoint, &od_resume,
+  &od_quiet, &od_diverge, &od_tag, &od_timeout, &od_runtime, NULL};
+const optdef_t *const train_seq_opts[] = {&od_with_replacement, NULL};
+
+void *train_cfg_area(train_cfg_t *c, const optdef_t *d) { return d->area == OD_ALGO ? (void *)c->algo_opts : (void *)c; }
 
 void train_usage(FILE *f) {
-  fprintf(f,
-    "usage: pdl train [options]\n"
-    "  --data D          fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]   (fashion-mnist)\n"
-    "  --net N           preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10' (ppasgd-cifar)\n"
-    "  --algo A          sequential: sgd msgd nag adam asgd mvasgd, or a distributed\n"
-    "                    algorithm from the list below                                (msgd)\n"
-    "  --batch B         mini-batch per worker (sub-batch b for ssgd/ppasgd)          (128)\n"
-    "  --lr L            learning rate                                                 (0.01)\n"
-    "  --momentum M      momentum mu (msgd, nag; algorithms below may default otherwise) (0.9)\n"
-    "  --wd W            L2 weight decay                                               (0)\n"
-    "  --warmup W        linear learning-rate warm-up: 'epoch' (the first epoch), N steps, or 0 (0)\n"
-    "  --epochs E        epochs (fractional allowed)                                   (1)\n"
-    "  --steps K         updates (overrides --epochs)\n"
-    "  --seed S          seed for init, shuffling, dropout                             (1)\n"
-    "  --threads T       OpenMP threads per replica                        (cores / replicas)\n"
-    "  --device D        cpu | cuda[:N]: train on CUDA device N (sequential sgd and msgd only yet;\n"
-    "                    parameters, gradients, momentum on the device; evaluation on the CPU) (cpu)\n"
-    "  --eval-every N    also evaluate every N updates                                 (each epoch)\n"
-    "  --train-subset N, --test-subset N   use only the first N examples\n"
-    "  --results FILE    append JSON lines (config, eval, summary)\n"
-    "  --checkpoint FILE save state each epoch and on SIGINT/SIGTERM (temp file + rename);\n"
-    "                    distributed: one file per node (FILE, FILE.node<k>), previous kept as .prev\n"
-    "  --resume          continue from --checkpoint FILE if it exists (all nodes' files)\n"
-    "  --diverge-loss X  stop as diverged when the train loss exceeds X or is NaN       (1000)\n"
-    "  --tag T           free-form label copied into every JSON line\n"
-    " distributed:\n"
-    "  --runtime R       real (pthreads + MPI ranks) | sim (SimGrid, real numerics)   (real)\n"
-    "  --platform P      sim platform: cluster:nodes=N,gpus=G[,rate=GFLOPS] | star:k=K,bw=...  \n"
-    "  --device-rate R   sim device rate: GFLOP/s number, 'calibrated' (pdl calibrate's file),\n"
-    "                    'calibrated:FILE', or a device name (k80)\n"
-    "  --workers P       workers (threads in a rank, or sim workers)\n"
-    "  --grad-threads G  grad threads per rank (ssgd/ppasgd)                           (1)\n"
-    "  --staleness S     ppasgd: auto (S = floor(1 + F_U/F_G)) | N | emulate:N         (auto)\n"
-    "  --tau T           communication period (easgd family, downpour)                 (1)\n"
-    "  --alpha A, --beta B, --delta D   elastic moving rate, EASGD beta, EAMSGD momentum\n"
-    "  --eval-every-examples N  distributed: evaluate every N training examples processed\n"
-    "  --target-err E    distributed: stop once the test error is <= E (time-to-accuracy runs)\n"
-    "  --worker-opt O    agn/adag/dynsgd: the workers' own optimizer sgd|msgd|nag|adam  (adam)\n"
-    "  --gamma G         adag: per-weight staleness scale gamma                        (1e-4)\n"
-    "  --gossip-warmup W gossip-warmup: peers chosen by measured time for W local steps (an epoch)\n"
-    "  --gossip-threshold X  gossip-warmup: UPDATE_TIME's threshold                    (0.1)\n"
-    "  --gossip-timeline FILE  gossip: write every transfer (node,peer,start_s,end_s) as CSV\n"
-    "  --noniid S        gossip: deal a fraction S of the training set out by label (class skew) (0)\n"
-    "  --gossip-servers S  gossip: serving roles per node, pulls served at once (K-1, at most 8)\n"
-    "  --kfac-damping D  kfac: Tikhonov damping, split between A and G by pi      (0.03)\n"
-    "  --kfac-stat-decay E  kfac: running average of the factors (0: this batch only) (0)\n"
-    "  --kfac-inv-every N  kfac: invert the factors every N updates                (1)\n"
-    "  --kfac-inverse I  kfac: fast (float, ours) | ref (LAPACKE double) | eig | cuda (fast)\n"
-    "  --kfac-comm C     kfac-dist: reduce-scatterv (+ allgatherv) | allreduce (NCCL style) (reduce-scatterv)\n"
-    "  --kfac-assign A   kfac-dist: layer owners: layer (l mod R, the paper) | lpt (by cost) (layer)\n"
-    "  --ps-order O      easgd family: any (requests as they arrive) | round-robin\n"
-    "                    (a fixed worker rotation: deterministic, same on both runtimes) (any)\n"
-    "  --probe N         ppasgd/asgd-dist: after one epoch, measure the prediction error\n"
-    "                    ||w_{t+S0+1} - f_S(w_t, M_t)|| for S = 0..13, mean of N updates (P1)\n"
-    "  --timeout S       watchdog: fail a run that makes no progress for S seconds\n"
-    "Prints a progress line on a terminal; the last stdout line is a JSON summary.\n");
+  fprintf(f, "usage: pdl train [options]   (common options; an algorithm's own are listed below it, and\n"
+             "                              a flag the chosen --algo does not read is refused)\n");
+  for (int i = 0; train_opts[i]; i++) optdef_usage(f, train_opts[i]);
+  fprintf(f, " sequential optimizers (sgd msgd nag adam asgd mvasgd) also read:\n");
+  for (int i = 0; train_seq_opts[i]; i++) optdef_usage(f, train_seq_opts[i]);
+  fprintf(f, "Prints a progress line on a terminal; the last stdout line is a JSON summary.\n");
 }
 
-void train_cfg_parse(train_cfg_t *c, int argc, char **argv) {
+/* the value of flag argv[*i] ("--k=v" or "--k v"), NULL for a flag that takes none */
+static const char *flag_value(const optdef_t *d, const char *eqval, int *i, int argc, char **argv) {
+  if (eqval || d->type == OD_BOOL) return eqval;
+  if (*i + 1 >= argc) die_usage("train: %s needs a value", d->name);
+  return argv[++*i];
+}
+
+void train_cfg_algo(train_cfg_t *c, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
-    char *a = argv[i], *val = NULL, key[64];
+    const char *v = NULL;
+    if (!strncmp(argv[i], "--algo=", 7)) v = argv[i] + 7;
+    else if (!strcmp(argv[i], "--algo")) { if (i + 1 >= argc) die_usage("train: --algo needs a value"); v = argv[++i]; }
+    if (v) optdef_set(&od_algo, c, v);
+  }
+}
+
+void train_cfg_parse(train_cfg_t *c, int argc, char **argv, const optdef_t *const *algo_opts,
+                     void (*refuse)(const char *flag, const char *algo)) {
+  c->algo_optdefs = algo_opts;
+  for (int i = 0; algo_opts && algo_opts[i]; i++)
+    if (algo_opts[i]->area == OD_ALGO && algo_opts[i]->def) optdef_set(algo_opts[i], c->algo_opts, algo_opts[i]->def);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = NULL;
+    char key[64];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { train_usage(stdout); exit(0); }
     if (strncmp(a, "--", 2)) die_usage("train: unexpected argument '%s' (pdl train --help)", a);
-    char *eq = strchr(a, '=');
+    const char *eq = strchr(a, '=');
     if (eq) { snprintf(key, sizeof key, "%.*s", (int)(eq - a), a); val = eq + 1; }
     else snprintf(key, sizeof key, "%s", a);
-#define FLAG(name) (!strcmp(key, name))
-#define VAL() (val ? val : (i + 1 < argc ? argv[++i] : (die_usage("train: %s needs a value", key), (char *)0)))
-#define STR(dst) do { const char *v_ = VAL(); \
-    if (strlen(v_) >= sizeof dst) { die_usage("train: %s: %zu characters; at most %zu are allowed", key, strlen(v_), sizeof dst - 1); } \
-    snprintf(dst, sizeof dst, "%s", v_); } while (0)
-    if (FLAG("--resume")) { c->resume = 1; continue; }
-    if (FLAG("--quiet")) { c->quiet = 1; continue; }
-    if (FLAG("--with-replacement")) { c->with_replacement = 1; continue; }
-    if (FLAG("--data")) STR(c->data);
-    else if (FLAG("--net")) STR(c->net);
-    else if (FLAG("--algo")) STR(c->algo);
-    else if (FLAG("--batch")) c->batch = (int)parse_long(key, VAL(), 1, 1 << 20);
-    else if (FLAG("--lr")) c->lr = (float)parse_double(key, VAL(), 0, 1e6);
-    else if (FLAG("--momentum")) { c->momentum = (float)parse_double(key, VAL(), 0, 0.999999); c->momentum_set = 1; }
-    else if (FLAG("--wd")) c->wd = (float)parse_double(key, VAL(), 0, 1);
-    else if (FLAG("--warmup")) { const char *v = VAL(); c->warmup = !strcmp(v, "epoch") ? -1 : parse_long(key, v, 0, 1L << 40); }
-    else if (FLAG("--epochs")) c->epochs = parse_double(key, VAL(), 1e-9, 1e6);
-    else if (FLAG("--steps")) c->steps = parse_long(key, VAL(), 1, 1L << 40);
-    else if (FLAG("--seed")) c->seed = (uint64_t)parse_long(key, VAL(), 0, 1L << 62);
-    else if (FLAG("--threads")) c->threads = (int)parse_long(key, VAL(), 1, 1024);
-    else if (FLAG("--eval-every")) c->eval_every = parse_long(key, VAL(), 0, 1L << 40);
-    else if (FLAG("--train-subset")) c->train_subset = (int)parse_long(key, VAL(), 1, 1 << 30);
-    else if (FLAG("--test-subset")) c->test_subset = (int)parse_long(key, VAL(), 1, 1 << 30);
-    else if (FLAG("--results")) STR(c->results);
-    else if (FLAG("--checkpoint")) STR(c->checkpoint);
-    else if (FLAG("--diverge-loss")) c->diverge_loss = parse_double(key, VAL(), 0, 1e30);
-    else if (FLAG("--tag")) STR(c->tag);
-    else if (FLAG("--runtime")) STR(c->runtime);
-    else if (FLAG("--platform")) STR(c->platform);
-    else if (FLAG("--device-rate")) STR(c->device_rate);
-    else if (FLAG("--device")) c->cuda_device = parse_device(key, VAL());
-    else if (FLAG("--workers")) c->workers = (int)parse_long(key, VAL(), 1, 4096);
-    else if (FLAG("--grad-threads")) c->grad_threads = (int)parse_long(key, VAL(), 1, 1024);
-    else if (FLAG("--staleness")) STR(c->staleness);
-    else if (FLAG("--tau")) c->tau = (int)parse_long(key, VAL(), 1, 1 << 20);
-    else if (FLAG("--alpha")) c->alpha = (float)parse_double(key, VAL(), 0, 1);
-    else if (FLAG("--beta")) c->beta = (float)parse_double(key, VAL(), 0, 1);
-    else if (FLAG("--delta")) c->delta = (float)parse_double(key, VAL(), 0, 0.999999);
-    else if (FLAG("--eval-every-examples")) c->eval_every_examples = parse_long(key, VAL(), 1, 1L << 40);
-    else if (FLAG("--target-err")) c->target_err = parse_double(key, VAL(), 0, 1);
-    else if (FLAG("--ps-order")) {
-      const char *v = VAL();
-      if (!strcmp(v, "round-robin")) c->ps_round_robin = 1;
-      else if (!strcmp(v, "any")) c->ps_round_robin = 0;
-      else die_usage("train: --ps-order must be 'any' or 'round-robin', not '%s'", v);
+    const optdef_t *d = optdef_find(train_opts, key);
+    if (!d) d = optdef_find(algo_opts, key);
+    if (!d) {
+      if (refuse) refuse(key, c->algo);
+      die_usage("train: unknown flag '%s' (pdl train --help)", key);
     }
-    else if (FLAG("--probe")) c->probe = (int)parse_long(key, VAL(), 0, 100000);
-    else if (FLAG("--worker-opt")) {
-      const char *v = VAL(); opt_kind_t k;
-      if (optim_parse(v, &k) != 0 || (k != OPT_SGD && k != OPT_MSGD && k != OPT_NAG && k != OPT_ADAM))
-        die_usage("train: --worker-opt must be sgd, msgd, nag or adam, not '%s'", v);
-      snprintf(c->worker_opt, sizeof c->worker_opt, "%s", v);
-    }
-    else if (FLAG("--gamma")) c->gamma = (float)parse_double(key, VAL(), 1e-30, 1e30);
-    else if (FLAG("--gossip-warmup")) c->gossip_warmup = parse_long(key, VAL(), 0, 1000000000L);
-    else if (FLAG("--gossip-threshold")) c->gossip_threshold = (float)parse_double(key, VAL(), 0, 1);
-    else if (FLAG("--gossip-timeline")) STR(c->gossip_timeline);
-    else if (FLAG("--noniid")) c->noniid = (float)parse_double(key, VAL(), 0, 1);
-    else if (FLAG("--gossip-servers")) c->gossip_servers = (int)parse_long(key, VAL(), 1, 4096);
-    else if (FLAG("--kfac-damping")) c->kfac_damping = (float)parse_double(key, VAL(), 1e-12, 1e6);
-    else if (FLAG("--kfac-stat-decay")) c->kfac_stat_decay = (float)parse_double(key, VAL(), 0, 0.999999);
-    else if (FLAG("--kfac-inv-every")) c->kfac_inv_every = (int)parse_long(key, VAL(), 1, 1 << 30);
-    else if (FLAG("--kfac-inverse")) {
-      const char *v = VAL(); kfac_inv_t k;
-      if (kfac_inv_parse(v, &k)) die_usage("train: --kfac-inverse must be fast, ref, eig or cuda, not '%s'", v);
-      c->kfac_inverse = (int)k;
-    }
-    else if (FLAG("--kfac-comm")) {
-      const char *v = VAL();
-      if (!strcmp(v, "allreduce")) c->kfac_comm_allreduce = 1;
-      else if (!strcmp(v, "reduce-scatterv")) c->kfac_comm_allreduce = 0;
-      else die_usage("train: --kfac-comm must be 'reduce-scatterv' or 'allreduce', not '%s'", v);
-    }
-    else if (FLAG("--kfac-assign")) {
-      const char *v = VAL();
-      if (!strcmp(v, "lpt")) c->kfac_assign_lpt = 1;
-      else if (!strcmp(v, "layer")) c->kfac_assign_lpt = 0;
-      else die_usage("train: --kfac-assign must be 'layer' or 'lpt', not '%s'", v);
-    }
-    else if (FLAG("--timeout")) c->timeout = parse_double(key, VAL(), 0, 1e7);
-    else die_usage("train: unknown flag '%s' (pdl train --help)", key);
-#undef FLAG
-#undef VAL
-#undef STR
+    optdef_set(d, train_cfg_area(c, d), flag_value(d, val, &i, argc, argv));
   }
-  if (strcmp(c->runtime, "real") && strcmp(c->runtime, "sim"))
-    die_usage("train: --runtime must be 'real' or 'sim', not '%s'", c->runtime);
   if (c->resume && !c->checkpoint[0]) die_usage("train: --resume needs --checkpoint FILE");
+}
+
+void train_cfg_resume_text(const train_cfg_t *c, char *buf, size_t n) {
+  size_t k = 0; buf[0] = 0;
+  for (int i = 0; c->algo_optdefs && c->algo_optdefs[i]; i++) {
+    const optdef_t *d = c->algo_optdefs[i];
+    if (!d->resume) continue;
+    char v[512]; optdef_format(d, train_cfg_area((train_cfg_t *)c, d), v, sizeof v);
+    int w = snprintf(buf + k, n - k, "%s=%s\n", d->name, v);
+    if (w < 0 || (size_t)w >= n - k) die("internal: the resume options of --algo %s exceed %zu bytes", c->algo, n);
+    k += (size_t)w;
+  }
 }
 
 void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
@@ -223,7 +177,6 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
   if (c->checkpoint[0]) outfile_check(c->checkpoint, "checkpoint");
-  if (c->gossip_timeline[0]) outfile_check(c->gossip_timeline, "--gossip-timeline");
   if (r->net.classes != tr->classes)
     die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
   if (c->threads > 0) r->threads = c->threads;

@@ -30,11 +30,11 @@ typedef struct {
   int resume, quiet;
   double timeout;          /* watchdog seconds (0 = off) */
   int cuda_device;         /* --device: -1 cpu (default), else the CUDA device that trains */
-  /* distributed (parsed here, used by src/algo) */
+  /* distributed: the options the algorithm families share (their descriptors, which say which
+   * algorithm reads which, are in src/algo/opts.c; an algorithm lists them in algo_t.opts) */
   char runtime[16];        /* "real" | "sim" */
   char platform[256];      /* sim platform spec */
   char device_rate[64];    /* sim device rate: number (GFLOP/s) or name */
-  int workers;             /* sim workers or threads per rank (algorithm-dependent) */
   int grad_threads;        /* G */
   char staleness[32];      /* "auto" | "S" | "emulate:S" */
   int tau;                 /* communication period */
@@ -46,17 +46,12 @@ typedef struct {
   int ps_round_robin;      /* easgd family: the parameter server serves workers in a fixed rotation */
   char worker_opt[16];     /* agn/adag/dynsgd: the workers' own optimizer (sgd, msgd, nag, adam) */
   float gamma;             /* adag: the per-weight staleness scale gamma */
-  long gossip_warmup;      /* gossip-warmup: Alg. 2's peer choice for the first W local steps */
-  float gossip_threshold;  /* gossip-warmup: UPDATE_TIME's threshold */
-  char gossip_timeline[1024]; /* gossip: CSV of every transfer (node, peer, start, end) */
-  int gossip_servers;      /* gossip: serving roles per node (pulls served concurrently), capped at K-1 */
   float noniid;            /* gossip: fraction of the training set dealt out by label (sampler_skew) */
-  float kfac_damping;      /* kfac: Tikhonov damping gamma, split by pi between A and G */
-  float kfac_stat_decay;   /* kfac: running average of the factors (0: this batch only, the paper) */
-  int kfac_inv_every;      /* kfac: invert every N updates (1: the paper) */
-  int kfac_inverse;        /* kfac: kfac_inv_t (fast, ref, eig, cuda) */
-  int kfac_comm_allreduce; /* kfac-dist: 1 allreduce both steps (NCCL style), 0 reduce-scatterv + allgatherv */
-  int kfac_assign_lpt;     /* kfac-dist: 1 layer owners by cost (LPT), 0 layer l to process l mod R */
+  /* The chosen algorithm's option descriptors (NULL-terminated; util/optdef.h): what the parser
+   * accepted beyond the common flags, and what the checkpoint header records. Static data. */
+  const struct optdef *const *algo_optdefs;
+  /* The chosen algorithm's own options (OD_ALGO descriptors), laid out by its file's struct. */
+  _Alignas(16) unsigned char algo_opts[2048];
 } train_cfg_t;
 
 typedef struct {
@@ -81,8 +76,23 @@ typedef struct {
 } run_t;
 
 void train_cfg_defaults(train_cfg_t *c);
-/* Parses `pdl train` flags into c (exit 2 on anything bad). */
-void train_cfg_parse(train_cfg_t *c, int argc, char **argv);
+/* Parses `pdl train` flags into c (exit 2 on anything bad): the common flags (train_opts) and
+ * the chosen algorithm's (algo_opts, NULL-terminated; their OD_ALGO defaults are applied first).
+ * Any other flag goes to refuse(flag, algo), which exits 2 saying who reads it; NULL: "unknown
+ * flag". c->algo must already hold the chosen algorithm (train_cfg_algo). */
+struct optdef;
+void train_cfg_parse(train_cfg_t *c, int argc, char **argv, const struct optdef *const *algo_opts,
+                     void (*refuse)(const char *flag, const char *algo));
+/* --algo from argv (either form), or the default, into c->algo; exits 2 on a bad value. */
+void train_cfg_algo(train_cfg_t *c, int argc, char **argv);
+/* Common flags (every --algo) and the sequential optimizers' own (NULL-terminated). */
+extern const struct optdef *const train_opts[];
+extern const struct optdef *const train_seq_opts[];
+extern const struct optdef od_with_replacement;
+/* The checkpoint header's text of c's resume-relevant algorithm options: "--name=value\n"... */
+void train_cfg_resume_text(const train_cfg_t *c, char *buf, size_t n);
+/* The area an option descriptor points into (c itself, or c->algo_opts). */
+void *train_cfg_area(train_cfg_t *c, const struct optdef *d);
 void train_usage(FILE *f);
 
 /* Loads data and builds the net; examples_per_update = batch x workers per update. */

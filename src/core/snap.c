@@ -1,4 +1,4 @@
-/* snap.c — checkpoint files, format version 3 (snap.h). */
+/* snap.c — checkpoint files, format version 4 (snap.h). */
 #include "core/snap.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -7,17 +7,19 @@
 #include <zlib.h>
 
 #define SNAP_MAGIC "PDLCKPT1"
-#define SNAP_VERSION 3
+#define SNAP_VERSION 4
 
 typedef struct {
   char magic[8]; uint32_t version; uint32_t batch;
   uint64_t nparams, seed;
   char spec[256], algo[32], data[512];
   int64_t train_subset;
-  float momentum, wd, lr, alpha, beta, delta, gamma, pad0;
-  int32_t tau, grad_threads, with_replacement, round_robin, node, nnodes, nsec, pad1;
+  float momentum, wd, lr, pad0;
+  int32_t node, nnodes, nsec, pad1;
   int64_t gen;
-  char runtime[16], platform[256], worker_opt[16];
+  char runtime[16], platform[256];
+  char opts[2048];   /* the algorithm's options a resume must match, "--name=value\n" each
+                        (train_cfg_resume_text: from its option table) */
 } snap_hdr_t;
 
 typedef struct { char name[32]; uint32_t kind, pad; uint64_t bytes; } snap_rec_t;
@@ -53,12 +55,28 @@ static void fill_header(snap_hdr_t *h, const run_t *r, int node, int nnodes, lon
   snprintf(h->data, sizeof h->data, "%s", c->data);
   h->train_subset = c->train_subset;
   h->momentum = c->momentum; h->wd = c->wd; h->lr = c->lr;
-  h->alpha = c->alpha; h->beta = c->beta; h->delta = c->delta; h->gamma = c->gamma;
-  h->tau = c->tau; h->grad_threads = c->grad_threads; h->with_replacement = c->with_replacement;
-  h->round_robin = c->ps_round_robin; h->node = node; h->nnodes = nnodes; h->nsec = nsec; h->gen = gen;
+  h->node = node; h->nnodes = nnodes; h->nsec = nsec; h->gen = gen;
   snprintf(h->runtime, sizeof h->runtime, "%s", c->runtime);
   snprintf(h->platform, sizeof h->platform, "%s", !strcmp(c->runtime, "sim") ? c->platform : "");
-  snprintf(h->worker_opt, sizeof h->worker_opt, "%s", c->worker_opt);
+  train_cfg_resume_text(c, h->opts, sizeof h->opts);
+}
+
+/* The first option whose value differs between two header texts ("--name=value\n"...): dies
+ * naming it. Both come from the same --algo's table, so they list the same names in order. */
+static void check_opts(const char *path, const char *file, const char *run) {
+  while (*file || *run) {
+    const char *fe = strchr(file, '\n'), *re = strchr(run, '\n');
+    size_t fl = fe ? (size_t)(fe - file) : strlen(file), rl = re ? (size_t)(re - run) : strlen(run);
+    if (fl != rl || memcmp(file, run, fl)) {
+      const char *feq = memchr(file, '=', fl), *req = memchr(run, '=', rl);
+      if (feq && req && feq - file == req - run && !memcmp(file, run, (size_t)(feq - file)))
+        die("checkpoint %s: %.*s is '%.*s' in the checkpoint but '%.*s' in this run", path, (int)(feq - file), file,
+            (int)(fl - (size_t)(feq - file) - 1), feq + 1, (int)(rl - (size_t)(req - run) - 1), req + 1);
+      die("checkpoint %s: the algorithm's options differ ('%.*s' in the checkpoint, '%.*s' in this run)", path,
+          (int)fl, file, (int)rl, run);
+    }
+    file += fl + (fe != NULL); run += rl + (re != NULL);
+  }
 }
 
 /* A section's payload into the memory stream m. */
@@ -106,7 +124,7 @@ static void check_header(const char *path, snap_hdr_t *h, const run_t *r, int no
   const train_cfg_t *c = &r->cfg;
   snap_hdr_t m; fill_header(&m, r, node, nnodes, 0, 0);
   h->spec[sizeof h->spec - 1] = h->algo[sizeof h->algo - 1] = h->data[sizeof h->data - 1] = 0;   /* hostile files */
-  h->runtime[sizeof h->runtime - 1] = h->platform[sizeof h->platform - 1] = h->worker_opt[sizeof h->worker_opt - 1] = 0;
+  h->runtime[sizeof h->runtime - 1] = h->platform[sizeof h->platform - 1] = h->opts[sizeof h->opts - 1] = 0;
 #define CK(cond, field, fmt, a, b) do { if (!(cond)) die("checkpoint %s: %s is " fmt " in the checkpoint but " fmt " in this run", path, field, a, b); } while (0)
 #define CKS(f, field) CK(!strcmp(h->f, m.f), field, "'%s'", h->f, m.f)
 #define CKF(f, field) CK(h->f == m.f, field, "%g", (double)h->f, (double)m.f)
@@ -119,10 +137,7 @@ static void check_header(const char *path, snap_hdr_t *h, const run_t *r, int no
   CKI(batch, "--batch");
   CKI(train_subset, "--train-subset");
   CKF(momentum, "--momentum"); CKF(wd, "--wd"); CKF(lr, "--lr");
-  CKF(alpha, "--alpha"); CKF(beta, "--beta"); CKF(delta, "--delta"); CKF(gamma, "--gamma");
-  CKI(tau, "--tau"); CKI(grad_threads, "--grad-threads"); CKI(with_replacement, "--with-replacement");
-  CKI(round_robin, "--ps-order round-robin");
-  CKS(worker_opt, "--worker-opt");
+  check_opts(path, h->opts, m.opts);
   CKS(runtime, "--runtime");
   CKS(platform, "--platform");
   CKI(nnodes, "the node count (ranks or platform nodes)");

@@ -1,4 +1,4 @@
-/* snap.h — checkpoint files (format version 3), for sequential and distributed runs alike.
+/* snap.h — checkpoint files (format version 4), for sequential and distributed runs alike.
  *
  * A snapshot is a list of named sections that point at the caller's live state: raw memory
  * (parameters, centers, counters), an optimizer (its step count and state vectors) or a data

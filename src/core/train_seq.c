@@ -1,5 +1,5 @@
 /* train_seq.c — sequential training: one replica, one optimizer (sgd, msgd, nag, adam, asgd,
- * mvasgd). Bit-identical for a seed and thread count. Saves a checkpoint each epoch and on
+ * mvasgd). Bit-identical for a seed and thread count. Saves a checkpoint each epoch, at the last update and on
  * SIGINT/SIGTERM when --checkpoint is given; results lines are fsync'ed as written.
  * --device cuda (sgd, msgd): the same loop through kernels_cuda with the parameters, gradients
  * and momentum in device memory (the update fused into the backward, as on the CPU); they come
@@ -97,7 +97,7 @@ int train_sequential(run_t *r) {
       progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
                loss, (double)(step + 1) * B / (now_s() - t_start));
     }
-    if (c->checkpoint[0] && epoch_end) {
+    if (c->checkpoint[0] && (epoch_end || step + 1 == r->total_steps)) {   /* and the final state, mid-epoch too */
       pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
       pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
       train_state_download(&d, w, o.M, n);

@@ -1,5 +1,7 @@
-/* fuzz_flags.c — the `pdl train` flag parser: the input, split at newlines, is argv. */
+/* fuzz_flags.c — the `pdl train` flag parser (the common table and the chosen algorithm's): the
+ * input, split at newlines, is argv. */
 #include "tests/fuzz/fuzz.h"
+#include "algo/algo.h"
 #include "core/run.h"
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   static char buf[4096]; char *argv[66]; int argc = 0;
@@ -10,6 +12,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   argv[argc] = NULL;
   for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 0;  /* prints and exits 0 */
   static train_cfg_t c;
-  FUZZ_CALL(train_cfg_defaults(&c); train_cfg_parse(&c, argc, argv));
+  /* as cmd_train: the algorithm first, then its table and the common one */
+  FUZZ_CALL(train_cfg_defaults(&c); train_cfg_algo(&c, argc, argv); opt_kind_t k; const algo_t *A = algo_find(c.algo);
+            train_cfg_parse(&c, argc, argv, optim_parse(c.algo, &k) == 0 ? train_seq_opts : A ? A->opts : NULL,
+                            algo_refuse_flag));
   return 0;
 }

@@ -13,7 +13,7 @@ command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install cl
 B=${BUILD_FUZZ:-build-fuzz}
 mkdir -p "$B/obj" "$B/findings"
 CF=(-std=c11 -g -O1 -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
-SRC=(src/core/*.c src/util/*.c src/optim/*.c src/kfac/*.c kernels/cpu/*.c reference/*.c src/sim/platform.c src/rt/watchdog.c src/rt/mpi_util.c)
+SRC=(src/core/*.c src/util/*.c src/optim/*.c src/kfac/*.c src/algo/*.c src/analysis/*.c src/rt/*.c kernels/cpu/*.c reference/*.c src/sim/platform.c)
 objs=()
 for s in "${SRC[@]}"; do
   o=$B/obj/$(echo "$s" | tr / _).o; objs+=("$o")
@@ -25,7 +25,7 @@ rc=0
 for t in tests/fuzz/fuzz_*.c; do
   name=$(basename "$t" .c); exe=$B/$name
   if [ ! -x "$exe" ] || [ "$t" -nt "$exe" ] || [ tests/fuzz/fuzz.h -nt "$exe" ] || [ "$0" -nt "$exe" ] || [ -n "$(find "$B/obj" -newer "$exe" | head -1)" ]; then
-    clang "${CF[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" -o "$exe" -Wl,--wrap=exit,--wrap=gzopen,--wrap=gzclose,--wrap=fopen,--wrap=fclose,--wrap=xmalloc,--wrap=xcalloc,--wrap=xfree -llapacke -lopenblas -lz -lm -lpthread 2>"$B/build.log" \
+    clang "${CF[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" -o "$exe" -Wl,--wrap=exit,--wrap=gzopen,--wrap=gzclose,--wrap=fopen,--wrap=fclose,--wrap=xmalloc,--wrap=xcalloc,--wrap=xfree -llapacke -lopenblas -lz -lm -lpthread -ldl 2>"$B/build.log" \
       || { echo "fuzz: cannot build $name:"; tail -5 "$B/build.log"; exit 2; }
   fi
   corpus=$B/corpus/${name#fuzz_}; mkdir -p "$corpus"
