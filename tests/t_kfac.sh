@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_kfac.sh — K-FAC end to end (src/algo/kfac.c) with real MPI ranks and the sim runtime:
+# t_kfac.sh — K-FAC end to end (src/algo/kfac_dist.c) with real MPI ranks and the sim runtime:
 #   kfac-dist on R ranks with batch b == sequential kfac with batch R·b (the same examples; the
 #   bundles are summed in another order), for R = 2 (lpt owners) and 4 (layer owners, rank 3 owns
 #   no layer of `tiny`), and its two communication schemes give the same parameters. With the

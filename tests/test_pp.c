@@ -6,7 +6,7 @@
 #include "harness.h"
 #include "core/rng.h"
 #include "algo/pp.h"
-#include "analysis/pp_probe.h"
+#include "algo/pp_probe.h"
 #include "optim/optim.h"
 #include "util/util.h"
 

@@ -27,7 +27,7 @@
  *   mvadownpour  the same with z_{t+1} = (1 - a) z_t + a x~_t, a = 0.001; evaluated at z.
  *                The three share the center trajectory: a server of any of them keeps both
  *                averages and also evaluates the other two points ("views" in eval lines).
- * The p = 1 comparators (seq-sgd ...) are in src/analysis/seq.c.
+ * The p = 1 comparators (seq-sgd ...) are in src/algo/seq.c.
  *
  * Stopping: each worker makes K local steps (--steps K, or --epochs E: K = E n / (b p), so
  * the workers together see E epochs). Divergence: a worker whose mini-batch loss is NaN/Inf or

@@ -31,7 +31,7 @@
 #include <string.h>
 #include "algo/algo.h"
 #include "algo/pp.h"
-#include "analysis/pp_probe.h"
+#include "algo/pp_probe.h"
 #include "rt/watchdog.h"
 
 enum { PP_PREDICT = 1, PP_PLAIN = 0 };   /* algo_t.variant: w_hat = f_S(w, M), or w_hat = w */

@@ -1,12 +1,12 @@
 /* rt_sim_loader.c — the MPI binary's side of the sim runtime: finds libpdlsim.so, dlopen()s it
  * RTLD_NOW | RTLD_LOCAL (libsimgrid exports the MPI API, so it must never join this process's
  * global symbol scope) and forwards rt_sim_run / rt_sim_platform_shape / rt_sim_platform_xml
- * to its pdl_sim_* entry points (src/sim/pdlsim.h).
+ * to its pdl_sim_* entry points (src/rt/pdlsim.h).
  * Search order: $PDL_SIMLIB; <exe dir>/libpdlsim.so (build-tsan/pdl); <exe dir>/../build/libpdlsim.so
  * (bin/pdl); <exe dir>/../libpdlsim.so (build/tests/test_*). The handle is kept for the process's life
  * (SimGrid cannot be unloaded). */
 #include "rt/rt.h"
-#include "sim/pdlsim.h"
+#include "rt/pdlsim.h"
 #include "util/util.h"
 #include <dlfcn.h>
 #include <limits.h>

@@ -33,7 +33,7 @@
  * above. nodes/k/ranks may be left out when the caller gives a node count (nnodes_hint). */
 #include <sys/stat.h>
 #include "sim/sim_internal.h"
-#include "sim/pdlsim.h"
+#include "rt/pdlsim.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

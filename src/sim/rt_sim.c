@@ -14,7 +14,7 @@
  * only from roles, never from inside an OpenMP parallel region or another pthread.
  * Once per process: SimGrid cannot unload a platform, so every run in a process must use the
  * same platform (same spec, hint and rate); runs after the first restart the clock at 0. */
-#include "sim/pdlsim.h"
+#include "rt/pdlsim.h"
 #include "sim/sim_internal.h"
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>

@@ -1,4 +1,4 @@
-/* cli/toy.c — `pdl toy`: n asynchronous workers and a parameter server on a 2-D toy objective
+/* cli/cmd_toy.c — `pdl toy`: n asynchronous workers and a parameter server on a 2-D toy objective
  * (Hermans 2017, docs/PAPERS.md §4: DOWNPOUR, AGN, DynSGD, ADAG and the Booth script's
  * asynchronous EASGD). Prints one JSON line; with --ensemble S it adds the implicit-momentum fit
  * over S seeds. The simulator and its conventions: src/analysis/toy_async.h. */

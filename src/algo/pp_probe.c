@@ -1,5 +1,5 @@
 /* pp_probe.c — see pp_probe.h. */
-#include "analysis/pp_probe.h"
+#include "algo/pp_probe.h"
 #include <math.h>
 #include <string.h>
 #include "algo/pp.h"

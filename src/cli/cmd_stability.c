@@ -1,4 +1,4 @@
-/* cli/stability.c — `pdl stability`: round-robin stability of EASGD and ADMM on F(x) = x^2/2
+/* cli/cmd_stability.c — `pdl stability`: round-robin stability of EASGD and ADMM on F(x) = x^2/2
  * (EASGD paper, Sec. 4, Fig. 1; result E1). Three modes:
  *   sweep   (default) spectral radius of the round map over an (eta, rho|alpha) grid -> JSONL
  *   --check the E1 check table (EASGD region vs the analytic condition, ADMM instability,
