@@ -33,6 +33,21 @@ expect_exit 2 "ppasgd fixed staleness < 0" "$PDL" train "${S[@]}" --algo ppasgd 
 expect_exit 2 "grad threads 0" "$PDL" train "${S[@]}" --algo ssgd --grad-threads 0
 expect_exit 2 "batch 0" "$PDL" train "${S[@]}" --algo ssgd --batch 0
 
+# multi-host the way a cluster runs it: ranks placed by a hostfile (this host listed twice, one slot
+# each, as two nodes would be), per-node checkpoint files in one shared folder, a resume from them
+printf 'localhost\nlocalhost\n' > "$T/hosts"   # a host listed once per slot (Open MPI)
+PDL_DUMP_PARAMS=$T/hf.bin MPIRUN --hostfile "$T/hosts" -np 2 "$PDL" train "${S[@]}" --algo ssgd --batch 32 > "$T/hf.out" 2>&1; rc=$?
+[ $rc -eq 0 ] && cmp -s "$T/hf.bin" "$T/ss2.bin" && ok "mpirun --hostfile (this host twice): 2 ranks, the same parameters as -np 2" \
+  || notok "hostfile run" "rc=$rc $(tail -2 "$T/hf.out")"
+H=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.02 --momentum 0.9 --threads 1 --quiet --algo ssgd --batch 32)
+PDL_DUMP_PARAMS=$T/hfull.bin MPIRUN --hostfile "$T/hosts" -np 2 "$PDL" train "${H[@]}" --epochs 2 >/dev/null 2>&1
+MPIRUN --hostfile "$T/hosts" -np 2 "$PDL" train "${H[@]}" --epochs 1 --checkpoint "$T/shared/run.ck" >/dev/null 2>&1
+[ -s "$T/shared/run.ck" ] && [ -s "$T/shared/run.ck.node1" ] && ok "per-node checkpoint files in the shared folder (run.ck, run.ck.node1)" \
+  || notok "per-node checkpoints" "$(ls "$T/shared" 2>&1)"
+PDL_DUMP_PARAMS=$T/hres.bin MPIRUN --hostfile "$T/hosts" -np 2 "$PDL" train "${H[@]}" --epochs 2 --checkpoint "$T/shared/run.ck" --resume >/dev/null 2>&1
+cmp -s "$T/hfull.bin" "$T/hres.bin" && ok "hostfile run resumed from the per-node files == uninterrupted, bit for bit" \
+  || notok "hostfile resume" "params differ"
+
 # a rank that dies ends the job: SIGKILL rank 1 mid-run; mpirun must return non-zero promptly
 SLOW=(--data "synthetic:n=8192,seed=3" --net "C16 C16 P F64 S10" --lr 0.01 --threads 1 --quiet --steps 100000 --timeout 20)
 t0=$SECONDS

@@ -5,7 +5,8 @@
 #   real runtime: SSGD with 2 grad threads (1 process; and 2 MPI ranks x 2 grad threads);
 #                 PP-ASGD with 2 grad threads for 300 updates (1 process) and 100 updates on
 #                 2 MPI ranks x 2 grad threads on the tiny net: grad roles, the update role and
-#                 the w_hat / D_g mutexes under contention;
+#                 the w_hat / D_g mutexes under contention; gossip and gossip-push on 3 MPI ranks:
+#                 the serving role, a second thread that calls MPI, beside the training role;
 #   sim runtime:  SSGD on cluster:nodes=2,gpus=2 with the overlap pool (helper pthreads computing
 #                 gradients while actors sit in simulated compute), SimGrid actors on OS threads
 #                 (PDL_SIM_CONTEXTS=thread: TSan cannot follow SimGrid's stack-switching contexts).
@@ -64,6 +65,12 @@ run "ssgd, 1 process x 2 grad threads" "$PDL" train "${S[@]}" --steps 20 --algo 
 run "ssgd, 2 MPI ranks x 2 grad threads" MPIRUN -np 2 "$PDL" train "${S[@]}" --steps 20 --algo ssgd --batch 8 --grad-threads 2
 run "ppasgd, 1 process x 2 grad threads, 300 updates" "$PDL" train "${S[@]}" --steps 300 --algo ppasgd --batch 8 --grad-threads 2
 run "ppasgd, 2 MPI ranks x 2 grad threads, 100 updates" MPIRUN -np 2 "$PDL" train "${S[@]}" --steps 100 --algo ppasgd --batch 8 --grad-threads 2
+# gossip: each node's serving role is a second thread that calls MPI (MPI_THREAD_MULTIPLE) while
+# the main role trains and pulls; the model is shared under the node's mutex
+run "gossip (pull), 3 MPI ranks: serving thread + main role" MPIRUN -np 3 "$PDL" train "${S[@]}" --steps 60 --algo gossip \
+  --batch 8 --tau 2
+run "gossip-push, 3 MPI ranks: serving thread + main role" MPIRUN -np 3 "$PDL" train "${S[@]}" --steps 60 --algo gossip-push \
+  --batch 8 --tau 2
 if [ -n "${PDL_SIMLIB:-}" ] || [ -f "$(dirname "$PDL")/../build/libpdlsim.so" ]; then
   PDL_SIM_CONTEXTS=thread run "sim ssgd, cluster:nodes=2,gpus=2, overlap pool" "$PDL" train "${S[@]}" --steps 10 \
     --algo ssgd --batch 8 --runtime sim --platform cluster:nodes=2,gpus=2

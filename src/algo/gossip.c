@@ -34,7 +34,8 @@
  * role copies w under the same mutex before it sends the copy; so a served model is always one
  * the node held between two of its own writes. The gradient reads w without the mutex, which is
  * safe for pull gossip (only the main role writes w); push gossip, where the serving role writes
- * w, computes the gradient on a copy taken under the mutex. On the real runtime the serving role
+ * w, computes the gradient and evaluates on a copy taken under the mutex (make tsan found the
+ * evaluation reading w while a serving role averaged into it). On the real runtime the serving role
  * is a pthread making MPI calls, hence MPI_THREAD_MULTIPLE (algo_t.roles_talk); passive-target
  * RMA was not used because Open MPI's TCP path progresses passive-target gets only when the
  * target enters MPI, and a training node spends its time in the gradient, not in MPI.
@@ -262,7 +263,9 @@ static void gossip_node(rt_t *rt, void *arg) {
     }
     if ((t % E == 0 || t == total) && ne < m) {                 /* this node's own model, on the test set */
       double te, tlo;
-      net_evaluate(&r->eval_ws, Nd.w, r->data.test.x, r->data.test.y, r->data.test.n, &te, &tlo);
+      const float *ew = Nd.w;   /* push: the serving role may be averaging into w: a copy under the mutex */
+      if (wl) { o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw); ew = wl; }
+      net_evaluate(&r->eval_ws, ew, r->data.test.x, r->data.test.y, r->data.test.n, &te, &tlo);
       float *e = ev + ne++ * EV_F;
       e[0] = (float)t; e[1] = (float)o->now(rt); e[2] = (float)te; e[3] = (float)tlo;
       if (L.reporter && !c->quiet) progress("%s: node 0 step %ld/%ld  test_err %.4f", c->algo, t, total, te);
