@@ -11,7 +11,7 @@ hdr = system("head -1 ".f." | sed 's/.*n = //'")
 # below the plot, off the bars.
 xmax = system("cat ".f." ".fh." 2>/dev/null | awk '!/^#/ && NF {if ($1 + 0 > m) m = $1 + 0} END {print m + 0}'") + 0
 set xlabel "staleness (server updates between pull and commit)"; set ylabel "fraction of commits"; set grid
-set key below center horizontal maxcols 2 samplen 3 height 1; set xrange [-0.75:xmax + 0.75]; set yrange [0:*]
+set key below center horizontal maxcols 2 samplen 3 height 1 reverse Left; set xrange [-0.75:xmax + 0.75]; set yrange [0:*]
 do for [t in "png pdf"] {
   if (t eq "png") { set terminal pngcairo size 900,560 font ",10"; set output outdir.'/hermans-staleness.png' }
   if (t eq "pdf") { set terminal pdfcairo size 6in,3.8in font ",8"; set output outdir.'/hermans-staleness.pdf' }
