@@ -196,42 +196,63 @@ def paper_of_folder(folder):
 
 
 # ---- rows from the verdict engine -----------------------------------------------------------------
-def engine_rows(eng, resdir):
-    """The engine's rows plus error rows for whatever went wrong calling it."""
+ENGINE_PAPERS = ["ppasgd", "easgd", "collectives", "kfac", "hermans", "gossip"]  # bench/verdict.py --paper
+
+
+def run_engine(eng, args, resdir, paper):
+    """(rows or None, error rows) of one engine call; paper: where its error rows go."""
     name = rel(eng)
-    if not os.path.isfile(eng):
-        return [], [{"paper": "other", "id": "error", "verdict": "error",
-                     "reason": "%s: the verdict engine is missing, so no claim has a verdict on this "
-                               "page" % name}]
-    cmd = [sys.executable, eng, "--all", "--format", "json"]
+    what = "%s %s" % (name, " ".join(rel(a) if a.startswith("/") else a for a in args))
     env = dict(os.environ)
-    cmd += ["--results-root", os.path.abspath(resdir)]
     env["PDL_RESULTS"] = os.path.abspath(resdir)
     try:
-        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        p = subprocess.run([sys.executable, eng] + args, cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=300)
     except subprocess.TimeoutExpired:
-        return [], [{"paper": "other", "id": "error", "verdict": "error",
-                     "reason": "%s: gave no answer in 300 s" % name}]
+        return None, [{"paper": paper, "id": "error", "verdict": "error",
+                       "reason": "%s: gave no answer in 300 s" % what}]
     except OSError as e:
-        return [], [{"paper": "other", "id": "error", "verdict": "error",
-                     "reason": "%s: cannot be run: %s" % (name, e)}]
+        return None, [{"paper": paper, "id": "error", "verdict": "error",
+                       "reason": "%s: cannot be run: %s" % (what, e)}]
     errs = []
     try:
         rows = json.loads(p.stdout)
     except ValueError as e:
         rows = None
-        errs.append({"paper": "other", "id": "error", "verdict": "error",
-                     "reason": "%s --all --format json printed no valid JSON (%s)"
-                               % (name, str(e).split(":")[0])})
+        if p.returncode == 0 or p.stdout.strip():  # a failure that printed nothing: its exit row says it
+            errs.append({"paper": paper, "id": "error", "verdict": "error",
+                         "reason": "%s printed no valid JSON (%s)" % (what, str(e).split(":")[0])})
     named = isinstance(rows, list) and any(isinstance(r, dict) and is_error(r) for r in rows)
     if p.returncode != 0 and not named:
         last = [l for l in p.stderr.strip().splitlines() if l.strip()]
-        errs.append({"paper": "other", "id": "error", "verdict": "error",
-                     "reason": "%s --all --format json exited with status %d%s"
-                               % (name, p.returncode, (": " + last[-1].strip()) if last else "")})
+        errs.append({"paper": paper, "id": "error", "verdict": "error",
+                     "reason": "%s exited with status %d%s"
+                               % (what, p.returncode, (": " + last[-1].strip()) if last else "")})
     if rows is None:
-        return [], errs
-    return check_rows(rows, name + " --all --format json", errs)
+        return None, errs
+    rows, errs = check_rows(rows, what, errs)
+    return rows, errs
+
+
+def engine_rows(eng, resdir):
+    """The engine's rows plus error rows for whatever went wrong calling it. One call for every
+    paper; when that gives no rows at all (one broken registry file stops it), one call per paper,
+    so the other papers still have their rows."""
+    if not os.path.isfile(eng):
+        return [], [{"paper": "other", "id": "error", "verdict": "error",
+                     "reason": "%s: the verdict engine is missing, so no claim has a verdict on this "
+                               "page" % rel(eng)}]
+    root = os.path.abspath(resdir)
+    rows, errs = run_engine(eng, ["--all", "--results-root", root, "--format", "json"], resdir, "other")
+    if rows is not None:
+        return rows, errs
+    rows = []
+    for paper in ENGINE_PAPERS:
+        r, e = run_engine(eng, ["--paper", paper, "--results", os.path.join(root, paper), "--format", "json"],
+                          resdir, paper_of_folder(paper))
+        rows += r or []
+        errs += e
+    return rows, errs
 
 
 def rows_file(path):
@@ -347,8 +368,8 @@ class Plots:
         """(data URI, None) or (None, why not)."""
         if path in self.cache:
             return self.cache[path]
-        if not os.path.isfile(path):
-            res = (None, "missing")
+        if not os.path.isfile(path) or os.path.getsize(path) == 0:
+            res = (None, "missing")  # an empty file: gnuplot opened it, then found no data
         else:
             try:
                 with open(path, "rb") as f:
@@ -399,7 +420,7 @@ dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15em .8em;m
 dt{font-weight:bold;color:#444} dd{margin:0}
 table.hist{border-collapse:collapse;font-size:.9em} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
 table.summary{border-collapse:collapse} table.summary td,table.summary th{border:1px solid #ccc;padding:.2em .6em}
-.plot img{max-width:100%;height:auto;border:1px solid #ddd}
+.plot img,.gallery img{max-width:100%;height:auto;border:1px solid #ddd}
 .plot .missing{color:#777;font-style:italic}
 .gallery{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:1em}
 .gallery figure{margin:0} figcaption{font-size:.85em;color:#555}
@@ -523,17 +544,23 @@ def claim_html(r, plots, shown, errors):
         item("paper's figure/table", E(fmt(r.get("source"))))
     if r.get("paper_value") is not None:
         item("paper", E(fmt(r.get("paper_value"))))
-    item("ours", E(fmt(r.get("ours"))) if r.get("ours") not in (None, "") else "—")
-    item("seeds and spread", seeds_html(r))
-    if r.get("data_set"):
-        item("data set", E(fmt(r.get("data_set"))))
-    if r.get("mode"):
+    empty = v == "no results"  # nothing measured: ours, seeds, data set would all read "none"
+    if not empty:
+        item("ours", E(fmt(r.get("ours"))) if r.get("ours") not in (None, "") else "—")
+        item("seeds and spread", seeds_html(r))
+        if r.get("data_set") not in (None, "", "-"):
+            item("data set", E(fmt(r.get("data_set"))))
+    if r.get("mode") not in (None, "", "-", "real", "SIMULATED"):
         item("run", E(fmt(r.get("mode"))))
     rule = fmt(r.get("rule"))
-    if r.get("tolerance") is not None:
+    if not r.get("rule"):
+        rule_h = "none: nothing to judge, the row shows our figure"
+    elif r.get("tolerance") is not None:
         rule_h = "<code>%s</code>, tolerance %s" % (E(rule), E(fmt(r.get("tolerance"))))
     else:
         rule_h = "<code>%s</code>" % E(rule)
+    if r.get("construction"):
+        item("true by construction", E(fmt(r.get("construction"))))
     item("rule", rule_h)
     if r.get("fixed_at"):
         item("rule fixed at", "<code>%s</code>" % E(fmt(r.get("fixed_at"))))
@@ -664,7 +691,7 @@ def render(rows, errors, info, prov, plots, resdir):
     if counts:
         top.append('<table class="summary"><tr><th>verdict</th><th>rows</th></tr>%s</table>' % "".join(
             "<tr><td>%s</td><td>%d</td></tr>" % (verdict_html(v), n) for v, n in sorted(counts.items())))
-    nerr = len(errors)
+    nerr = sum(b.count('data-error="1"') for b in body)
     if nerr:
         top.append('<p class="note"><b>%d error%s</b> reading the inputs: see the rows marked ERROR below.</p>'
                    % (nerr, "" if nerr == 1 else "s"))
