@@ -128,8 +128,9 @@ def provenance():
 
 # ---- results files: provenance and broken lines ---------------------------------------------------
 def scan_results(resdir):
-    """Per results folder: the files, lines, provenance values seen; and error rows for every file
-    that cannot be read or has a line that is not a JSON object."""
+    """Per results folder (results/<paper>, its sub-folders included): the files, lines, provenance
+    values seen; and error rows for every file that cannot be read or has a line that is not a JSON
+    object."""
     info, errors = {}, []
     if not os.path.isdir(resdir):
         return info, errors
@@ -139,10 +140,9 @@ def scan_results(resdir):
             continue
         rec = {"files": 0, "lines": 0, "git": set(), "host": set(), "cpu": set(), "isa": set(),
                "gpu": set(), "simulated": set()}
-        for name in sorted(os.listdir(full)):
-            if not name.endswith(".jsonl"):
-                continue
-            path = os.path.join(full, name)
+        paths = sorted(os.path.join(dp, n) for dp, _, names in os.walk(full) for n in names
+                       if n.endswith(".jsonl"))
+        for path in paths:
             rec["files"] += 1
             try:
                 with open(path, "rb") as f:
@@ -526,7 +526,7 @@ def anchor(cid):
     return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(cid))
 
 
-def claim_html(r, plots, shown, errors):
+def claim_html(r, plots, shown, errors, have_results):
     v = str(r.get("verdict") or "no verdict")
     cid = str(r.get("id"))
     left = ['<div class="text"><span class="cid">%s</span> %s %s %s'
@@ -575,7 +575,10 @@ def claim_html(r, plots, shown, errors):
     left.append("<dl>%s</dl></div>" % "".join(dl))
     right = ['<div class="plot">']
     plot = r.get("plot")
-    if plot:
+    if v == "no results" or not have_results:
+        # a PNG left in plots/out would be another run's, or gnuplot's empty frame
+        right.append('<p class="missing">no plot: nothing measured for this claim here</p>')
+    elif plot:
         path = plots.resolve(plot)
         uri, why = plots.load(path)
         if uri and path in shown:
@@ -644,9 +647,10 @@ def render(rows, errors, info, prov, plots, resdir):
         sec_rows = by[key]
         plot_errors = []
         shown = {}
-        claims = [claim_html(r, plots, shown, plot_errors) for r in sec_rows]
+        have = any(info.get(d, {}).get("files") for d in p[5])
+        claims = [claim_html(r, plots, shown, plot_errors, have) for r in sec_rows]
         gallery = []
-        for path in plots.of_paper(key):
+        for path in (plots.of_paper(key) if have else []):
             if path in shown:
                 continue
             uri, why = plots.load(path)
