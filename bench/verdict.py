@@ -212,6 +212,15 @@ def read_measurements(res):
     return out
 
 
+def by_instance(ms):
+    """[(instance, measurements)] in first-seen order (a claim measured at several settings, e.g.
+    per method or per p, gives one row per instance)."""
+    out = {}
+    for m in ms:
+        out.setdefault(m.get("instance"), []).append(m)
+    return list(out.items()) or [(None, [])]
+
+
 # ---- judging ------------------------------------------------------------------------------------
 def _num(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
@@ -254,7 +263,8 @@ def judge(paper, claim, meas, quick=False, error=None):
     last = meas[-1] if meas else {}
     tol = claim.get("tolerance")
     params = claim.get("params", {})
-    row = {"paper": paper, "id": claim["id"], "label": last.get("label") or claim.get("label") or claim["id"],
+    inst = last.get("instance")
+    row = {"paper": paper, "id": claim["id"] + (" " + inst if inst else ""), "label": last.get("label") or claim.get("label") or claim["id"],
            "statement": claim["statement"], "source": claim["source"], "kind": claim["kind"],
            "rule": claim.get("rule", ""), "tolerance": tol, "fixed_at": claim["fixed_at"],
            "history": [], "seeds": [], "mean": None, "min": None, "max": None,
@@ -350,7 +360,8 @@ def rows_for(paper, res, quick=None, claims_dir=CLAIMS_DIR):
                 if any(fnmatch.fnmatch(rel, g) for g in c.get("results", [])):
                     bad = e
                     break
-        rows.append(judge(paper, c, meas.get(c["id"], []), quick, bad))
+        for _, ms in by_instance(meas.get(c["id"], [])):
+            rows.append(judge(paper, c, ms, quick, bad))
     for e in errors:
         rows.append(error_row(paper, e))
     return rows, errors
@@ -369,13 +380,20 @@ class Session:
     returns the table's verdict cell, decided by the engine; write() stores RES/measurements.jsonl,
     RES/verdicts.json and RES/verdicts.md (every registry claim, with rule, seeds and history)."""
 
-    def __init__(self, paper, res, quick=False, claims_dir=CLAIMS_DIR):
+    def __init__(self, paper, res, quick=False, claims_dir=CLAIMS_DIR, keep=False):
+        """keep: start from the measurements already in res (a second step of the same bench
+        adds its claims to the first's); otherwise only what this session records is written."""
         self.paper, self.res, self.quick = paper, res, bool(quick)
         self.reg = load_registry(paper, claims_dir)
         self.meas = []
+        if keep:
+            try:
+                self.meas = [m for ms in read_measurements(res).values() for m in ms]
+            except VerdictError:
+                self.meas = []
 
     def claim(self, cid, metrics=None, ours="", data_set="-", mode=None, label=None, plot=None, flags=None,
-              why=None, seeds=None, simulated=None):
+              why=None, seeds=None, simulated=None, instance=None):
         """metrics: a dict (one seed) or a list of dicts (one per seed; `seeds` names them); None
         when the experiment has no results (`why` says so). Returns the verdict cell."""
         c = self.reg["_by_id"].get(cid)
@@ -385,10 +403,10 @@ class Session:
         names = seeds or [m.pop("_seed", i + 1) if isinstance(m, dict) else i + 1 for i, m in enumerate(per)]
         sim = c.get("simulated", False) if simulated is None else simulated
         base = {"paper": self.paper, "id": cid, "ours": ours, "data_set": data_set, "mode": mode, "label": label,
-                "plot": plot, "flags": flags or [], "simulated": sim, "quick": self.quick}
+                "plot": plot, "flags": flags or [], "simulated": sim, "quick": self.quick, "instance": instance}
         ms = [dict(base, seed=s, metrics=_plain(m)) for s, m in zip(names, per)] or [dict(base, seed=None, metrics=None,
                                                                                           why=why)]
-        self.meas = [m for m in self.meas if m["id"] != cid] + ms
+        self.meas = [m for m in self.meas if (m["id"], m.get("instance")) != (cid, instance)] + ms
         r = judge(self.paper, c, ms, self.quick)
         return cell(r)
 
