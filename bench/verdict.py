@@ -36,8 +36,9 @@ Registry (bench/claims/<paper>.toml):
 
 Verdicts (one vocabulary): agrees, disagrees, inconclusive (the seeds disagree: their spread
 straddles the rule's threshold), not comparable (with the reason), consistency check (kind
-consistency; the reason says whether it held), observation (kind observation), shown (no rule, or
-beyond the paper), no results.
+consistency; the reason says whether it held), observation (kind observation), shown (no rule:
+a figure or a beyond-the-paper row with nothing to judge; a beyond row with a rule, e.g. the
+suite's own targets, is judged agrees / disagrees like a reproduction), no results.
 
 Expressions are Python expressions evaluated with no builtins except: all any abs min max len sum
 sorted zip range round float int mean isfinite inf nan nonincreasing(xs, slack) nondecreasing(xs,
@@ -311,7 +312,7 @@ def judge(paper, claim, meas, quick=False, error=None):
         if outcome:
             notes.append("the rule %s" % {"agrees": "holds", "disagrees": "does not hold",
                                           "inconclusive": "holds on some seeds only"}[outcome])
-    elif kind == "beyond" or claim.get("_rule") is None:
+    elif claim.get("_rule") is None:   # nothing to judge (beyond the paper, or a figure shown)
         verdict = "shown"
         if claim.get("shown"):
             notes.insert(0, claim["shown"])
