@@ -240,37 +240,59 @@ curves_dat(["g1-w%d" % w for w in w1], "curves-T1.dat")
 curves_dat(["g2-w%d" % w for w in w2], "curves-T4.dat")
 with open(os.path.join(RES, "wides.txt"), "w") as f:
     f.write(" ".join(map(str, w1)) + "\n" + " ".join(map(str, w2)) + "\n")
-if w1 and w2:
-    # "learns faster" = time to accuracy at TARGETS (fractions of the lowest final accuracy of the
-    # runs compared); the run's total time for its fixed number of steps is kept for the rule's
-    # history (bench/claims/gossip.toml).
-    allr = ["g1-w%d" % w for w in w1] + ["g2-w%d" % w for w in w2]
-    tgts = targets_of(allr)
-    tgt = target_of(allr)
-    t1 = {w: rtime("g1-w%d" % w) for w in w1}
-    t4 = {w: rtime("g2-w%d" % w) for w in w2}
-    tt1 = {w: [time_to("g1-w%d" % w, x) for x in tgts] for w in w1}
-    tt4 = {w: [time_to("g2-w%d" % w, x) for x in tgts] for w in w2}
+def sname(base, seed):
+    """The run name of seed `seed` (bench/gossip/run.sh: seed 1 plain, others "-sS")."""
+    return base if seed == 1 else "%s-s%d" % (base, seed)
+
+
+def g12(seed):
+    """G1/G2 metrics of one seed (None when a run is missing): "learns faster" = time to accuracy at
+    TARGETS (fractions of the lowest final accuracy of the runs compared); the run's total time for
+    its fixed number of steps and the single 95% target are kept for the rules' history."""
+    n1 = {w: sname("g1-w%d" % w, seed) for w in w1}
+    n4 = {w: sname("g2-w%d" % w, seed) for w in w2}
+    if not have(*n1.values(), *n4.values()):
+        return None
+    allr = list(n1.values()) + list(n4.values())
+    d = {"tgts": targets_of(allr), "tgt": target_of(allr)}
+    d["t1"] = {w: rtime(n1[w]) for w in w1}
+    d["t4"] = {w: rtime(n4[w]) for w in w2}
+    d["tt1"] = {w: [time_to(n1[w], x) for x in d["tgts"]] for w in w1}
+    d["tt4"] = {w: [time_to(n4[w], x) for x in d["tgts"]] for w in w2}
+    sp = lambda a, b: a / b if b and not math.isinf(b) else 0.0
     top = max(w for w in w1 if w < K) if any(w < K for w in w1) else None
+    d["m1"] = None
+    if top is not None and 0 in d["t1"] and top in d["t4"] and 0 in d["t4"]:
+        d["m1"] = {"sp1_tta": [sp(d["tt1"][0][i], d["tt1"][top][i]) for i in range(len(TARGETS))],
+                   "sp4_tta": [sp(d["tt4"][0][i], d["tt4"][top][i]) for i in range(len(TARGETS))],
+                   "sp1_run": d["t1"][0] / d["t1"][top], "sp4_run": d["t4"][0] / d["t4"][top],
+                   "sp1_t95": sp(time_to(n1[0], d["tgt"]), time_to(n1[top], d["tgt"])),
+                   "sp4_t95": sp(time_to(n4[0], d["tgt"]), time_to(n4[top], d["tgt"]))}
+    d["m2"] = {"tta": [[d["tt4"][w][i] for w in w2] for i in range(len(TARGETS))], "run_time": [d["t4"][w] for w in w2],
+               "tta95": [time_to(n4[w], d["tgt"]) for w in w2]}
+    d["top"] = top
+    return d
+
+
+SEEDS = [int(x) for x in S.get("seeds", [1])]
+if w1 and w2 and g12(1):
+    per = [(sd, g12(sd)) for sd in SEEDS]
+    per = [(sd, d) for sd, d in per if d]
+    d = per[0][1]
+    tgts, t1, t4, tt1, tt4, top, m1 = d["tgts"], d["t1"], d["t4"], d["tt1"], d["tt4"], d["top"], d["m1"]
     desc1 = ", ".join("%d wide %s (run %s)" % (w, "/".join(fmt_t(x) for x in tt1[w]), fmt_t(t1[w])) for w in w1)
     desc4 = ", ".join("%d wide %s (run %s)" % (w, "/".join(fmt_t(x) for x in tt4[w]), fmt_t(t4[w])) for w in w2)
     fin1 = ", ".join("%.3f" % acc("g1-w%d" % w) for w in w1)
     tdesc = "/".join("%.1f%%" % (100 * x) for x in tgts)
-    m1 = None
-    if top is not None and 0 in t1 and top in t4 and 0 in t4:
-        sp = lambda a, b: a / b if b and not math.isinf(b) else 0.0
-        m1 = {"sp1_tta": [sp(tt1[0][i], tt1[top][i]) for i in range(len(tgts))],
-              "sp4_tta": [sp(tt4[0][i], tt4[top][i]) for i in range(len(tgts))],
-              "sp1_run": t1[0] / t1[top], "sp4_run": t4[0] / t4[top],
-              "sp1_t95": sp(time_to("g1-w0", tgt), time_to("g1-w%d" % top, tgt)),
-              "sp4_t95": sp(time_to("g2-w0", tgt), time_to("g2-w%d" % top, tgt))}
+    seeds_txt = " (seed 1 shown; %d seeds)" % len(per) if len(per) > 1 else ""
     spd = ("; speed-up 0 -> %s wide to %s, T=1 vs T=4: %s" % (top, tdesc, ", ".join(
         "%.2fx vs %.2fx" % (a, b) for a, b in zip(m1["sp1_tta"], m1["sp4_tta"])))) if m1 else ""
+    ok1 = [(sd, x["m1"]) for sd, x in per if x["m1"]]
     row("G1 learning curves (T=1, wide %s)" % "/".join(map(str, w1)),
         "adding wide nodes barely speeds learning while the narrow nodes congest (Fig. 1b)",
-        "simulated time to %s mean test accuracy: %s; final accuracy %s%s" % (tdesc, desc1, fin1, spd), DS, CASE_B,
-        V.claim("G1-curves", m1, ours="", mode=CASE_B, data_set=DS, plot="plots/out/gossip-curves.png",
-                why="no 0-wide or %s-wide run" % top))
+        "simulated time to %s mean test accuracy%s: %s; final accuracy %s%s" % (tdesc, seeds_txt, desc1, fin1, spd), DS, CASE_B,
+        V.claim("G1-curves", [m for _, m in ok1] or None, seeds=[sd for sd, _ in ok1] or None, mode=CASE_B, data_set=DS,
+                plot="plots/out/gossip-curves.png", why="no 0-wide or %s-wide run" % top))
     s4 = [summ("g2-w%d" % w) for w in w2]
     congr = [w for w, x in zip(w2, s4) if x["measured_any_congested"]]
     row("G2 T=4: no congestion (wide %s)" % "/".join(map(str, w2)), "T = 4 removes the congestion (Fig. 3a)",
@@ -278,10 +300,8 @@ if w1 and w2:
         V.claim("G2-congestion", {"congested_runs": len(congr)}, mode=CASE_B, data_set=DS))
     row("G2 T=4: learns faster (wide %s)" % "/".join(map(str, w2)),
         "T = 4: then more wide nodes learn faster (Fig. 3b)",
-        "simulated time to %s: %s; final accuracy %s" % (tdesc, desc4, ", ".join("%.3f" % acc("g2-w%d" % w) for w in w2)),
-        DS, CASE_B, V.claim("G2-faster", {"tta": [[tt4[w][i] for w in w2] for i in range(len(tgts))],
-                                          "run_time": [t4[w] for w in w2],
-                                          "tta95": [time_to("g2-w%d" % w, tgt) for w in w2]},
+        "simulated time to %s%s: %s; final accuracy %s" % (tdesc, seeds_txt, desc4, ", ".join("%.3f" % acc("g2-w%d" % w) for w in w2)),
+        DS, CASE_B, V.claim("G2-faster", [x["m2"] for _, x in per], seeds=[sd for sd, _ in per],
                             mode=CASE_B, data_set=DS, plot="plots/out/gossip-curves.png"))
 else:
     row("G1 learning curves", "adding wide nodes barely speeds learning", "not run", "-", "-", V.claim("G1-curves"))
@@ -359,30 +379,43 @@ g4 = [w for w in g4 if "g2-w%d" % w in RUN]
 curves_dat(sum([["g2-w%d" % w, "g4-w%d-warm" % w] for w in g4], []), "curves-G4.dat")
 with open(os.path.join(RES, "g4.txt"), "w") as f:
     f.write(" ".join(map(str, g4)) + "\n")
-if g4:
-    parts, d_acc, sps, spt, sp95 = [], [], [], [], []
+def g4m(seed):
+    """G4 metrics of one seed: accuracy differences (points) and speed-ups normal / warm-up."""
+    out = {"d_acc": [], "sps": [], "spt": [], "sp95": [], "parts": [], "W": 0}
     for w in g4:
-        nrm, wrm = "g2-w%d" % w, "g4-w%d-warm" % w
+        nrm, wrm = sname("g2-w%d" % w, seed), sname("g4-w%d-warm" % w, seed)
+        if not have(nrm, wrm):
+            return None
         tgts = targets_of([nrm, wrm])
         sp = rtime(nrm) / rtime(wrm)
         st = [time_to(nrm, x) / time_to(wrm, x) if not math.isinf(time_to(wrm, x)) else 0.0 for x in tgts]
-        W = summ(wrm).get("warmup_steps", 0)
-        d_acc.append(100 * (acc(wrm) - acc(nrm))); sps.append(sp); spt.append(st)
+        out["W"] = summ(wrm).get("warmup_steps", 0)
+        out["d_acc"].append(100 * (acc(wrm) - acc(nrm))); out["sps"].append(sp); out["spt"].append(st)
         t95 = target_of([nrm, wrm])
-        sp95.append(time_to(nrm, t95) / time_to(wrm, t95) if not math.isinf(time_to(wrm, t95)) else 0.0)
-        parts.append("%d wide: accuracy %.1f%% warm-up vs %.1f%% normal; to %s %s faster; the run %.2fx (%.0f vs %.0f s)" % (
+        out["sp95"].append(time_to(nrm, t95) / time_to(wrm, t95) if not math.isinf(time_to(wrm, t95)) else 0.0)
+        out["parts"].append("%d wide: accuracy %.1f%% warm-up vs %.1f%% normal; to %s %s faster; the run %.2fx (%.0f vs %.0f s)" % (
             w, 100 * acc(wrm), 100 * acc(nrm), "/".join("%.1f%%" % (100 * x) for x in tgts), "/".join("%.2fx" % x for x in st),
             sp, rtime(wrm), rtime(nrm)))
-    ours = "; ".join(parts) + "; warm-up = the first %d local steps (%g of the run)" % (W, S["warm_frac"])
+    return out
+
+
+if g4:
+    per4 = [(sd, g4m(sd)) for sd in SEEDS]
+    per4 = [(sd, x) for sd, x in per4 if x]
+    d4 = per4[0][1]
+    ours = "; ".join(d4["parts"]) + "; warm-up = the first %d local steps (%g of the run)%s" % (
+        d4["W"], S["warm_frac"], " (seed 1 shown; %d seeds)" % len(per4) if len(per4) > 1 else "")
     row("G4 warm-up keeps accuracy (T=4, wide %s)" % "/".join(map(str, g4)),
         "warm-up never lowers accuracy by more than 0.3 points (Table 4)", ours, DS, CASE_B,
-        V.claim("G4-accuracy", {"acc_diff_points": d_acc}, mode=CASE_B, data_set=DS, plot="plots/out/gossip-warmup.png"))
+        V.claim("G4-accuracy", [{"acc_diff_points": x["d_acc"]} for _, x in per4], seeds=[sd for sd, _ in per4],
+                mode=CASE_B, data_set=DS, plot="plots/out/gossip-warmup.png"))
     row("G4 warm-up speeds convergence (T=4, wide %s)" % "/".join(map(str, g4)),
         "warm-up speeds convergence, more the more wide nodes (Figs. 5-7)", ours, DS, CASE_B,
-        V.claim("G4-speedup", {"sp_tta": [[spt[j][i] for j in range(len(g4))] for i in range(len(TARGETS))],
-                               "sp_run": sps, "sp_t95": sp95}, mode=CASE_B, data_set=DS, plot="plots/out/gossip-warmup.png"))
+        V.claim("G4-speedup", [{"sp_tta": [[x["spt"][j][i] for j in range(len(g4))] for i in range(len(TARGETS))],
+                                "sp_run": x["sps"], "sp_t95": x["sp95"]} for _, x in per4], seeds=[sd for sd, _ in per4],
+                mode=CASE_B, data_set=DS, plot="plots/out/gossip-warmup.png"))
     dat("warmup.dat", "wide speedup(time to %g of the lower final accuracy, normal / warm-up) acc_diff_points"
-        % TARGETS[1], [[w, s_[1], d] for w, s_, d in zip(g4, spt, d_acc)])
+        % TARGETS[1], [[w, s_[1], dd] for w, s_, dd in zip(g4, d4["spt"], d4["d_acc"])])
 else:
     row("G4 warm-up keeps accuracy", "warm-up keeps accuracy", "not run", "-", "-", V.claim("G4-accuracy"))
     row("G4 warm-up speeds convergence", "warm-up speeds convergence", "not run", "-", "-", V.claim("G4-speedup"))

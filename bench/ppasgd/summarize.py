@@ -64,9 +64,9 @@ for tag, what, mode in (("p1a", "emulated S0 = 7", "real (emulated staleness)"),
     s = r and r["summary"]
     if not s or not s.get("pred_n"):
         dat(tag, "no measurement", [])
-        row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%",
-            ("probe skipped: measured S0 = %s above the limit" % s.get("pred_S0")) if s and s.get("pred_skipped") else "not run / no measurement",
-            dset(r), mode, V.claim("P1a" if tag == "p1a" else "P1b"))
+        why = ("probe skipped: measured S0 = %s above the limit" % s.get("pred_S0")) if s and s.get("pred_skipped") else "not run / no measurement"
+        row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%", why,
+            dset(r), mode, V.claim("P1a" if tag == "p1a" else "P1b", why=why, mode=mode, data_set=dset(r)))
         continue
     errs = s["pred_err"]
     dat(tag, "S prediction_error  (asgd %.9g, S0 %d)" % (s["pred_err_asgd"], s["pred_S0"]),
