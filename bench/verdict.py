@@ -408,8 +408,25 @@ class Session:
         ms = [dict(base, seed=s, metrics=_plain(m)) for s, m in zip(names, per)] or [dict(base, seed=None, metrics=None,
                                                                                           why=why)]
         self.meas = [m for m in self.meas if (m["id"], m.get("instance")) != (cid, instance)] + ms
+        self._last = (cid, instance)
         r = judge(self.paper, c, ms, self.quick)
         return cell(r)
+
+    def describe(self, label, ours, data_set=None, mode=None):
+        """The table row just built from the last claim() call: its label and text (ours, data
+        set, mode) go into that claim's rows, where claim() was given none."""
+        key = getattr(self, "_last", None)
+        if key is None:
+            return
+        self._last = None
+        for m in self.meas:
+            if (m["id"], m.get("instance")) == key:
+                m["label"] = m.get("label") or label
+                m["ours"] = m.get("ours") or ours
+                if data_set and m.get("data_set") in (None, "", "-"):
+                    m["data_set"] = data_set
+                if mode and not m.get("mode"):
+                    m["mode"] = mode
 
     def write(self):
         with open(os.path.join(self.res, MEASUREMENTS + ".tmp"), "w") as f:

@@ -197,8 +197,12 @@ def cmd_analyze(d, res, meta_path):
     rows = []
     V = verdict.Session("easgd", res, quick=bool(os.environ.get("QUICK")))
     _e1_into(V, res)
+
+    def add(r):   # one table row, just after the V.claim() that gave its verdict cell
+        V.describe(r[0], r[2], r[3], r[4])
+        rows.append(r)
     data = "Fashion-MNIST (%s)" % meta["data_note"]
-    mode = "simulated (%s); numerics real" % meta["sim_note"]
+    mode = "SIMULATED (%s); numerics real" % meta["sim_note"]
     # merged results per experiment (each line carries its run's tag)
     for exp in ("e2", "e3", "seq"):
         with open(os.path.join(res, exp + ".jsonl.tmp"), "w") as f:
@@ -257,10 +261,10 @@ def cmd_analyze(d, res, meta_path):
         grid_large = [r for t in large for r, _ in candidates(runs, m, "e2", 4, t)]
         ndiv = sum(1 for r in grid_large if r["summary"].get("diverged"))
         ours = "; ".join(parts) + "; %d of %d grid runs at tau>=16 diverged" % (ndiv, len(grid_large))
-        rows.append(["E2 %s tau sweep: best at small tau" % NAMES[m], "best at tau in {1,4}", ours, data, mode,
+        add(["E2 %s tau sweep: best at small tau" % NAMES[m], "best at tau in {1,4}", ours, data, mode,
                      V.claim("E2-tau-best", {"best_tau": bt}, instance=NAMES[m], ours=ours, mode=mode, data_set=data,
                              label="E2 %s tau sweep: best at small tau" % NAMES[m], plot="plots/out/easgd-e2.png")])
-        rows.append(["E2 %s tau sweep: unstable at large tau" % NAMES[m], "highly unstable at tau in {16,64}", ours, data, mode,
+        add(["E2 %s tau sweep: unstable at large tau" % NAMES[m], "highly unstable at tau in {16,64}", ours, data, mode,
                      V.claim("E2-tau-unstable", {"n_large": len(large), "n_unstable": len(unstable), "n_diverged": ndiv,
                                                  "best_tau": bt}, instance=NAMES[m], ours=ours, mode=mode, data_set=data,
                              label="E2 %s tau sweep: unstable at large tau" % NAMES[m],
@@ -291,20 +295,20 @@ def cmd_analyze(d, res, meta_path):
         beats_all &= ok
         parts.append("tau=%d: EAMSGD %s vs best comparator %s %s" % (tau, fmt_err(e_ea_w), bc, fmt_err(comp[bc])))
     if parts:
-        rows.append(["E2 EAMSGD vs comparators", "EAMSGD beats every comparator (DOWNPOUR family, MSGD) at every tau",
+        add(["E2 EAMSGD vs comparators", "EAMSGD beats every comparator (DOWNPOUR family, MSGD) at every tau",
                      "; ".join(parts) + " (best test error within EAMSGD's run time)", data, mode,
                      V.claim("E2-eamsgd-vs", {"beats_all": bool(beats_all)}, mode=mode, data_set=data)])
         small = [edges[t] for t in edges if t <= 4 and math.isfinite(edges[t])]
         large = [edges[t] for t in edges if t >= 16 and math.isfinite(edges[t])]
         if small and large:
-            rows.append(["E2 EAMSGD edge vs tau", "EAMSGD's advantage grows with tau (most at 16, 64)",
+            add(["E2 EAMSGD edge vs tau", "EAMSGD's advantage grows with tau (most at 16, 64)",
                          "edge (best comparator - EAMSGD test error): " +
                          ", ".join("tau=%d %+.1f pts" % (t, 100 * edges[t]) for t in sorted(edges)), data, mode,
                          V.claim("E2-eamsgd-edge", {"small": small, "large": large}, mode=mode, data_set=data)])
     ea = [(tau, best[("easgd", tau)][0]) for tau in taus if ("easgd", tau) in best]
     if len(ea) >= 2:
         first, last = ea[0][1], min(e for t, e in ea[1:])
-        rows.append(["E2 EASGD vs tau", "EASGD: better test error with larger tau (a tendency)",
+        add(["E2 EASGD vs tau", "EASGD: better test error with larger tau (a tendency)",
                      ", ".join("tau=%d %s" % (t, fmt_err(e)) for t, e in ea), data, mode,
                      V.claim("E2-easgd-tau", {"first": first, "best_later": last}, mode=mode, data_set=data)])
 
@@ -342,7 +346,7 @@ def cmd_analyze(d, res, meta_path):
         tcommon = min([e3[(m, p)][1][-1][0] for p in have] or [0])   # p runs differ in length: compare in the common window
         errs = [(p, best_err(e3[(m, p)][1], tcommon)) for p in have]
         if len(errs) >= 2:
-            rows.append(["E3 %s vs p" % NAMES[m], "lowest achievable test error decreases with larger p",
+            add(["E3 %s vs p" % NAMES[m], "lowest achievable test error decreases with larger p",
                          ", ".join("p=%d %s" % (p, fmt_err(e)) for p, e in errs) +
                          " (best test error within the common time window %.3g s; tau=%d)" % (tcommon, plan[m][0]), data, mode,
                          V.claim("E3-vs-p", {"errs": [e for _, e in errs]}, instance=NAMES[m], mode=mode, data_set=data,
@@ -362,7 +366,7 @@ def cmd_analyze(d, res, meta_path):
         beats &= all(not math.isfinite(v) or e_ea <= v for v in comp.values())
         parts.append("p=%d: EAMSGD %s vs best comparator %s %s" % (p, fmt_err(e_ea), bc, fmt_err(comp[bc])))
     if parts:
-        rows.append(["E3 EAMSGD vs comparators", "EAMSGD ahead of every comparator at every p (Fig. 3)",
+        add(["E3 EAMSGD vs comparators", "EAMSGD ahead of every comparator at every p (Fig. 3)",
                      "; ".join(parts) + " (best test error within EAMSGD's run time)", data, mode,
                      V.claim("E3-eamsgd-vs", {"beats": bool(beats)}, mode=mode, data_set=data)])
     # speed-up to a target vs MSGD
@@ -389,7 +393,7 @@ def cmd_analyze(d, res, meta_path):
             sp.append((p, t_ms / t if t and t_ms else None))
         txt = ", ".join("p=%d %s" % (p, "%.1f" % s if s else "not reached") for p, s in sp)
         s16 = dict(sp).get(max(allp))
-        rows.append(["E3 EAMSGD speed-up vs MSGD", "11.1 at p=16 to 21% test error (CIFAR)",
+        add(["E3 EAMSGD speed-up vs MSGD", "11.1 at p=16 to 21% test error (CIFAR)",
                      "%s to %s test error (%s; EAMSGD tau=%d; times to the target interpolated between evaluations)" %
                      (txt, fmt_err(target), how, plan["eamsgd"][0]), data, mode,
                      V.claim("E3-speedup", {"s16": s16}, mode=mode, data_set=data,
@@ -401,12 +405,12 @@ def cmd_analyze(d, res, meta_path):
     # MSGD vs the other p = 1 comparators (the paper's supplement, Fig. 6)
     if "msgd" in seq and len(seq) > 1:
         errs = {m: best_err(seq[m][1]) for m in seq}
-        rows.append(["E2 p=1 comparators", "MSGD outperformed SGD, ASGD and MVASGD (supplement Fig. 6)",
+        add(["E2 p=1 comparators", "MSGD outperformed SGD, ASGD and MVASGD (supplement Fig. 6)",
                      ", ".join("%s %s" % (NAMES[m], fmt_err(errs[m])) for m in ("msgd", "sgd", "asgd", "mvasgd") if m in errs) +
                      " (best test error, %d steps)" % meta["kseq"], data, mode,
                      V.claim("E2-p1", {"msgd": errs["msgd"], "others": [errs[m] for m in errs if m != "msgd"]},
                              mode=mode, data_set=data)])
-    rows.append(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
+    add(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
                  "not run: no ImageNet here", "-", "-", V.claim("E3-imagenet", why="not run: no ImageNet here")])
     V.write()
     with open(os.path.join(res, "e23-rows.tsv"), "w") as f:

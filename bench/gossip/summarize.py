@@ -42,6 +42,7 @@ TARGETS = (0.90, 0.95, 0.98)
 
 
 def row(i, paper, ours, ds, mode, verdict):
+    V.describe(i, ours, ds, mode)
     rows.append((i, paper, ours, ds, mode, verdict))
 
 

@@ -50,6 +50,7 @@ def runs(prefix):
 
 
 def row(i, thesis, ours, ds, mode, verdict):
+    V.describe(i, ours, ds, mode)
     rows.append((i, thesis, ours, ds, mode, verdict))
 
 

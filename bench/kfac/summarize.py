@@ -35,6 +35,7 @@ rows, analysis = [], {}
 
 
 def row(i, paper, ours, data, mode, verdict):
+    V.describe(i, ours, data, mode)
     rows.append("\t".join([i, paper, ours, data, mode, verdict]))
 
 

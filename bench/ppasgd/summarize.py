@@ -47,6 +47,7 @@ def dset(run):
 
 
 def row(*c):
+    V.describe(c[0], c[2], c[3], c[4])
     rows.append("\t".join(str(x).replace("|", "/") for x in c))
 
 
