@@ -405,7 +405,7 @@ table.prov td{padding:.1em .8em .1em 0;vertical-align:top} table.prov td:first-c
 .claim.v-consistency{border-left-color:#1565c0} .claim.v-observation{border-left-color:#546e7a}
 .claim.v-shown{border-left-color:#00838f} .claim.v-noresults{border-left-color:#bbb}
 .claim.v-error{border-left-color:#8b0000;background:#fdecea}
-.verdict{display:inline-block;padding:.1em .6em;border-radius:.3em;font-weight:bold;color:#fff;background:#777}
+.verdict{display:inline-block;white-space:nowrap;padding:.1em .6em;border-radius:.3em;font-weight:bold;color:#fff;background:#777}
 .verdict.v-agrees{background:#2e7d32} .verdict.v-disagrees{background:#c62828}
 .verdict.v-inconclusive{background:#ef8f00} .verdict.v-notcomparable{background:#6a4c93}
 .verdict.v-consistency{background:#1565c0} .verdict.v-observation{background:#546e7a}
@@ -418,7 +418,7 @@ table.prov td{padding:.1em .8em .1em 0;vertical-align:top} table.prov td:first-c
 .statement{font-style:italic;margin:.3em 0} .label{font-weight:bold;margin:.2em 0}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15em .8em;margin:.4em 0}
 dt{font-weight:bold;color:#444} dd{margin:0}
-table.hist{border-collapse:collapse;font-size:.9em} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
+.history{grid-column:1/-1} table.hist{border-collapse:collapse;font-size:.9em;margin-top:.3em;width:100%} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
 table.summary{border-collapse:collapse} table.summary td,table.summary th{border:1px solid #ccc;padding:.2em .6em}
 .plot img,.gallery img{max-width:100%;height:auto;border:1px solid #ddd}
 .plot .missing{color:#777;font-style:italic}
@@ -564,7 +564,11 @@ def claim_html(r, plots, shown, errors, have_results):
     item("rule", rule_h)
     if r.get("fixed_at"):
         item("rule fixed at", "<code>%s</code>" % E(fmt(r.get("fixed_at"))))
-    item("rule history", history_html(r))
+    hist = r.get("history")
+    if hist:
+        item("rule history", "changed after results: the table below")
+    else:
+        item("rule history", history_html(r))
     reason = r.get("reason")
     if v == "no results":
         b = bench_of_row(r)
@@ -597,8 +601,9 @@ def claim_html(r, plots, shown, errors, have_results):
     else:
         right.append('<p class="missing">no plot for this claim</p>')
     right.append("</div>")
-    return '<div class="claim %s" id="%s" data-claim="%s">%s%s</div>' % (
-        VERDICT_CLASS.get(v, ""), anchor(cid), E(cid), "".join(left), "".join(right))
+    below = '<div class="history"><b>Rule history of %s</b> %s</div>' % (E(cid), history_html(r)) if hist else ""
+    return '<div class="claim %s" id="%s" data-claim="%s">%s%s%s</div>' % (
+        VERDICT_CLASS.get(v, ""), anchor(cid), E(cid), "".join(left), "".join(right), below)
 
 
 def error_html(e):
@@ -705,6 +710,17 @@ def render(rows, errors, info, prov, plots, resdir):
                    'check each), then <code>make plots report</code>.</p>'
                    % (E(rel(os.path.abspath(resdir))),
                       ", ".join("<code>make %s</code>" % b for p in PAPERS for b in p[3])))
+    if rows:
+        ov = ['<details open><summary><b>All claims at a glance</b> (each links to its row)</summary>'
+              '<table class="summary"><tr><th>paper</th><th>claim</th><th>what</th><th>verdict</th>'
+              '<th>real or SIMULATED</th><th>kind</th></tr>']
+        for p in PAPERS + [OTHER]:
+            for r in by[p[0]]:
+                ov.append('<tr><td>%s</td><td><a href="#%s">%s</a></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
+                          % (E(p[0]), anchor(r.get("id")), E(str(r.get("id"))), E(fmt(r.get("label") or "")),
+                             verdict_html(r.get("verdict")), sim_html(r.get("simulated")), E(fmt(r.get("kind") or ""))))
+        ov.append("</table></details>")
+        top.append("".join(ov))
     top.append('<p id="selfcheck">self-check: not run (the page\'s script did not run)</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>pdlbench reproduction report</title><style>%s</style></head><body>\n%s\n%s\n"
