@@ -387,6 +387,7 @@ class Session:
         self.paper, self.res, self.quick = paper, res, bool(quick)
         self.reg = load_registry(paper, claims_dir)
         self.meas = []
+        self.errors = []   # after write(): one line per malformed results file (each also an error row)
         if keep:
             try:
                 self.meas = [m for ms in read_measurements(res).values() for m in ms]
@@ -434,6 +435,7 @@ class Session:
                 f.write(json.dumps(m) + "\n")
         os.replace(os.path.join(self.res, MEASUREMENTS + ".tmp"), os.path.join(self.res, MEASUREMENTS))
         rows, errors = rows_for(self.paper, self.res, self.quick)
+        self.errors = errors
         for e in errors:
             print("verdict: %s" % e, file=sys.stderr)
         with open(os.path.join(self.res, "verdicts.json"), "w") as f:
@@ -470,7 +472,7 @@ def spread(r):
     if r["mean"] is None:
         return "-"
     n = len([s for s in r["seeds"] if s["value"] is not None])
-    return fmt(r["mean"]) if n < 2 else "%s (%s-%s, %d seeds)" % (fmt(r["mean"]), fmt(r["min"]), fmt(r["max"]), n)
+    return fmt(r["mean"]) if n < 2 else "%s (%s to %s, %d seeds)" % (fmt(r["mean"]), fmt(r["min"]), fmt(r["max"]), n)
 
 
 def esc(s):

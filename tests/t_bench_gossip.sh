@@ -31,6 +31,12 @@ grep '^| G1 learning curves (T=1' "$tab" | grep -q 'simulated time to .*%/.*%/.*
   || notok "G1 time to accuracy" "$(grep '^| G1 learning curves (T=1' "$tab")"
 grep -q '^| eq. (1) check.*duplicates not counted: g3-t1 = g1-w0, g3-t4 = g2-w0' "$tab" && ok "eq. (1): the copied runs g3-t1 / g3-t4 counted once" \
   || notok "eq. (1) duplicates" "$(grep '^| eq. (1)' "$tab" | cut -c1-300)"
+# a results file with a broken line: the summarizer names it in an error row (exit 0, no traceback)
+cp -r "$T/results/gossip" "$T/bad"; rb=$(ls -d "$T"/bad/runs-quick-* | head -1)
+sed -i 's#"runs": "[^"]*"#"runs": "'"$rb"'"#' "$T/bad/setting.json"; echo '{"event": "eval", "time_s' >> "$rb/g2-w6.jsonl"
+out=$(python3 bench/gossip/summarize.py "$T/bad" 2>&1); rc=$?
+[ "$rc" = 0 ] && ! grep -q Traceback <<<"$out" && grep -q "^error	.*g2-w6.jsonl line [0-9]*: not JSON" "$T/bad/rows.tsv" \
+  && ok "a broken results line gives an error row naming the file" || notok "broken results line" "rc $rc: $(echo "$out" | tail -2)"
 for p in timeline curves accuracy-t warmup eq1 beyond; do
   [ -s "$T/out/gossip-$p.png" ] && [ -s "$T/out/gossip-$p.pdf" ] && ok "plot gossip-$p png+pdf" || notok "plot gossip-$p" "missing"
 done

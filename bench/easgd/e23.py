@@ -413,6 +413,8 @@ def cmd_analyze(d, res, meta_path):
     add(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
                  "not run: no ImageNet here", "-", "-", V.claim("E3-imagenet", why="not run: no ImageNet here")])
     V.write()
+    for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+        rows.append(["error", "-", e, "-", "-", "no results (%s)" % e])
     with open(os.path.join(res, "e23-rows.tsv"), "w") as f:
         for row in rows:
             f.write("\t".join(c.replace("|", "/").replace("\t", " ") for c in row) + "\n")

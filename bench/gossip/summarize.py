@@ -529,6 +529,8 @@ with open(os.path.join(RES, "analysis.json"), "w") as f:   # the per-node verdic
     json.dump({n: {k: RUN[n][0].get(k) for k in ("measured_congested", "eq1_congested", "wait_at_node_s", "C_serve_s")}
                for n in RUN}, f)
 V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 with open(os.path.join(RES, "rows.tsv"), "w") as f:
     for r in rows:
         f.write("\t".join(str(x).replace("\t", " ").replace("|", "/") for x in r) + "\n")

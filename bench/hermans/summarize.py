@@ -240,6 +240,8 @@ row("server throughput", "dist-keras' Python server stopped scaling past 30 work
             flags=["served every n up to %d" % max(r[1] for r in data)] if data else []))
 
 V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 with open(os.path.join(RES, "rows.tsv"), "w") as f:
     for r in rows:
         f.write("\t".join(str(x) for x in r) + "\n")

@@ -208,6 +208,8 @@ for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K3a", "K3b", "K4"):
     if not any(m["id"] == cid for m in V.meas):
         row(cid, V.reg["_by_id"][cid]["statement"], "not run", "-", "-", V.claim(cid))
 V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 json.dump(analysis, open(os.path.join(res, "analysis.json"), "w"), indent=1, default=str)
 with open(os.path.join(res, "table.tsv.tmp"), "a") as f:
     for r in rows:

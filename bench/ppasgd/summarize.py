@@ -190,6 +190,8 @@ row("hybrid", "mpirun -np R pdl train --algo ppasgd --grad-threads G works, logs
     "; ".join(hy) if hy else "not run", "fashion-mnist", "real (MPI ranks on 2 cores)",
     V.claim("hybrid", {"ranks_done": len(hy)} if hy else None, mode="real (MPI ranks on 2 cores)", data_set="fashion-mnist"))
 V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 
 with open(table, "a") as f:
     for r in rows:
