@@ -29,6 +29,9 @@ Registry (bench/claims/<paper>.toml):
   rule       boolean expression over the metrics (and `tol`, `value`); empty: nothing to judge (shown)
   tolerance  number, `tol` in the expressions; paper_value: the paper's figure, as text
   seeds      seeds the full bench needs (>= 3 where stochastic); seeds_quick (QUICK); stochastic
+  aggregate  "mlperf" for time to accuracy: with >= 5 seeds the rule judges the element-wise mean
+             of the metrics without the fastest and slowest seed, and more than one seed that never
+             reaches a target (a time >= 1e300) makes it inconclusive; below 5 seeds, per seed
   not_comparable  a reason: the verdict is `not comparable` whatever the rule says (it is still
              evaluated and shown in the reason)
   simulated  true when the evidence is SIMULATED (SimGrid); fixed_at: the commit that fixed the rule
@@ -247,6 +250,38 @@ def _seed_outcomes(rule, value, seeds, tol, params):
     return out, errs
 
 
+NEVER = 1e300   # a time at or above this is "never reached" (measurements store inf as 1e308)
+
+
+def _trimmed(xs):
+    """The mean of xs without its smallest and largest value (MLPerf training's rule for 5 runs)."""
+    xs = sorted(xs)
+    return sum(xs[1:-1]) / (len(xs) - 2)
+
+
+def _aggregate(ms):
+    """Element-wise MLPerf aggregate of per-seed metrics (same shape in every seed): numbers are
+    trimmed means, booleans need every seed, anything else is taken from the first seed."""
+    a = ms[0]
+    if isinstance(a, bool):
+        return all(ms)
+    if isinstance(a, (int, float)) and all(isinstance(m, (int, float)) for m in ms):
+        return _trimmed([float(m) for m in ms])
+    if isinstance(a, dict):
+        return {k: _aggregate([m.get(k) for m in ms]) for k in a}
+    if isinstance(a, list) and all(isinstance(m, list) and len(m) == len(a) for m in ms):
+        return [_aggregate([m[i] for m in ms]) for i in range(len(a))]
+    return a
+
+
+def _never(m):
+    if isinstance(m, dict):
+        return any(_never(v) for v in m.values())
+    if isinstance(m, list):
+        return any(_never(v) for v in m)
+    return isinstance(m, float) and m >= NEVER
+
+
 def _outcome(holds):
     hs = [h for h in holds if h is not None]
     if not hs or len(hs) < len(holds):
@@ -291,7 +326,24 @@ def judge(paper, claim, meas, quick=False, error=None):
     notes = []
     if errs:
         notes.append("the rule cannot be evaluated: " + "; ".join(errs))
-    if claim.get("_rule") is not None and outcome == "inconclusive":
+    if claim.get("aggregate") == "mlperf" and claim.get("_rule") is not None and not errs:
+        # time to accuracy, MLPerf training style: with 5 or more seeds, drop the fastest and the
+        # slowest, judge the mean of the rest; at most one seed may never reach a target
+        if len(seeds) >= 5:
+            failed = sum(1 for s in seeds if _never(s.get("metrics")))
+            agg = _aggregate([s["metrics"] for s in seeds])
+            if failed > 1:
+                outcome = "inconclusive"
+                notes.append("%d seeds never reached a target (MLPerf allows one)" % failed)
+            else:
+                (_, h), = _seed_outcomes(claim["_rule"], None, [{"seed": "trimmed mean", "metrics": agg}], tol, params)[0]
+                per = outcome
+                outcome = "agrees" if h else "disagrees"
+                notes.append("MLPerf rule: %d seeds, fastest and slowest dropped, the mean of the rest judged "
+                             "(per seed: %s)" % (len(seeds), per))
+        else:
+            notes.append("judged per seed: the MLPerf rule (drop the fastest and slowest of 5) needs 5 seeds")
+    if claim.get("_rule") is not None and outcome == "inconclusive" and not any("MLPerf allows" in n for n in notes):
         notes.append("the rule holds on %d of %d seeds: their spread straddles the threshold"
                      % (sum(1 for _, h in res if h), len(res)))
     kind = claim["kind"]
@@ -457,10 +509,14 @@ def _plain(m):
 
 
 def cell(r):
-    """The table's verdict cell: the verdict, and its reason unless it agrees plainly."""
+    """The table's verdict cell: the verdict; its reason unless it agrees plainly; with several
+    seeds, their number and the headline value's mean and range."""
     v = r["verdict"]
     short = "; ".join(p for p in r["reason"].split("; ") if p and "the noise is unknown" not in p)
-    return v + (" (%s)" % short if short and v != "agrees" else "")
+    parts = [short] if short and v != "agrees" else []
+    if len(r["seeds"]) > 1:
+        parts.append("%d seeds, value %s" % (len(r["seeds"]), spread(r)))
+    return v + (" (%s)" % "; ".join(parts) if parts else "")
 
 
 # ---- output -------------------------------------------------------------------------------------

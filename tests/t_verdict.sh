@@ -79,6 +79,24 @@ not_comparable = "another metric"
 seeds = 1
 fixed_at = "abc1234"
 [[claim]]
+id = "G"
+statement = "time to target: MLPerf aggregation"
+source = "Fig. 4"
+kind = "reproduction"
+rule = "x > 1"
+aggregate = "mlperf"
+seeds = 5
+fixed_at = "abc1234"
+[[claim]]
+id = "H"
+statement = "two seeds never reach the target"
+source = "Fig. 5"
+kind = "reproduction"
+rule = "x > 1"
+aggregate = "mlperf"
+seeds = 5
+fixed_at = "abc1234"
+[[claim]]
 id = "F"
 statement = "never measured"
 source = "Fig. 9"
@@ -97,6 +115,16 @@ cat > "$T/res/measurements.jsonl" <<'J'
 {"id": "C", "seed": 1, "metrics": {"y": [0.5, 1.5]}}
 {"id": "D", "seed": 1, "metrics": {"x": 3}}
 {"id": "E", "seed": 1, "metrics": {"x": 3}}
+{"id": "G", "seed": 1, "metrics": {"x": 0.5}}
+{"id": "G", "seed": 2, "metrics": {"x": 1.2}}
+{"id": "G", "seed": 3, "metrics": {"x": 1.3}}
+{"id": "G", "seed": 4, "metrics": {"x": 1.4}}
+{"id": "G", "seed": 5, "metrics": {"x": 5}}
+{"id": "H", "seed": 1, "metrics": {"x": 1e308}}
+{"id": "H", "seed": 2, "metrics": {"x": 1e308}}
+{"id": "H", "seed": 3, "metrics": {"x": 1.3}}
+{"id": "H", "seed": 4, "metrics": {"x": 1.4}}
+{"id": "H", "seed": 5, "metrics": {"x": 5}}
 J
 echo '{"event": "summary"}' > "$T/res/runs/a1.jsonl"
 out=$($V --paper gossip --claims "$T/claims" --results "$T/res" --format json 2>"$T/err"); rc=$?
@@ -109,6 +137,8 @@ v() { python3 -c "import json,sys; r={x['id']: x for x in json.loads(sys.argv[1]
 [ "$(v "$out" "r['C']['verdict']")" = disagrees ] && ok "rule fails: disagrees" || notok "C" "$(v "$out" "r['C']")"
 [ "$(v "$out" "r['D']['verdict']")" = "consistency check" ] && ok "consistency kind: consistency check" || notok "D" "$(v "$out" "r['D']")"
 [ "$(v "$out" "r['E']['verdict'], 'another metric' in r['E']['reason']")" = "not comparable True" ] && ok "not comparable with its reason" || notok "E" "$(v "$out" "r['E']")"
+[ "$(v "$out" "r['G']['verdict']")" = agrees ] && ok "MLPerf aggregation: 5 seeds, fastest and slowest dropped" || notok "G" "$(v "$out" "r['G']")"
+[ "$(v "$out" "r['H']['verdict']")" = inconclusive ] && ok "MLPerf aggregation: two seeds that never converge" || notok "H" "$(v "$out" "r['H']")"
 [ "$(v "$out" "r['F']['verdict']")" = "no results" ] && ok "no measurement: no results" || notok "F" "$(v "$out" "r['F']")"
 [ "$(v "$out" "sorted(r['A'])")" = "$(python3 -c "print(sorted(['paper','id','label','statement','source','kind','rule','tolerance','fixed_at','history','seeds','mean','min','max','paper_value','ours','verdict','reason','simulated','mode','data_set','plot','error']))")" ] \
   && ok "the JSON row has the documented keys" || notok "row keys" "$(v "$out" "sorted(r['A'])")"
@@ -128,7 +158,7 @@ out=$($V --paper gossip --claims "$T/claims" --results "$T/res" --format json 2>
   && ok "a broken file: the claims reading it and an error row say no results" || notok "broken rows" "$(v "$out" "r.get('A')")"
 rm "$T/res/runs/a2.jsonl"; echo '{"id": "A", "seed": 4, "metr' >> "$T/res/measurements.jsonl"
 $V --paper gossip --claims "$T/claims" --results "$T/res" > /dev/null 2>"$T/err"; rc=$?
-[ "$rc" = 1 ] && grep -q "measurements.jsonl line 10: not JSON" "$T/err" && ! grep -q Traceback "$T/err" \
+[ "$rc" = 1 ] && grep -q "measurements.jsonl line 20: not JSON" "$T/err" && ! grep -q Traceback "$T/err" \
   && ok "a broken measurements file: one-line error naming it" || notok "broken measurements" "rc $rc $(cat "$T/err")"
 printf 'paper = "gossip"\n[[claim]]\nid = "A"\n' > "$T/claims/gossip.toml"
 $V --check-registry --claims "$T/claims" > /dev/null 2>"$T/err"; rc=$?
