@@ -341,7 +341,7 @@ def judge(paper, claim, meas, quick=False, error=None):
                 outcome = "agrees" if h else "disagrees"
                 notes.append("MLPerf rule: %d seeds, fastest and slowest dropped, the mean of the rest judged "
                              "(per seed: %s)" % (len(seeds), per))
-        else:
+        elif len(seeds) > 1:
             notes.append("judged per seed: the MLPerf rule (drop the fastest and slowest of 5) needs 5 seeds")
     if claim.get("_rule") is not None and outcome == "inconclusive" and not any("MLPerf allows" in n for n in notes):
         notes.append("the rule holds on %d of %d seeds: their spread straddles the threshold"
@@ -515,7 +515,7 @@ def cell(r):
     short = "; ".join(p for p in r["reason"].split("; ") if p and "the noise is unknown" not in p)
     parts = [short] if short and v != "agrees" else []
     if len(r["seeds"]) > 1:
-        parts.append("%d seeds, value %s" % (len(r["seeds"]), spread(r)))
+        parts.append("value %s" % spread(r) if r["mean"] is not None else "%d seeds" % len(r["seeds"]))
     return v + (" (%s)" % "; ".join(parts) if parts else "")
 
 
