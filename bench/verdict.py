@@ -378,6 +378,8 @@ def judge(paper, claim, meas, quick=False, error=None):
     if claim.get("stochastic", True) and len(seeds) < need:
         notes.append("%d seed%s of the %d the registry asks for%s: the noise is unknown" % (
             len(seeds), "" if len(seeds) == 1 else "s", need, " (QUICK)" if quick else ""))
+    if verdict not in VERDICTS:   # the one vocabulary: a rule that yields anything else is a bug here
+        raise VerdictError("%s: claim %s gave the verdict %r" % (paper, claim["id"], verdict))
     row["verdict"] = verdict
     row["reason"] = "; ".join(notes)
     for h in claim.get("history", []):

@@ -153,7 +153,6 @@ if all(curves.values()):
         return {round(d["epoch"], 3): d for d in ev}
     ck, ca, cm = at_epochs(curves["kfac"]), at_epochs(curves["adam"]), at_epochs(curves["msgd"])
     common = sorted(set(ck) & set(ca) & set(cm))
-    better_epoch = all(1 - ck[e]["test_err"] >= 1 - ca[e]["test_err"] for e in common)
     tk, ta = curves["kfac"][-1]["time_s"] / curves["kfac"][-1]["epoch"], curves["adam"][-1]["time_s"] / curves["adam"][-1]["epoch"]
     slower = tk > ta
     last = common[-1]
