@@ -80,7 +80,7 @@ for tag, what, mode in (("p1a", "emulated S0 = 7", "real (emulated staleness)"),
         "S0 = %d (S_bar %.2f, b = %d), argmin_S = %d, ratio = %.0f%% (n = %d)" % (
             S0, s.get("S_bar", S0), s.get("batch", 0), s["pred_argmin"], 100 * ratio, s["pred_n"]),
         dset(r), mode, V.claim("P1a" if tag == "p1a" else "P1b", {"argmin": s["pred_argmin"], "S0": S0, "ratio": ratio},
-                               mode=mode, data_set=dset(r), plot="plots/out/ppasgd-%s.png" % tag))
+                               mode=mode, data_set=dset(r), plot="plots/out/ppasgd-p1.png"))
 
 # ---- P2 ----
 curves = {}
