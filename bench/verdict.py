@@ -57,7 +57,17 @@ JSON row format (--format json; one list of rows; --all gives every paper's rows
    "ours": str, "verdict": str, "reason": str, "simulated": bool, "mode": str, "data_set": str,
    "plot": str|null (a path under plots/out), "error": str|null}
 An error row (a malformed results file) has id "error", verdict "no results" and the one-line
-message in reason and error. Stdlib only.
+message in reason and error. A claim measured at several settings (per method, per p) gives one
+row per instance, its id followed by the instance ("E3-vs-p EAMSGD"). "history" entries, "date" is
+the day the old rule was last in force. Values that were infinite ("never reached") are stored as
+1e308.
+
+From a summarizer (bench/gossip/summarize.py is the model):
+  V = verdict.Session("gossip", RES, quick=QUICK)
+  cell = V.claim("G2-faster", [metrics_seed1, metrics_seed2, ...], seeds=[1, 2, ...], mode=..., data_set=...)
+  V.describe(label, ours, data_set, mode)   # the table row just built (row() helpers call it)
+  V.write()     # RES/measurements.jsonl, RES/verdicts.json, RES/verdicts.md; V.errors afterwards
+`cell` is the table's verdict cell. Stdlib only.
 """
 import argparse
 import ast
