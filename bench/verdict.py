@@ -526,6 +526,7 @@ def cell(r):
     v = r["verdict"]
     short = "; ".join(p for p in r["reason"].split("; ") if p and "the noise is unknown" not in p)
     parts = [short] if short and v != "agrees" else []
+    parts += [p.replace(" the registry asks for", "") for p in r["reason"].split("; ") if "the noise is unknown" in p]
     if len(r["seeds"]) > 1:
         parts.append("value %s" % spread(r) if r["mean"] is not None else "%d seeds" % len(r["seeds"]))
     return v + (" (%s)" % "; ".join(parts) if parts else "")
