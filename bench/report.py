@@ -222,7 +222,8 @@ def run_engine(eng, args, resdir, paper):
         if p.returncode == 0 or p.stdout.strip():  # a failure that printed nothing: its exit row says it
             errs.append({"paper": paper, "id": "error", "verdict": "error",
                          "reason": "%s printed no valid JSON (%s)" % (what, str(e).split(":")[0])})
-    named = isinstance(rows, list) and any(isinstance(r, dict) and is_error(r) for r in rows)
+    named = isinstance(rows, list) and any(isinstance(r, dict) and (is_error(r) or r.get("error"))
+                                           for r in rows)
     if p.returncode != 0 and not named:
         last = [l for l in p.stderr.strip().splitlines() if l.strip()]
         errs.append({"paper": paper, "id": "error", "verdict": "error",
@@ -267,8 +268,9 @@ def rows_file(path):
 
 
 def is_error(r):
-    """An error row of the engine (id "error", or an error message set)."""
-    return str(r.get("id")) == "error" or bool(r.get("error"))
+    """An error row of the engine (id "error"). A claim's row with its "error" set stays a claim
+    row (its id must be on the page), drawn as an error."""
+    return str(r.get("id")) == "error"
 
 
 def check_rows(rows, where, errs):
@@ -435,7 +437,7 @@ window.addEventListener('load', function () {
     if (im[i].complete && im[i].naturalWidth > 0) ok++; else bad.push(im[i].getAttribute('alt'));
   }
   var claims = document.querySelectorAll('[data-claim]').length;
-  var errors = document.querySelectorAll('.claim.v-error').length;
+  var errors = document.querySelectorAll('[data-error]').length;
   var s = document.getElementById('selfcheck');
   s.textContent = 'images=' + im.length + ' decoded=' + ok + ' claims=' + claims + ' errors=' + errors +
     (bad.length ? ' undecoded: ' + bad.join(', ') : '');
@@ -529,8 +531,9 @@ def anchor(cid):
 def claim_html(r, plots, shown, errors, have_results):
     v = str(r.get("verdict") or "no verdict")
     cid = str(r.get("id"))
-    left = ['<div class="text"><span class="cid">%s</span> %s %s %s'
-            % (E(cid), verdict_html(v), sim_html(r.get("simulated")),
+    left = ['<div class="text"><span class="cid">%s</span> %s%s %s %s'
+            % (E(cid), verdict_html(v), " " + verdict_html("error") if r.get("error") else "",
+               sim_html(r.get("simulated")),
                '<span class="kind">%s</span>' % E(fmt(r.get("kind"))) if r.get("kind") else "")]
     if r.get("label") and str(r.get("label")) != cid:
         left.append('<div class="label">%s</div>' % E(fmt(r.get("label"))))
@@ -576,6 +579,8 @@ def claim_html(r, plots, shown, errors, have_results):
         item("why", E(fmt(reason) if reason else "no results for this claim") + hint)
     elif reason:
         item("why", E(fmt(reason)))
+    if r.get("error") and str(r.get("error")) != str(reason):
+        item("error", E(fmt(r.get("error"))))
     left.append("<dl>%s</dl></div>" % "".join(dl))
     right = ['<div class="plot">']
     plot = r.get("plot")
@@ -603,7 +608,7 @@ def claim_html(r, plots, shown, errors, have_results):
     right.append("</div>")
     below = '<div class="history"><b>Rule history of %s</b> %s</div>' % (E(cid), history_html(r)) if hist else ""
     return '<div class="claim %s" id="%s" data-claim="%s">%s%s%s</div>' % (
-        VERDICT_CLASS.get(v, ""), anchor(cid), E(cid), "".join(left), "".join(right), below)
+        "v-error" if r.get("error") else VERDICT_CLASS.get(v, ""), anchor(cid), E(cid), "".join(left), "".join(right), below)
 
 
 def error_html(e):

@@ -41,6 +41,8 @@ hasz() { if grep -zqE -- "$3" "$2"; then ok "$1"; else notok "$1" "no /$3/ in $2
 mkdir -p "$tmp/res/kfac" "$tmp/res/hermans" "$tmp/res/gossip/runs-quick" "$tmp/res/ppasgd" "$tmp/plots" "$tmp/empty"
 echo '{"event":"summary","seed":1,"simulated":true,"git":"def5678"}' >"$tmp/res/gossip/runs-quick/g1-w0.jsonl"
 echo '{"event":"summary","seed":1,"simulated":false}' >"$tmp/res/ppasgd/p1.jsonl"
+# the engine's own metrics file, cut mid-line: every gossip claim keeps its row, marked with the error
+printf '%s\n' '{"id": "G2-faster", "seed": 1, "metr' >"$tmp/res/gossip/measurements.jsonl"
 cat >"$tmp/res/kfac/k2.jsonl" <<'EOF'
 {"event":"config","paper":"kfac","seed":1,"simulated":true,"git":"abc1234","host":"fixture","cpu":"Fixture CPU","isa":"avx2"}
 {"event":"summary","seed":1,"simulated":true,"speedup":1.9,"git":"abc1234","host":"fixture","cpu":"Fixture CPU","isa":"avx2"}
@@ -116,7 +118,7 @@ has "broken results line is a visible error row naming the file" "$D" 'class="cl
 has "truncated PNG is a visible error row naming the file" "$D" 'class="claim v-error".*gossip-curves.png: truncated PNG'
 has "missing plot says make plots" "$D" 'ppasgd-none.png not rendered yet'
 has "results provenance read from the files" "$D" 'commit abc1234.*CPU Fixture CPU'
-has "results in sub-folders read too" "$D" 'results/gossip</code>: 1 files, 1 lines; commit def5678'
+has "results in sub-folders read too" "$D" 'results/gossip</code>: 2 files, 1 lines; commit def5678'
 hasz "page provenance: commit, CPU/ISA, GPU, date" "$D" '<td>commit</td>.*<td>CPU</td>.*ISA (AVX-512|AVX2|no AVX2|unknown).*<td>GPU</td>.*<td>date</td>'
 if grep -q '<script>alert(1)' "$D"; then notok "statement text escaped" "a row's <script> reached the page"
 else ok "statement text escaped"; fi
@@ -150,6 +152,7 @@ PY
   [ ${#miss[@]} -eq 0 ] && ok "every registry claim id present ($(wc -w <<<"$ids") ids)" \
     || notok "every registry claim id present" "missing: ${miss[*]}"
   has "broken results line: visible error row (engine path)" "$D" 'class="claim v-error".*hermans/h1.jsonl'
+  has "broken engine metrics file: visible error row naming it" "$D" 'data-error="1".*gossip/measurements.jsonl'
   C=$tmp/c.html
   expect "report with no results at all" python3 $REPORT --results "$tmp/empty" --plots "$tmp/empty" --out "$C"
   dom "$C"; D=$C.dom
