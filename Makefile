@@ -4,6 +4,7 @@
 #   make test       deps, build, unit + MPI + sim tests, QUICK benches, regression gate
 #   make deps       check/install the Debian packages (ci/install-deps.sh)
 #   make asan/tsan  unit/threaded tests under sanitizers;  make clean
+#   make report     plots, docs/REPRODUCTION.md and the one HTML page results/report/index.html
 # Options: NO_CUDA=1, NO_MPI=1 force optional parts off; QUICK=1, FORCE=1 for bench-*.
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -86,7 +87,7 @@ PDL := $(if $(SAN),$(BUILD)/pdl,bin/pdl)
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
-        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac plots regress regress-update cuda-emu fuzz FORCE
+        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac plots report regress regress-update cuda-emu fuzz FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
 # builds in a fresh make so that detection sees what was installed.
@@ -200,6 +201,13 @@ bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench
 
 plots:
 	@bash plots/render.sh
+
+# The one report page (bench/report.py): every claim, verdict, rule and its history, seeds and
+# spread, plot and provenance in results/report/index.html, self-contained (plots inlined), from
+# the same engine rows as docs/REPRODUCTION.md, which it regenerates first. Works with no results.
+report:
+	@bash plots/render.sh >/dev/null || echo "pdlbench: plots not rendered (make deps installs gnuplot-nox); the page says which are missing" >&2
+	@bash bench/reproduction.sh; rc=$$?; python3 bench/report.py && exit $$rc
 
 regress: build
 	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh

@@ -19,7 +19,7 @@ do for [op in "reduce allgather allreduce"] {
   files = system('ls '.dir.'/'.op.'-*.dat 2>/dev/null')
   if (strlen(files) > 0) {
     do for [term in "png pdf"] {
-      if (term eq 'png') { set terminal pngcairo size 960,640 font ',11' } else { set terminal pdfcairo size 6.4in,4.3in font ',9' }
+      if (term eq 'png') { set terminal pngcairo size 960,700 font ',11' } else { set terminal pdfcairo size 6.4in,4.7in font ',9' }
       set output outdir.'/collectives-'.op.'.'.term
       set title sprintf("K-FAC paper Fig. 4 analogue: %s time vs size\n(%s, one node, float sum, synthetic validated buffers)\nsolid = mean over ranks (best of the rounds), band = min-max over ranks and rounds, dashed = median call", nice(op), host)
       set xlabel 'size: full vector in bytes (nccl-tests convention; allgather = output buffer)'
@@ -29,7 +29,8 @@ do for [op in "reduce allgather allreduce"] {
       set format x '2^{%L}'
       set format y '10^{%L}'
       set grid xtics ytics
-      set key top left
+      set key below center horizontal samplen 3 height 1 reverse Left   # off the curves and the K-FAC step labels
+      set autoscale xfix; set offsets graph 0.02, graph 0.02, 0, 0   # the end points whole
       unset arrow; unset label
       do for [s in "3 6"] {
         b = kb(int(s))

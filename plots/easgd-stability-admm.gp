@@ -34,11 +34,11 @@ set xlabel "rho"
 set ylabel "eta (x 10^{-3})"
 set xrange [0:10]
 set yrange [0:10]
-set key bottom right opaque box
+set key below center horizontal samplen 3 height 1.5 reverse Left   # below the map, off the data
 
 do for [t in "png pdf"] {
-  if (t eq "png") { set terminal pngcairo size 1400,620 font ",11"; set output outdir.'/easgd-stability-admm.png' }
-  if (t eq "pdf") { set terminal pdfcairo size 11in,4.9in font ",9"; set output outdir.'/easgd-stability-admm.pdf' }
+  if (t eq "png") { set terminal pngcairo size 1400,660 font ",11"; set output outdir.'/easgd-stability-admm.png' }
+  if (t eq "pdf") { set terminal pdfcairo size 11in,5.2in font ",9"; set output outdir.'/easgd-stability-admm.pdf' }
   set multiplot layout 1,2 title "EASGD paper Fig. 1 (computed): ADMM round-robin map on F(x)=x^2/2, spectral radius by LAPACKE dgeev"
   set title sprintf("p = 3 (max %.5f)", S3_max)
   plot f3 using 1:($2*1000):3 with image notitle, $c3 using 1:2 with lines lw 2 lc rgb "#00c0ff" title "|eig| = 1"

@@ -21,11 +21,11 @@ set ylabel "alpha = eta * rho"
 set xrange [G_min_x:G_max_x]
 set yrange [G_min_y:G_max_y]
 set samples 400
-set key top right opaque box
+set key below center horizontal samplen 3 height 1.5 reverse Left   # below the map, off the data
 
 do for [t in "png pdf"] {
-  if (t eq "png") { set terminal pngcairo size 1400,620 font ",11"; set output outdir.'/easgd-stability-easgd.png' }
-  if (t eq "pdf") { set terminal pdfcairo size 11in,4.9in font ",9"; set output outdir.'/easgd-stability-easgd.pdf' }
+  if (t eq "png") { set terminal pngcairo size 1400,660 font ",11"; set output outdir.'/easgd-stability-easgd.png' }
+  if (t eq "pdf") { set terminal pdfcairo size 11in,5.2in font ",9"; set output outdir.'/easgd-stability-easgd.pdf' }
   set multiplot layout 1,2 title "EASGD paper Sec. 4 (computed): EASGD round-robin map on F(x)=x^2/2, spectral radius by LAPACKE dgeev; line = analytic condition"
   do for [p in "3 8"] {
     set title "p = ".p

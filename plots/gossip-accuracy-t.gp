@@ -3,10 +3,12 @@
 # paper's CIFAR-10 / VGG16, ours as labelled). Reads resdir/gossip/accuracy-t.dat and batch.dat.
 if (!exists("resdir")) resdir = 'results'
 if (!exists("outdir")) outdir = 'plots/out'
-set grid; set key bottom left; set ylabel "final mean test accuracy (%)"
+# Keys below the panels (off the points); axes fit the data with a margin so the end points are whole.
+set grid; set key below center horizontal maxcols 2 samplen 3 height 1 reverse Left; set ylabel "final mean test accuracy (%)"
+set autoscale xfix; set autoscale yfix; set offsets graph 0.04, graph 0.04, graph 0.06, graph 0.06
 do for [t in "png pdf"] {
-  if (t eq "png") { set terminal pngcairo size 1300,520 font ",10"; set output outdir.'/gossip-accuracy-t.png' }
-  if (t eq "pdf") { set terminal pdfcairo size 9in,3.6in font ",8"; set output outdir.'/gossip-accuracy-t.pdf' }
+  if (t eq "png") { set terminal pngcairo size 1300,580 font ",10"; set output outdir.'/gossip-accuracy-t.png' }
+  if (t eq "pdf") { set terminal pdfcairo size 9in,4in font ",8"; set output outdir.'/gossip-accuracy-t.pdf' }
   set multiplot layout 1,2 title "Gossip G3: accuracy by T and by batch size (ours SIMULATED case (b); paper CIFAR-10/VGG16)"
   set title "by T, all narrow (Table 3)"; set xlabel "communication period T"; set logscale x 2
   plot resdir.'/gossip/accuracy-t.dat' using 1:2 with linespoints lw 2 pt 7 title "ours", \

@@ -3,15 +3,19 @@
 if (!exists("resdir")) resdir = 'results'
 if (!exists("outdir")) outdir = 'plots/out'
 f(n) = resdir.'/ppasgd/'.n.'.dat'
-set logscale x
+set logscale x 2
+set xtics 2; set format x "%g"
 set xlabel "epoch (log scale)"
 set ylabel "test error rate"
-set yrange [0:1]
+# The key sits below the plot (the curves start high, where a corner key would cover them); x fits
+# the data with a margin so the last point is whole; y is the error rate's whole range.
+set yrange [0:1.02]; set ytics 0, 0.2, 1
+set autoscale xfix; set offsets graph 0.02, graph 0.02, 0, 0
 set grid
-set key right top opaque box
+set key below center horizontal samplen 3 height 1 reverse Left
 do for [t in "png pdf"] {
-  if (t eq "png") { set terminal pngcairo size 1400,450 font ",10"; set output outdir.'/ppasgd-p2.png' }
-  if (t eq "pdf") { set terminal pdfcairo size 10in,3.3in font ",8"; set output outdir.'/ppasgd-p2.pdf' }
+  if (t eq "png") { set terminal pngcairo size 1400,510 font ",10"; set output outdir.'/ppasgd-p2.png' }
+  if (t eq "pdf") { set terminal pdfcairo size 10in,3.7in font ",8"; set output outdir.'/ppasgd-p2.pdf' }
   set multiplot layout 1,3 title "PP-ASGD paper Fig. 2 (ours: Fashion-MNIST subset, PP-ASGD CIFAR net, emulated staleness, real runs)"
   do for [S in "3 9 27"] {
     set title "(S = ".S.")"

@@ -10,10 +10,10 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export PDL_RESULTS=$T/results PDL_PLOTS_OUT=$T/out QUICK=1
 if out=$(bash bench/kfac/run.sh 2>&1); then ok "bench-kfac QUICK runs"; else notok "bench-kfac QUICK" "$(echo "$out" | tail -5)"; fi
 tab=$T/results/kfac/table.md
-for id in inv speed K2 K2-lb K2-comm K3 K4; do
+for id in inv speed K2 K2-lb K2-comm K3a K3b K4; do
   grep -q "^| $id |" "$tab" 2>/dev/null && ok "table row: $id" || notok "table row: $id" "missing in $tab"
 done
-grep -q '^| K2 |.*| simulated (calibrated per kind) + real |' "$tab" && ok "K2 row is labelled simulated + real" \
+grep -q '^| K2 |.*| SIMULATED (calibrated per kind) + real |' "$tab" && ok "K2 row is labelled SIMULATED + real" \
   || notok "K2 label" "$(grep '^| K2 |' "$tab")"
 grep -q '"kfac_rel_inverse"' "$T/results/kfac/calibration.json" 2>/dev/null && ok "the sim's per-kind rates were calibrated into the bench's results" \
   || notok "calibration" "no kfac_rel_inverse in $T/results/kfac/calibration.json"
@@ -22,6 +22,9 @@ import json, sys
 d = [json.loads(l) for l in open(sys.argv[1])]
 sys.exit(0 if d and all(x["kfac_sim_rates"] == "calibrated per kind" for x in d if x["mode"] == "sim") else 1)
 PY
+python3 bench/verdict.py --paper kfac --results "$T/results/kfac" --format json > "$T/v.json" 2>/dev/null \
+  && python3 -c "import json,sys; r={x['id']: x for x in json.load(open(sys.argv[1]))}; sys.exit(0 if r['K2-comm']['verdict'] == 'not comparable' and r['K4']['verdict'] == 'observation' else 1)" "$T/v.json" \
+  && ok "engine: K2-comm not comparable, K4 an observation" || notok "K-FAC verdicts" "$(grep -E '^\| (K2-comm|K4) ' "$tab")"
 for p in k2 k3 k4 inverse; do
   [ -s "$T/out/kfac-$p.png" ] && [ -s "$T/out/kfac-$p.pdf" ] && ok "plot kfac-$p png+pdf" || notok "plot kfac-$p" "missing"
 done

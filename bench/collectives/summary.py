@@ -9,15 +9,26 @@ op and rank count; the best round per size, min/max over ranks and all rounds), 
 memcpy, the algorithms, the closing note) and RESDIR/k1.txt / k1-verdict.txt for the K1 row.
 Rows are matched on OSU's size convention: allreduce/reduce size = our bytes_total, allgather
 size = our bytes_per_rank. Exit 1 when any row has wrong elements or an input is missing.
+The K1 verdict comes from bench/verdict.py (bench/claims/collectives.toml); this script derives
+the metrics only.
 """
 import glob, json, os, re, statistics, sys
 
+if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) == 2 else 2)
 res = sys.argv[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict  # noqa: E402
 out = []
 ok = True
 
 
 def load(path):
+    err = verdict.check_jsonl(path)
+    if err:
+        print("summary.py: %s" % err, file=sys.stderr)
+        sys.exit(1)
     with open(path) as f:
         return [json.loads(l) for l in f if l.strip()]
 
@@ -172,15 +183,17 @@ if big:
     red, ag = at("mpi", "reduce", 2, big), at("mpi", "allgather", 2, big)
     k1 += " at %s: reduce %.0f us%s" % (human(big), red, ", allgather %.0f us" % ag if ag else "")
 nccl_red = at("nccl", "reduce", 2, big) if big else None
-if ("nccl", "reduce", 2) in runs:
-    if nccl_red is not None:
-        k1 += "; NCCL reduce %.0f us" % nccl_red
-        verdict = "reproduced (one node)" if nccl_red < red else "not reproduced (one node, not 2)"
-    else:
-        verdict = "incomplete"
+V = verdict.Session("collectives", res)
+if ("nccl", "reduce", 2) in runs and nccl_red is not None:
+    k1 += "; NCCL reduce %.0f us" % nccl_red
+    cell = V.claim("K1", {"mpi_reduce_us": red, "nccl_reduce_us": nccl_red}, ours=k1, data_set="synthetic validated buffers",
+                   mode="real", flags=["one node, not the paper's 2"], plot="plots/out/collectives-reduce.png")
 else:
-    k1 += "; NCCL %s" % nccl
-    verdict = "MPI half only: no CUDA device here" if nccl.startswith("skipped") else "MPI half only"
+    if ("nccl", "reduce", 2) not in runs:
+        k1 += "; NCCL %s" % nccl
+    cell = V.claim("K1", None, ours=k1, data_set="synthetic validated buffers", mode="real",
+                   why="MPI half only: " + ("no CUDA device here" if nccl.startswith("skipped") else "no NCCL reduce at the largest size"))
+V.write()
 open(os.path.join(res, "k1.txt"), "w").write(k1 + "\n")
-open(os.path.join(res, "k1-verdict.txt"), "w").write(verdict + "\n")
+open(os.path.join(res, "k1-verdict.txt"), "w").write(cell + "\n")
 sys.exit(0 if ok else 1)

@@ -7,6 +7,8 @@
                                               center, runs that diverged last (the driver adds
                                               eta * 4/p for the DOWNPOUR family, 2 eta for
                                               EASGD and EAMSGD)
+  e23.py e1 STABILITY_JSONL RES_DIR           prints the E1 rows (id, paper, ours, data, mode,
+                                              verdict) of `pdl stability --check`'s results
   e23.py analyze RUNS_DIR RES_DIR META_JSON   merges the runs into RES_DIR/e2.jsonl, e3.jsonl,
                                               writes the gnuplot .dat files, the learning-rate
                                               grid (e2-lr-grid.md) and the paper-vs-ours rows
@@ -17,12 +19,17 @@ A run is one JSONL file of `pdl train` (eval lines + summary) named by its tag:
 DOWNPOUR runs also carry the ADOWNPOUR and MVADOWNPOUR curves ("views": the same center
 trajectory, evaluated at the running / moving average), so those methods are read from them.
 Times are simulated seconds (time_s of the sim runtime). Test errors are in % in the .dat files.
+This script derives metrics only: every verdict comes from bench/verdict.py applying
+bench/claims/easgd.toml (verdicts.json / verdicts.md in RES_DIR).
 """
 import glob
 import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict  # noqa: E402
 
 PAR = ["easgd", "eamsgd", "downpour", "mdownpour"]
 VIEWS = ["adownpour", "mvadownpour"]
@@ -188,8 +195,14 @@ def cmd_analyze(d, res, meta_path):
     meta = json.load(open(meta_path))
     runs = load_runs(d)
     rows = []
+    V = verdict.Session("easgd", res, quick=bool(os.environ.get("QUICK")))
+    _e1_into(V, res)
+
+    def add(r):   # one table row, just after the V.claim() that gave its verdict cell
+        V.describe(r[0], r[2], r[3], r[4])
+        rows.append(r)
     data = "Fashion-MNIST (%s)" % meta["data_note"]
-    mode = "simulated (%s); numerics real" % meta["sim_note"]
+    mode = "SIMULATED (%s); numerics real" % meta["sim_note"]
     # merged results per experiment (each line carries its run's tag)
     for exp in ("e2", "e3", "seq"):
         with open(os.path.join(res, exp + ".jsonl.tmp"), "w") as f:
@@ -247,14 +260,15 @@ def cmd_analyze(d, res, meta_path):
         # instability over the whole grid: runs at tau >= 16 that diverged
         grid_large = [r for t in large for r, _ in candidates(runs, m, "e2", 4, t)]
         ndiv = sum(1 for r in grid_large if r["summary"].get("diverged"))
-        if bt <= 4 and large and len(unstable) == len(large):
-            v = "agrees" if ndiv else "agrees in part: best at tau<=4, much worse at 16/64, but no run diverged"
-        elif bt <= 4:
-            v = "partly: best at tau<=4 but tau=%s not worse/unstable" % ",".join(str(t) for t in large if t not in unstable)
-        else:
-            v = "disagrees: best at tau=%d" % bt
-        rows.append(["E2 %s tau sweep" % NAMES[m], "best at tau in {1,4}; highly unstable at tau in {16,64}",
-                     "; ".join(parts) + "; %d of %d grid runs at tau>=16 diverged" % (ndiv, len(grid_large)), data, mode, v])
+        ours = "; ".join(parts) + "; %d of %d grid runs at tau>=16 diverged" % (ndiv, len(grid_large))
+        add(["E2 %s tau sweep: best at small tau" % NAMES[m], "best at tau in {1,4}", ours, data, mode,
+                     V.claim("E2-tau-best", {"best_tau": bt}, instance=NAMES[m], ours=ours, mode=mode, data_set=data,
+                             label="E2 %s tau sweep: best at small tau" % NAMES[m], plot="plots/out/easgd-e2.png")])
+        add(["E2 %s tau sweep: unstable at large tau" % NAMES[m], "highly unstable at tau in {16,64}", ours, data, mode,
+                     V.claim("E2-tau-unstable", {"n_large": len(large), "n_unstable": len(unstable), "n_diverged": ndiv,
+                                                 "best_tau": bt}, instance=NAMES[m], ours=ours, mode=mode, data_set=data,
+                             label="E2 %s tau sweep: unstable at large tau" % NAMES[m],
+                             flags=[] if ndiv else ["much worse at tau >= 16, but no run diverged"])])
 
     for m in DPFAM:
         dp_row(m)
@@ -281,25 +295,22 @@ def cmd_analyze(d, res, meta_path):
         beats_all &= ok
         parts.append("tau=%d: EAMSGD %s vs best comparator %s %s" % (tau, fmt_err(e_ea_w), bc, fmt_err(comp[bc])))
     if parts:
-        rows.append(["E2 EAMSGD vs comparators", "EAMSGD beats every comparator (DOWNPOUR family, MSGD) at every tau",
+        add(["E2 EAMSGD vs comparators", "EAMSGD beats every comparator (DOWNPOUR family, MSGD) at every tau",
                      "; ".join(parts) + " (best test error within EAMSGD's run time)", data, mode,
-                     "agrees" if beats_all else "disagrees at some tau"])
+                     V.claim("E2-eamsgd-vs", {"beats_all": bool(beats_all)}, mode=mode, data_set=data)])
         small = [edges[t] for t in edges if t <= 4 and math.isfinite(edges[t])]
         large = [edges[t] for t in edges if t >= 16 and math.isfinite(edges[t])]
         if small and large:
-            top = max(0.0, max(small))
-            v = ("agrees" if all(e > top for e in large) else
-                 "partly: larger on average at tau>=16, not at every large tau" if sum(large) / len(large) > top else
-                 "disagrees")
-            rows.append(["E2 EAMSGD edge vs tau", "EAMSGD's advantage grows with tau (most at 16, 64)",
+            add(["E2 EAMSGD edge vs tau", "EAMSGD's advantage grows with tau (most at 16, 64)",
                          "edge (best comparator - EAMSGD test error): " +
-                         ", ".join("tau=%d %+.1f pts" % (t, 100 * edges[t]) for t in sorted(edges)), data, mode, v])
+                         ", ".join("tau=%d %+.1f pts" % (t, 100 * edges[t]) for t in sorted(edges)), data, mode,
+                         V.claim("E2-eamsgd-edge", {"small": small, "large": large}, mode=mode, data_set=data)])
     ea = [(tau, best[("easgd", tau)][0]) for tau in taus if ("easgd", tau) in best]
     if len(ea) >= 2:
         first, last = ea[0][1], min(e for t, e in ea[1:])
-        rows.append(["E2 EASGD vs tau", "EASGD: better test error with larger tau (a tendency)",
+        add(["E2 EASGD vs tau", "EASGD: better test error with larger tau (a tendency)",
                      ", ".join("tau=%d %s" % (t, fmt_err(e)) for t, e in ea), data, mode,
-                     "agrees" if last < first else "disagrees"])
+                     V.claim("E2-easgd-tau", {"first": first, "best_later": last}, mode=mode, data_set=data)])
 
     # ---- E3: p sweep --------------------------------------------------------------------------
     ps = sorted({r["p"] for r in runs if r["exp"] == "e3"})
@@ -335,12 +346,11 @@ def cmd_analyze(d, res, meta_path):
         tcommon = min([e3[(m, p)][1][-1][0] for p in have] or [0])   # p runs differ in length: compare in the common window
         errs = [(p, best_err(e3[(m, p)][1], tcommon)) for p in have]
         if len(errs) >= 2:
-            mono = all(errs[i + 1][1] <= errs[i][1] for i in range(len(errs) - 1))
-            rows.append(["E3 %s vs p" % NAMES[m], "lowest achievable test error decreases with larger p",
+            add(["E3 %s vs p" % NAMES[m], "lowest achievable test error decreases with larger p",
                          ", ".join("p=%d %s" % (p, fmt_err(e)) for p, e in errs) +
                          " (best test error within the common time window %.3g s; tau=%d)" % (tcommon, plan[m][0]), data, mode,
-                         "agrees" if mono else ("partly: p=%d best" % min(errs, key=lambda x: nan_last(x[1]))[0]
-                                                if errs[-1][1] < errs[0][1] else "disagrees")])
+                         V.claim("E3-vs-p", {"errs": [e for _, e in errs]}, instance=NAMES[m], mode=mode, data_set=data,
+                                 label="E3 %s vs p" % NAMES[m], plot="plots/out/easgd-e3.png")])
     # EAMSGD vs the comparators at every p (Fig. 3: "EAMSGD achieves significant accelerations
     # compared to other methods"), best test error within EAMSGD's run time at that p
     parts, beats = [], True
@@ -356,9 +366,9 @@ def cmd_analyze(d, res, meta_path):
         beats &= all(not math.isfinite(v) or e_ea <= v for v in comp.values())
         parts.append("p=%d: EAMSGD %s vs best comparator %s %s" % (p, fmt_err(e_ea), bc, fmt_err(comp[bc])))
     if parts:
-        rows.append(["E3 EAMSGD vs comparators", "EAMSGD ahead of every comparator at every p (Fig. 3)",
+        add(["E3 EAMSGD vs comparators", "EAMSGD ahead of every comparator at every p (Fig. 3)",
                      "; ".join(parts) + " (best test error within EAMSGD's run time)", data, mode,
-                     "agrees" if beats else "disagrees at some p"])
+                     V.claim("E3-eamsgd-vs", {"beats": bool(beats)}, mode=mode, data_set=data)])
     # speed-up to a target vs MSGD
     t_ms = None
     if "msgd" in seq:
@@ -383,17 +393,11 @@ def cmd_analyze(d, res, meta_path):
             sp.append((p, t_ms / t if t and t_ms else None))
         txt = ", ".join("p=%d %s" % (p, "%.1f" % s if s else "not reached") for p, s in sp)
         s16 = dict(sp).get(max(allp))
-        if s16 is None:
-            v = "disagrees: target not reached at p=%d" % max(allp)
-        elif s16 <= 1:
-            v = "disagrees: no speed-up"
-        elif 11.1 / 1.5 <= s16 <= 11.1 * 1.5:
-            v = "agrees (within 1.5x of 11.1)"
-        else:
-            v = "speed-up, %s than the paper's" % ("smaller" if s16 < 11.1 else "larger")
-        rows.append(["E3 EAMSGD speed-up vs MSGD", "11.1 at p=16 to 21% test error (CIFAR)",
+        add(["E3 EAMSGD speed-up vs MSGD", "11.1 at p=16 to 21% test error (CIFAR)",
                      "%s to %s test error (%s; EAMSGD tau=%d; times to the target interpolated between evaluations)" %
-                     (txt, fmt_err(target), how, plan["eamsgd"][0]), data, mode, v])
+                     (txt, fmt_err(target), how, plan["eamsgd"][0]), data, mode,
+                     V.claim("E3-speedup", {"s16": s16}, mode=mode, data_set=data,
+                             flags=[] if s16 else ["target not reached at p=%d" % max(allp)])])
         with open(os.path.join(res, "e3-speedup.txt"), "w") as f:
             f.write("target %.6g\n" % target)
             for p, s in sp:
@@ -401,12 +405,16 @@ def cmd_analyze(d, res, meta_path):
     # MSGD vs the other p = 1 comparators (the paper's supplement, Fig. 6)
     if "msgd" in seq and len(seq) > 1:
         errs = {m: best_err(seq[m][1]) for m in seq}
-        rows.append(["E2 p=1 comparators", "MSGD outperformed SGD, ASGD and MVASGD (supplement Fig. 6)",
+        add(["E2 p=1 comparators", "MSGD outperformed SGD, ASGD and MVASGD (supplement Fig. 6)",
                      ", ".join("%s %s" % (NAMES[m], fmt_err(errs[m])) for m in ("msgd", "sgd", "asgd", "mvasgd") if m in errs) +
                      " (best test error, %d steps)" % meta["kseq"], data, mode,
-                     "agrees" if all(errs["msgd"] <= errs[m] for m in errs) else "disagrees"])
-    rows.append(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
-                 "not run: no ImageNet here", "-", "-", "not reproduced"])
+                     V.claim("E2-p1", {"msgd": errs["msgd"], "others": [errs[m] for m in errs if m != "msgd"]},
+                             mode=mode, data_set=data)])
+    add(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
+                 "not run: no ImageNet here", "-", "-", V.claim("E3-imagenet", why="not run: no ImageNet here")])
+    V.write()
+    for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+        rows.append(["error", "-", e, "-", "-", "no results (%s)" % e])
     with open(os.path.join(res, "e23-rows.tsv"), "w") as f:
         for row in rows:
             f.write("\t".join(c.replace("|", "/").replace("\t", " ") for c in row) + "\n")
@@ -420,11 +428,70 @@ def cmd_analyze(d, res, meta_path):
                                                " ".join(str(p) for p in allp), w2, w3))
 
 
+def _e1_rows(path):
+    """[(claim id, instance, paper, ours, metrics, flags)] from `pdl stability --check`'s JSON lines."""
+    out = []
+    for r in map(json.loads, (l for l in open(path) if l.strip())):
+        c, p, ok = r["check"], r["p"], bool(r["pass"])
+        flags = []
+        if c == "easgd-region":
+            paper = "EASGD stable iff 0<=eta<=2, 0<=alpha<=(4-2eta)/(4-eta)"
+            ours = "%d/%d grid points disagree outside band %g (%d/%d inside)" % (
+                r["disagree_outside_band"], r["points"] - r["in_band"], r["band"], r["disagree_in_band"], r["in_band"])
+        elif c == "easgd-curve":
+            paper = "condition independent of p"
+            ours = "numeric alpha_crit - curve in [%.1e, %.1e]" % (r["dev_min"], r["dev_max"])
+            flags = ["exact" if r["dev_max"] < 1e-6 else "sufficient, not exact: stable up to +%.1e beyond the curve" % r["dev_max"]]
+        elif c == "admm-region":
+            paper = "largest abs(eigenvalue) > 1 in parts of eta<1e-2, rho<10"
+            ours = "max %.6f at eta=%.2g rho=%.3g; %d/%d points > 1" % (
+                r["max_radius"], r["eta_at_max"], r["rho_at_max"], r["above_1"], r["points"])
+        elif c == "admm-diverge":
+            paper = "eta=0.001, rho=2.5, x0=1000 diverges"
+            ours = "max abs(state) 1000 -> %.2g in %d rounds (radius %.6f)" % (r["norm_final"], r["rounds"], r["radius"])
+        else:
+            c = "easgd-converge"
+            paper = "EASGD stable at eta=0.001, alpha=eta*2.5"
+            ours = "max abs(state) 1000 -> %.2g in %d rounds (radius %.6f)" % (r["norm_final"], r["rounds"], r["radius"])
+        out.append(("E1-" + c, "p=%d" % p, paper, ours, {"passed": ok, "dev_max": r.get("dev_max")}, flags))
+    return out
+
+
+E1_DATA, E1_MODE = "F(x)=x^2/2, round-robin", "real (LAPACKE_dgeev)"
+
+
+def _e1_into(V, res):
+    p = os.path.join(res, "stability-check.jsonl")
+    if os.path.exists(p) and not verdict.check_jsonl(p):
+        for cid, inst, paper, ours, m, flags in _e1_rows(p):
+            V.claim(cid, m, instance=inst, ours=ours, data_set=E1_DATA, mode=E1_MODE, flags=flags,
+                    label="E1 %s %s" % (cid[3:], inst))
+
+
+def cmd_e1(path, res):
+    """Prints the E1 table rows, verdicts from the engine; writes RES_DIR/verdicts.json for them
+    (the analyze step rewrites it with E2/E3 beside)."""
+    V = verdict.Session("easgd", res, quick=bool(os.environ.get("QUICK")), keep=True)
+    err = verdict.check_jsonl(path)
+    if err:
+        print("\t".join(["E1", "Sec. 4 / Fig. 1", "results unreadable: " + err, "-", "-", V.claim("E1-easgd-region", why=err)]))
+        V.write()
+        return 1
+    for cid, inst, paper, ours, m, flags in _e1_rows(path):
+        cell = V.claim(cid, m, instance=inst, ours=ours, data_set=E1_DATA, mode=E1_MODE, flags=flags,
+                       label="E1 %s %s" % (cid[3:], inst))
+        print("\t".join(["E1 %s %s" % (cid[3:], inst), paper, ours, E1_DATA, E1_MODE, cell]))
+    V.write()
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "picks":
+    if len(sys.argv) >= 4 and sys.argv[1] == "e1":
+        sys.exit(cmd_e1(sys.argv[2], sys.argv[3]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "picks":
         cmd_picks(sys.argv[2])
     elif len(sys.argv) >= 5 and sys.argv[1] == "analyze":
         cmd_analyze(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         sys.stderr.write(__doc__)
-        sys.exit(2)
+        sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)

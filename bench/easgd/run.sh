@@ -69,37 +69,9 @@ e1() {
 }
 
 e1_rows() {
-  [ -f "$RES/stability-check.jsonl" ] || { table_row E1 "Sec. 4 / Fig. 1" "no results (e1 did not finish)" "-" "-" "missing"; return; }
-  python3 - "$RES/stability-check.jsonl" <<'EOF' | while IFS=$'\t' read -r id paper ours data mode verdict; do
-import json, sys
-data, mode = "F(x)=x^2/2, round-robin", "real (LAPACKE_dgeev)"
-for r in map(json.loads, open(sys.argv[1])):
-    c, p, ok = r["check"], r["p"], r["pass"]
-    if c == "easgd-region":
-        paper = "EASGD stable iff 0<=eta<=2, 0<=alpha<=(4-2eta)/(4-eta)"
-        ours = "%d/%d grid points disagree outside band %g (%d/%d inside)" % (
-            r["disagree_outside_band"], r["points"] - r["in_band"], r["band"], r["disagree_in_band"], r["in_band"])
-        verdict = "agrees" if ok else "disagrees"
-    elif c == "easgd-curve":
-        paper = "condition independent of p"
-        ours = "numeric alpha_crit - curve in [%.1e, %.1e]" % (r["dev_min"], r["dev_max"])
-        verdict = ("agrees (exact)" if r["dev_max"] < 1e-6 else
-                   "sufficient, not exact: stable up to +%.1e beyond the curve" % r["dev_max"]) if ok else "disagrees"
-    elif c == "admm-region":
-        paper = "largest abs(eigenvalue) > 1 in parts of eta<1e-2, rho<10"
-        ours = "max %.6f at eta=%.2g rho=%.3g; %d/%d points > 1" % (
-            r["max_radius"], r["eta_at_max"], r["rho_at_max"], r["above_1"], r["points"])
-        verdict = "agrees" if ok else "disagrees"
-    elif c == "admm-diverge":
-        paper = "eta=0.001, rho=2.5, x0=1000 diverges"
-        ours = "max abs(state) 1000 -> %.2g in %d rounds (radius %.6f)" % (r["norm_final"], r["rounds"], r["radius"])
-        verdict = "agrees" if ok else "disagrees"
-    else:
-        paper = "EASGD stable at eta=0.001, alpha=eta*2.5"
-        ours = "max abs(state) 1000 -> %.2g in %d rounds (radius %.6f)" % (r["norm_final"], r["rounds"], r["radius"])
-        verdict = "agrees" if ok else "disagrees"
-    print("\t".join(["E1 %s p=%d" % (c, p), paper, ours, data, mode, verdict]))
-EOF
+  [ -f "$RES/stability-check.jsonl" ] || { table_row E1 "Sec. 4 / Fig. 1" "no results (e1 did not finish)" "-" "-" "no results"; return; }
+  # verdicts from bench/verdict.py (bench/claims/easgd.toml); e23.py e1 derives the metrics
+  python3 bench/easgd/e23.py e1 "$RES/stability-check.jsonl" "$RES" | while IFS=$'\t' read -r id paper ours data mode verdict; do
     table_row "$id" "$paper" "$ours" "$data" "$mode" "$verdict"
   done
 }
@@ -252,7 +224,7 @@ e3() {
 }
 
 e23_rows() {
-  if [ ! -s "$RES/e23-rows.tsv" ]; then table_row E2-E3 "Fig. 2, Fig. 3" "no results (e2/e3 did not finish)" "-" "-" "missing"; return; fi
+  if [ ! -s "$RES/e23-rows.tsv" ]; then table_row E2-E3 "Fig. 2, Fig. 3" "no results (e2/e3 did not finish)" "-" "-" "no results"; return; fi
   while IFS=$'\t' read -r id paper ours data mode verdict; do
     table_row "$id" "$paper" "$ours" "$data" "$mode" "$verdict"
   done < "$RES/e23-rows.tsv"

@@ -24,6 +24,9 @@
 # comparator, case (a), and beyond the paper: heterogeneous compute (half the nodes at 1/4 of the
 # rate) and non-IID shards (--noniid NONIID) at K = 8 and K = BIGK; case (a) and these run
 # EPOCHS_BIG epochs (the full bench's 45-minute budget on 2 cores).
+# SEEDS (default 1): the seeds of the runs the time-to-accuracy claims read (g1, g2, g4: G1/G2/G4);
+# seed 1 keeps the plain names, seed s > 1 adds "-sS" (g2-w6-s2). The claims registry asks for 3
+# in the full bench (bench/claims/gossip.toml); SEEDS="1 2 3" triples those 13 runs.
 # QUICK=1 (make test): a small net on a Fashion-MNIST subset, fewer runs, K = 8 and 16 (~40 s).
 set -u
 cd "$(dirname "$0")/../.."
@@ -39,7 +42,7 @@ else
   NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-0}; EVALS=${EVALS:-8}; BATCH_W=${BATCH_W:-0}
 fi
 DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; LR=${LR:-0.05}; K=${K:-8}; LAT=${LAT:-5ms}
-G_B=${G_B:-0.125}; G_SENS=${G_SENS:-0.07}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
+SEEDS=${SEEDS:-1}; G_B=${G_B:-0.125}; G_SENS=${G_SENS:-0.07}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
 SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
 NTRAIN=$TRAIN; [ "$NTRAIN" = 0 ] && NTRAIN=60000
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
@@ -70,14 +73,14 @@ plat() { # plat CASE K WIDE [rates]: the links: platform, WIDE wide nodes first,
   [ "$n" -gt 0 ] && bw="$bw${bw:++}$nb*$n"
   echo "links:k=$k,bw=$bw,lat=$LAT${4:+,rates=$4}"
 }
-SIG=$(echo "$NET $DATA $BATCH $LR $K $LAT $G_B $MODEL_MIB $EPOCHS $EPOCHS_G3 $EPOCHS_B $EPOCHS_BIG $WIDES $G3_T $BATCHES $G4_W $BIGK $NTEST $TRAIN $EVALS $NONIID $WARM_FRAC $RATE_A" | md5sum | cut -c1-8)
+SIG=$(echo "$NET $DATA $BATCH $LR $K $LAT $G_B $MODEL_MIB $EPOCHS $EPOCHS_G3 $EPOCHS_B $EPOCHS_BIG $WIDES $G3_T $BATCHES $G4_W $BIGK $NTEST $TRAIN $EVALS $NONIID $WARM_FRAC $RATE_A${SEEDS#1}" | md5sum | cut -c1-8)
 RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
 cat > "$RES/setting.json" <<EOF
 {"net": "$NET", "data": "$DATA", "batch": $BATCH, "lr": $LR, "K": $K, "lat": "$LAT", "model_bytes": $MB, "model_mib_paper": $MODEL_MIB,
  "bw_scale": $SCALE, "narrow_b": "$NARROW_B", "wide_b": "$WIDE_B", "G_b": $G_B, "rate_b_gflops": $RATE_B,
  "rate_a_gflops": $RATE_A, "G_sens": $G_SENS, "rate_sens_gflops": $RATE_S, "flops_train_per_img": $FLOPS, "calibration": "$CAL", "epochs": $EPOCHS, "epochs_g3": $EPOCHS_G3,
  "epochs_b": $EPOCHS_B, "epochs_big": $EPOCHS_BIG, "bigk": $BIGK, "noniid": $NONIID, "warm_frac": $WARM_FRAC,
- "ntest": $NTEST, "train": $NTRAIN, "quick": "${QUICK:+quick}", "runs": "$RUNS"}
+ "ntest": $NTEST, "train": $NTRAIN, "seeds": [$(echo $SEEDS | tr ' ' ',')], "quick": "${QUICK:+quick}", "runs": "$RUNS"}
 EOF
 echo "[gossip] $NET: $MB bytes (case b: links scaled by $SCALE -> narrow $NARROW_B, wide $WIDE_B; G = $G_B s per step = $RATE_B GFLOP/s); case a: $RATE_A GFLOP/s calibrated here"
 
@@ -96,14 +99,15 @@ g_run() { # g_run NAME ALGO CASE K WIDE T EPOCHS BATCH [extra flags]: one simula
   local dr=(--device-rate "$rate"); [ -n "$rates" ] && dr=()   # rates= in the platform sets each node's
   "$PDL" train --algo "$algo" --runtime sim --platform "$(plat "$case" "$k" "$w" "$rates")" "${dr[@]}" \
     --data "$DATA" "${SUB[@]}" --test-subset "$NTEST" --net "$NET" --batch "$b" --lr "$LR" --epochs "$ep" --tau "$t" \
-    --eval-every "$ev" --threads 1 --quiet --seed 1 --timeout 3600 --gossip-timeline "$RUNS/$name.timeline.csv" \
+    --eval-every "$ev" --threads 1 --quiet --seed "${SEED:-1}" --timeout 3600 --gossip-timeline "$RUNS/$name.timeline.csv" \
     --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
 }
 g_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[gossip] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
 warm_steps() { python3 -c "print(max(1, int($WARM_FRAC * $1 * $NTRAIN / $2 / $3)))"; }   # EPOCHS K BATCH
 
-g1() { local w n=(); for w in $WIDES; do g_run "g1-w$w" gossip b "$K" "$w" 1 "$EPOCHS" "$BATCH"; n+=("g1-w$w"); done; g_wait "${n[@]}"; }
-g2() { local w n=(); for w in $WIDES; do g_run "g2-w$w" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w"); done; g_wait "${n[@]}"; }
+sfx() { [ "$1" = 1 ] || echo "-s$1"; }   # the run-name suffix of seed $1
+g1() { local w s n=(); for s in $SEEDS; do for w in $WIDES; do SEED=$s g_run "g1-w$w$(sfx "$s")" gossip b "$K" "$w" 1 "$EPOCHS" "$BATCH"; n+=("g1-w$w$(sfx "$s")"); done; done; g_wait "${n[@]}"; }
+g2() { local w s n=(); for s in $SEEDS; do for w in $WIDES; do SEED=$s g_run "g2-w$w$(sfx "$s")" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w$(sfx "$s")"); done; done; g_wait "${n[@]}"; }
 g_same() { # g_same NEW OLD: NEW is the same run as OLD (same flags): reuse OLD's files
   grep -q '"event":"summary"' "$RUNS/$2.jsonl" 2>/dev/null || return 1
   local x; for x in jsonl out timeline.csv; do cp "$RUNS/$2.$x" "$RUNS/$1.$x" 2>/dev/null; done
@@ -119,11 +123,11 @@ g3() {
   g_wait "${n[@]}"
 }
 g4() {
-  local w n=() W; W=$(warm_steps "$EPOCHS" "$K" "$BATCH")
-  for w in $G4_W; do
-    g_run "g4-w$w-warm" gossip-warmup b "$K" "$w" 4 "$EPOCHS" "$BATCH" --gossip-warmup "$W"; n+=("g4-w$w-warm")
-    grep -qw "$w" <<<"$WIDES" || { g_run "g2-w$w" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w"); }
-  done
+  local w s x n=() W; W=$(warm_steps "$EPOCHS" "$K" "$BATCH")
+  for s in $SEEDS; do x=$(sfx "$s"); for w in $G4_W; do
+    SEED=$s g_run "g4-w$w-warm$x" gossip-warmup b "$K" "$w" 4 "$EPOCHS" "$BATCH" --gossip-warmup "$W"; n+=("g4-w$w-warm$x")
+    grep -qw "$w" <<<"$WIDES" || { SEED=$s g_run "g2-w$w$x" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w$x"); }
+  done; done
   g_run "push-w6" gossip-push b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=(push-w6)
   grep -qw 6 <<<"$WIDES" || { g_run "g2-w6" gossip b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=("g2-w6"); }
   g_wait "${n[@]}"

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS — reads the runs of
 bench/hermans/run.sh and writes the .dat files plots/hermans-*.gp read, and rows.tsv (id, thesis,
-ours, data set, real/simulated, verdict) for the table. Verdicts are computed here from the
-measurements against the thesis' claims (docs/PAPERS.md §4); nothing is hard-coded. Stdlib only."""
+ours, data set, real/simulated, verdict) for the table. This script derives metrics only; every
+verdict comes from bench/verdict.py applying bench/claims/hermans.toml (verdicts.json/.md beside
+rows.tsv). Stdlib only."""
 import glob
 import json
 import math
 import os
 import sys
 
+if len(sys.argv) != 11 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) == 2 else 2)
 RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS, NET_H3 = sys.argv[1:11]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict  # noqa: E402
+V = verdict.Session("hermans", RES, quick=bool(QUICK))
 SIM = "SIMULATED: n worker hosts + 1 server of %s on %s / %s links (SimGrid), real numerics" % (RATE, BW, LAT)
 DS = "%s%s, net %s, a quarter epoch per run" % (DATA, " (subset, QUICK)" if QUICK else "", NET)
 DS3 = "%s%s, net %s, %s epochs split over the n workers" % (DATA, " (subset, QUICK)" if QUICK else "", NET_H3, EPOCHS)
@@ -43,6 +50,7 @@ def runs(prefix):
 
 
 def row(i, thesis, ours, ds, mode, verdict):
+    V.describe(i, ours, ds, mode)
     rows.append((i, thesis, ours, ds, mode, verdict))
 
 
@@ -60,14 +68,19 @@ hists = {n: h1["h1-n%d" % n]["staleness_hist"] for n in ns}
 top = max((len(h) for h in hists.values()), default=0)
 dat("h1-staleness.dat", "staleness then the fraction of commits at n = " + " ".join(map(str, ns)),
     [[s] + [float(hists[n][s]) / max(1, sum(hists[n])) if s < len(hists[n]) else 0.0 for n in ns] for s in range(top)])
-parts, ok = [], True
+parts, flags = [], []
 for n in ns:
-    m = h1["h1-n%d" % n]["staleness_mean_steady"]
-    parts.append("n=%d: mean %.2f after the first n commits, %.2f over all %d (n-1 = %d)" % (
-        n, m, h1["h1-n%d" % n]["staleness_mean"], h1["h1-n%d" % n]["master_clock"], n - 1))
-    ok = ok and abs(m - (n - 1)) <= 0.1 * (n - 1) + 0.5
+    s1 = h1["h1-n%d" % n]
+    m = s1["staleness_mean_steady"]
+    dv = " DIVERGED%s" % (" at commit %s" % s1["diverged_at"] if s1.get("diverged_at") is not None else "") if s1.get("diverged") else ""
+    parts.append("n=%d: mean %.2f after the first n commits, %.2f over all %d (n-1 = %d)%s" % (
+        n, m, s1["staleness_mean"], s1["master_clock"], n - 1, dv))
+    if dv:
+        flags.append("n=%d diverged (train loss %s) and stopped after %d commits: its staleness covers those only" % (
+            n, s1.get("train_loss", "?"), s1["master_clock"]))
 row("H1 staleness", "homogeneous asynchronous workers: E[staleness] = n - 1", "; ".join(parts) or "not run",
-    DS, SIM, ("agrees" if ok else "disagrees") if parts else "missing")
+    DS, SIM, V.claim("H1", {"steady_mean": [h1["h1-n%d" % n]["staleness_mean_steady"] for n in ns], "n": ns} if ns else None,
+                     mode=SIM, data_set=DS, flags=flags, plot="plots/out/hermans-staleness.png"))
 het = runs("h1het-n")
 if het:
     k = sorted(het)[0]; hs = het[k]["staleness_hist"]; n = het[k]["workers"]
@@ -77,9 +90,9 @@ if het:
     row("H1 heterogeneous", "staleness histogram with heterogeneous workers (wider than the homogeneous one)",
         "n=%d, half the workers at 1/4 of the rate: mean %.2f after the first n commits, %d distinct staleness values (max %d)"
         % (n, het[k]["staleness_mean_steady"], spread, len(hs) - 1), DS, SIM + " (rates=LIST)",
-        "agrees (wider)" if spread > 2 else "disagrees (as narrow as homogeneous)")
+        V.claim("H1-het", {"distinct": spread}, mode=SIM + " (rates=LIST)", data_set=DS))
 else:
-    row("H1 heterogeneous", "staleness histogram with heterogeneous workers", "not run", "-", "-", "missing")
+    row("H1 heterogeneous", "staleness histogram with heterogeneous workers", "not run", "-", "-", V.claim("H1-het"))
 
 # ---- H2: implicit momentum ------------------------------------------------------------------
 # The claim is about E over worker orders: on the quadratic, pdl toy's ensemble fit (many random
@@ -103,9 +116,11 @@ row("H2 implicit momentum", "E[theta_t+1 - theta_t] = (1 - 1/n) E[theta_t - thet
     "quadratic 0.5 (x1^2 + 0.1 x2^2): pdl toy, random order, ensemble of %s runs; net: %s" % (
         next(iter(q.values()))["ensemble"] if q else "-", DS),
     "deterministic host simulation (quadratic); " + SIM + " (net)",
-    (("agrees on the quadratic (max |mu - (1-1/n)| %.4f)" % worst if worst < 0.02 else "disagrees on the quadratic (max |mu - (1-1/n)| %.4f)" % worst)
-     + ("; the net's single-run slope (not an estimate of mu) is within %.3f of 1-1/n for n >= 8, lower below" % max(
-         abs(r[2] - r[1]) for r in data if r[0] >= 8 and r[2] == r[2]) if any(r[0] >= 8 and r[2] == r[2] for r in data) else "")) if q else "missing")
+    V.claim("H2", {"worst": worst} if q else None, mode="deterministic host simulation (quadratic)",
+            flags=(["on the quadratic, max |mu - (1-1/n)| %.4f" % worst] if q else []) +
+            (["the net's single-run slope (not an estimate of mu) is within %.3f of 1-1/n for n >= 8, lower below" % max(
+                abs(r[2] - r[1]) for r in data if r[0] >= 8 and r[2] == r[2])] if any(r[0] >= 8 and r[2] == r[2] for r in data) else []),
+            plot="plots/out/hermans-momentum.png"))
 
 # ---- H3a: DOWNPOUR ----------------------------------------------------------------------------
 h3a = runs("h3a-")
@@ -114,15 +129,33 @@ def div(k):
     return h3a[k]["diverged"] or not (h3a[k]["test_err"] <= FAILED_ERR)
 def nl(k):   # h3a-n10-l5 -> (10, 5)
     return int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
-parts, verdict = [], []
+parts = []
 n_min = min((nl(k)[0] for k in h3a), default=0)
+n_max = max((nl(k)[0] for k in h3a), default=0)
 for k in sorted(h3a, key=nl):
     n, l = nl(k)
     parts.append("n=%d lambda=%d: %s (test err %.3f)" % (n, l, ("diverged" if h3a[k]["diverged"] else "failed") if div(k) else "converged", h3a[k]["test_err"]))
-    verdict.append(div(k) == (not (n == n_min and l == 1)))   # only the smaller n at lambda 1 converges
-row("H3 DOWNPOUR", "lambda=1 converges at n=10, diverges at n=20; at n=10 diverges for lambda = 5, 10, 20",
-    ("; ".join(parts) + " (failed: final test error above %.1f, chance 0.9)" % FAILED_ERR) if parts else "not run", DS3, SIM,
-    ("agrees" if all(verdict) else "agrees in part (%d of %d cases)" % (sum(verdict), len(verdict))) if verdict else "missing")
+ours3a = ("; ".join(parts) + " (failed: final test error above %.1f, chance 0.9)" % FAILED_ERR) if parts else "not run"
+k10 = [k for k in h3a if nl(k) == (n_min, 1)]
+k20 = [k for k in h3a if nl(k) == (n_max, 1) and n_max > n_min]
+ls = sorted(nl(k)[1] for k in h3a if nl(k)[0] == n_min and nl(k)[1] > 1)
+for cid, ks, lab in (("H3a-n10-l1", k10, "n=%d, lambda=1 converges" % n_min), ("H3a-n20-l1", k20, "n=%d, lambda=1 diverges" % n_max)):
+    row("H3a DOWNPOUR %s (net %s)" % (lab, NET_H3), "lambda=1 converges at n=10, diverges at n=20", ours3a, DS3, SIM,
+        V.claim(cid, {"failed": div(ks[0])} if ks else None, mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab,
+                plot="plots/out/hermans-curves.png"))
+for cid, want in (("H3a-n10-l5", 5), ("H3a-n10-l10", 10), ("H3a-n10-l20", 20)):
+    idx = {5: 0, 10: 1, 20: 2}[want]
+    l = ls[idx] if idx < len(ls) else None
+    ks = [k for k in h3a if l is not None and nl(k) == (n_min, l)]
+    lab = "n=%d, lambda=%s diverges" % (n_min, l if l is not None else want)
+    row("H3a DOWNPOUR %s" % lab, "at n=10 DOWNPOUR diverges for lambda = 5, 10, 20", ours3a, DS3, SIM,
+        V.claim(cid, {"failed": div(ks[0])} if ks else None, mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab))
+# the full-width evidence: the H1 runs (AGN with lambda = 1 = DOWNPOUR with lambda = 1) on NET
+row("H3a DOWNPOUR full width (net %s): n=%s" % (NET, "/".join(map(str, ns))), "lambda=1 converges at n=10, diverges at n=20",
+    "; ".join("n=%d: %s" % (n, "diverged at commit %s" % h1["h1-n%d" % n].get("diverged_at") if h1["h1-n%d" % n].get("diverged")
+                           else "completed") for n in ns) or "not run", DS, SIM,
+    V.claim("H3a-full", {"n": ns, "diverged": [bool(h1["h1-n%d" % n].get("diverged")) for n in ns]} if ns else None,
+            mode=SIM, data_set=DS))
 
 # ---- H3b: AGN vs AEASGD, temporal efficiency ---------------------------------------------------
 def area(ev, tmax):
@@ -151,7 +184,8 @@ row("H3 AGN vs AEASGD", "AGN ahead of asynchronous EASGD in 69.73% of the (n, la
     "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s" % (wins, total, 100.0 * wins / max(1, total),
     sorted({int(g[0]) for g in grid}), sorted({int(g[1]) for g in grid})) if total else "not run",
     DS3 + "; AGN with Adam lr 1e-3, AEASGD with its local SGD lr 0.05 (EASGD paper Alg. 1)", SIM,
-    ("agrees (majority)" if wins * 2 > total else "disagrees") if total else "missing")
+    V.claim("H3b", {"wins": wins, "total": total} if total else None, mode=SIM, data_set=DS3,
+            plot="plots/out/hermans-efficiency.png"))
 
 # ---- H3c: AGN alone vs ADAG at n = 30 ----------------------------------------------------------
 h3c = runs("h3c-")
@@ -159,19 +193,13 @@ def c_desc(k):
     s = h3c[k]
     return "%s: %s, test err %.3f" % (s["algo"], "diverged at commit %s" % s.get("diverged_at") if s["diverged"] else "converged", s["test_err"])
 agn = [k for k in h3c if "-agn-" in k]; adag = [k for k in h3c if "-adag-" in k]
-if agn and adag:
-    a, d = h3c[agn[0]], h3c[adag[0]]
-    bad = lambda s: s["diverged"] or s["test_err"] > FAILED_ERR
-    if bad(a) and not bad(d):
-        v = "agrees"
-    elif not bad(a) and not bad(d) and d["test_err"] < a["test_err"]:
-        v = "agrees in part: ADAG well ahead (test err %.3f vs %.3f), but AGN degraded without diverging" % (d["test_err"], a["test_err"])
-    else:
-        v = "disagrees"
-else:
-    v = "missing"
-row("H3 ADAG at n=%s" % (h3c[agn[0]]["workers"] if agn else "?"), "with n = 30, AGN alone diverges early and ADAG does not",
-    "; ".join(c_desc(k) for k in sorted(h3c)) or "not run", DS3 + "; lambda = (n + 4) / 2, gamma 1e-4", SIM, v)
+bad = lambda s_: bool(s_["diverged"] or s_["test_err"] > FAILED_ERR)
+n3 = h3c[agn[0]]["workers"] if agn else "?"
+for cid, ks, lab in (("H3c-agn", agn, "AGN alone diverges"), ("H3c-adag", adag, "ADAG does not diverge")):
+    row("H3c at n=%s: %s" % (n3, lab), "with n = 30, AGN alone diverges early and ADAG does not",
+        "; ".join(c_desc(k) for k in sorted(h3c)) or "not run", DS3 + "; lambda = (n + 4) / 2, gamma 1e-4", SIM,
+        V.claim(cid, ({"agn_failed": bad(h3c[agn[0]])} if cid == "H3c-agn" else {"adag_failed": bad(h3c[adag[0]])}) if ks else None,
+                mode=SIM, data_set=DS3, label="H3c at n=%s: %s" % (n3, lab)))
 mid = sorted(grid, key=lambda g: (abs(g[0] - 20), abs(g[1] - 20)))[:1]   # the thesis' example n = 20, lambda = 20
 pick = list(h3c) + list(h3a) + (["h3b-agn-n%d-l%d" % (mid[0][0], mid[0][1]), "h3b-aeasgd-n%d-l%d" % (mid[0][0], mid[0][1])] if mid else [])
 for k in pick:
@@ -182,14 +210,15 @@ for k in pick:
 with open(os.path.join(RES, "curves.txt"), "w") as f:
     f.write(" ".join(sorted(os.path.basename(p)[6:-4] for p in glob.glob(os.path.join(RES, "curve-*.dat")))) + "\n")
 row("H3 ADAG scaling", "ADAG's scaling factor for gamma in {1e-3, 1e-4, 1e-5}", "plotted: 1 / (gamma^-1 e^2 + 1) against the per-weight distance e",
-    "-", "analytic", "shown")
+    "-", "analytic", V.claim("H3-scaling", {}, mode="analytic", plot="plots/out/hermans-adag-scaling.png"))
 
 # ---- Booth ---------------------------------------------------------------------------------------
 b = lines(os.path.join(RES, "booth.jsonl"))
 row("Booth", "40 asynchronous workers on Booth from (90, 90), lr 0.01 (the thesis' script: asynchronous EASGD, rho 100)",
     "; ".join("%s: %s" % (d["rule"], "diverged" if d.get("diverged") or d["final_f"] is None else "f = %.3g" % d["final_f"]) for d in b) or "not run",
     "Booth function", "deterministic host simulation (round-robin)",
-    ("agrees (easgd converges)" if any(d["rule"] == "easgd" and d.get("converged") for d in b) else "disagrees") if b else "missing")
+    V.claim("Booth", {"easgd_converged": any(d["rule"] == "easgd" and bool(d.get("converged")) for d in b)} if b else None,
+            mode="deterministic host simulation (round-robin)", data_set="Booth function"))
 
 # ---- server throughput ---------------------------------------------------------------------------
 tp = [d for d in lines(os.path.join(RES, "throughput.jsonl")) if d.get("event") == "summary"]
@@ -207,8 +236,12 @@ for net in sorted({d[0] for d in data}):
             net, pts[-1][1], pts[-1][2], pts[-1][0], pts[0][1], pts[0][0]))
 row("server throughput", "dist-keras' Python server stopped scaling past 30 workers", "; ".join(parts) or "not run",
     "commits of the whole model (4 bytes x params each way)", "real (MPI ranks on this machine's 2 cores)",
-    "served every n up to %d" % max(r[1] for r in data) if data else "missing")
+    V.claim("throughput", {"max_n": max(r[1] for r in data)} if data else None, mode="real (MPI ranks on this machine's 2 cores)",
+            flags=["served every n up to %d" % max(r[1] for r in data)] if data else []))
 
+V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 with open(os.path.join(RES, "rows.tsv"), "w") as f:
     for r in rows:
         f.write("\t".join(str(x) for x in r) + "\n")

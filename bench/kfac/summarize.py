@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 """bench/kfac/summarize.py RES [quick] — reads bench-kfac's results (inverse, speed, k2, k3, k4 in RES),
 writes the plots' data files (RES/kfac-*.dat), RES/analysis.json and the table rows (RES/table.tsv.tmp,
-appended; bench/lib.sh's table_print renders them). Every verdict follows the rule written in its row."""
+appended; bench/lib.sh's table_print renders them). It derives metrics only: every verdict comes from
+bench/verdict.py applying bench/claims/kfac.toml (verdicts.json / verdicts.md beside the table)."""
 import json, math, os, statistics, sys
 
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) == 2 else 2)
 res = sys.argv[1]
 quick = len(sys.argv) > 2 and sys.argv[2] == "quick"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict  # noqa: E402
+V = verdict.Session("kfac", res, quick=quick)
 
 
 
@@ -28,6 +35,7 @@ rows, analysis = [], {}
 
 
 def row(i, paper, ours, data, mode, verdict):
+    V.describe(i, ours, data, mode)
     rows.append("\t".join([i, paper, ours, data, mode, verdict]))
 
 
@@ -46,7 +54,7 @@ if big:
     row("inv", "suite: fast inversion >= 2x the double LAPACKE reference at n >= 1024",
         "%s, threads %d, cond %.0e; max rel. error vs reference %.1e" % (txt, big[0]["threads"], big[0]["cond"],
                                                                         max(d["fast_max_err"] for d in inv)),
-        "random SPD", "real", "agrees" if worst >= 2 else "disagrees (%.2fx < 2x)" % worst)
+        "random SPD", "real", V.claim("inv", {"min_speedup": worst}, mode="real", data_set="random SPD"))
 
 # ---- step breakdown -----------------------------------------------------------------------------
 sp = [d for d in lines("speed.jsonl") if "kfac_step_ms" in d]
@@ -63,8 +71,8 @@ if sp:
         " + update %.1f; SGD step %.1f ms" % (d["batch"], d["kfac_step_ms"], d["kfac_fb_ms"], d["kfac_factors_ms"],
                                              100 * d["kfac_factors_to_sgemm"], d["kfac_inverse_ms"], d["kfac_precond_ms"],
                                              d["kfac_update_ms"], 1e3 * d["batch"] / d["img_per_s"]),
-        "random inputs", "real", "agrees" if d["kfac_factors_ms"] + d["kfac_inverse_ms"] > d["kfac_fb_ms"] else
-        "disagrees (factors + inversions below the forward/backward)")
+        "random inputs", "real", V.claim("speed", {"factors_ms": d["kfac_factors_ms"], "inverse_ms": d["kfac_inverse_ms"],
+                                                   "fb_ms": d["kfac_fb_ms"]}, mode="real", data_set="random inputs"))
 
 # ---- K2 -----------------------------------------------------------------------------------------
 k2 = lines("k2.jsonl")
@@ -100,8 +108,6 @@ if sim_l and 1 in sim_l:
     after = [p for p in sp_l if p > nl]
     superlin = all(sp_l[p] > p for p in upto) if upto else False
     flat_after = all(eff[p] <= eff[max(upto)] + 1e-9 for p in after) if upto and after else None
-    verdict = ("agrees" if superlin and flat_after is not False else
-               "disagrees (" + ("not better than linear at p <= %d" % nl if not superlin else "efficiency grows past the layers") + ")")
     txt = ", ".join("%d: %.2fx" % (p, sp_l[p]) for p in sorted(sp_l))
     real = ", ".join("%d: %.2fx" % (p, p * real_l[1] / real_l[p]) for p in sorted(real_l) if 1 in real_l)
     analysis["k2"] = {"speedup_sim_layer": sp_l, "efficiency": eff, "knee": knee, "layers": nl,
@@ -109,8 +115,12 @@ if sim_l and 1 in sim_l:
     row("K2", "speed-up vs processes better than linear while processes <= layers, then like data-parallel SGD",
         "weak scaling, batch %d/process, %d K-FAC layers; SIMULATED speed-up %s (efficiency peaks at %d); real (2 cores, "
         "ranks beyond 2 oversubscribed) %s" % (k2[0]["batch"], nl, txt, knee, real or "-"),
-        "Fashion-MNIST, vgg-small", "simulated (calibrated per kind) + real",
-        verdict)
+        "Fashion-MNIST, vgg-small", "SIMULATED (calibrated per kind) + real",
+        V.claim("K2", {"superlinear_sim": superlin, "flat_after_sim": flat_after,
+                       "real_sp2": 2 * real_l[1] / real_l[2] if 1 in real_l and 2 in real_l else None},
+                mode="SIMULATED (calibrated per kind) + real", data_set="Fashion-MNIST, vgg-small", simulated=True,
+                plot="plots/out/kfac-k2.png",
+                flags=[] if (1 in real_l and 2 in real_l) else ["no real 2-rank point in these results"]))
     ratios = {p: sim_l[p] / sim_p[p] for p in sim_p if p in sim_l and p > 1}
     if ratios:
         best = max(ratios, key=lambda p: ratios[p])
@@ -120,13 +130,14 @@ if sim_l and 1 in sim_l:
         row("K2-lb", "future work: load imbalance of per-layer inversion ownership",
             "time per update, paper's owners / our LPT owners: %s (best %.3fx at %d); inversion cost max/mean with the "
             "paper's owners %s: one 1153-wide layer bounds the step, which whole-layer owners cannot split" % (bal, ratios[best], best, imb),
-            "Fashion-MNIST, vgg-small", "simulated", "ours (beyond the paper)")
+            "Fashion-MNIST, vgg-small", "SIMULATED", V.claim("K2-lb", {"best_ratio": ratios[best]}, mode="SIMULATED",
+                                                             data_set="Fashion-MNIST, vgg-small"))
     if sim_ar:
         d_ar = ", ".join("%d: %.3f" % (p, sim_ar[p] / sim_l[p]) for p in sorted(sim_ar) if p in sim_l)
         row("K2-comm", "NCCL-style Allreduce for both steps measured about the same as Reduce+Scatterv / Allgather",
             "time per update, allreduce / reduce-scatterv+allgatherv: %s" % d_ar, "Fashion-MNIST, vgg-small",
-            "simulated", "agrees" if all(abs(sim_ar[p] / sim_l[p] - 1) < 0.25 for p in sim_ar if p in sim_l) else
-            "disagrees (allreduce differs by more than 25%)")
+            "SIMULATED", V.claim("K2-comm", {"ratios": [sim_ar[p] / sim_l[p] for p in sorted(sim_ar) if p in sim_l]},
+                                 mode="SIMULATED", data_set="Fashion-MNIST, vgg-small"))
 
 # ---- K3 -----------------------------------------------------------------------------------------
 curves = {}
@@ -142,17 +153,19 @@ if all(curves.values()):
         return {round(d["epoch"], 3): d for d in ev}
     ck, ca, cm = at_epochs(curves["kfac"]), at_epochs(curves["adam"]), at_epochs(curves["msgd"])
     common = sorted(set(ck) & set(ca) & set(cm))
-    better_epoch = all(1 - ck[e]["test_err"] >= 1 - ca[e]["test_err"] for e in common)
     tk, ta = curves["kfac"][-1]["time_s"] / curves["kfac"][-1]["epoch"], curves["adam"][-1]["time_s"] / curves["adam"][-1]["epoch"]
     slower = tk > ta
     last = common[-1]
     acc = lambda c: 100 * (1 - c[last]["test_err"])
-    row("K3", "one device: K-FAC's accuracy per epoch above Adam's; per second K-FAC is slower",
-        "after %g epochs: K-FAC %.1f%%, Adam %.1f%%, MSGD %.1f%% test accuracy; K-FAC >= Adam at %d of %d evaluations; "
-        "%.1f s/epoch vs Adam %.1f s/epoch" % (last, acc(ck), acc(ca), acc(cm),
-                                             sum(1 - ck[e]["test_err"] >= 1 - ca[e]["test_err"] for e in common), len(common), tk, ta),
-        "Fashion-MNIST subset, vgg-small", "real, 1 process",
-        "agrees" if better_epoch and slower else "disagrees (" + ("Adam ahead at some evaluation" if not better_epoch else "K-FAC not slower per second") + ")")
+    nge = sum(1 - ck[e]["test_err"] >= 1 - ca[e]["test_err"] for e in common)
+    ours3 = "after %g epochs: K-FAC %.1f%%, Adam %.1f%%, MSGD %.1f%% test accuracy; K-FAC >= Adam at %d of %d evaluations; " \
+        "%.1f s/epoch vs Adam %.1f s/epoch" % (last, acc(ck), acc(ca), acc(cm), nge, len(common), tk, ta)
+    row("K3a", "one device: K-FAC's accuracy per epoch above Adam's", ours3, "Fashion-MNIST subset, vgg-small", "real, 1 process",
+        V.claim("K3a", {"kfac_ge_adam": nge, "evals": len(common), "kfac_slower": slower}, mode="real, 1 process",
+                data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k3.png"))
+    row("K3b", "one device: per second K-FAC is slower than Adam", ours3, "Fashion-MNIST subset, vgg-small", "real, 1 process",
+        V.claim("K3b", {"kfac_s_per_epoch": tk, "adam_s_per_epoch": ta}, mode="real, 1 process",
+                data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k3.png"))
     analysis["k3"] = {"epochs": common, "kfac_s_per_epoch": tk, "adam_s_per_epoch": ta}
 
 # ---- K4 -----------------------------------------------------------------------------------------
@@ -178,16 +191,24 @@ if k4:
     bs, am, lm = series("msgd")
     _, ak, lk = series("kfac")
     if len(bs) >= 2:
-        falls = am[bs[-1]] < am[bs[0]] and lm[bs[-1]] > lm[bs[0]]
         seeds = len(by[("msgd", bs[0])])
         row("K4", "fixed epochs: accuracy falls and loss rises with the total batch (SGD); K-FAC shown beside",
             "%s epochs, %d seed(s): MSGD accuracy %s; K-FAC %s (batch %s)" % (
                 k4[0]["epochs"], seeds, " / ".join("%.1f%%" % (100 * am[b]) for b in bs),
                 " / ".join("%.1f%%" % (100 * ak[b]) for b in bs if b in ak), "/".join(str(b) for b in bs)),
             "Fashion-MNIST subset, vgg-small", "real, 1 process",
-            "agrees" if falls else "disagrees (MSGD accuracy does not fall or loss does not rise from batch %d to %d)" % (bs[0], bs[-1]))
+            V.claim("K4", [{"acc_first": 1 - a["test_err"], "acc_last": 1 - z["test_err"], "loss_first": a["test_loss"],
+                            "loss_last": z["test_loss"]} for a, z in zip(by[("msgd", bs[0])], by[("msgd", bs[-1])])],
+                    seeds=[d.get("seed", i + 1) for i, d in enumerate(by[("msgd", bs[0])])],
+                    mode="real, 1 process", data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k4.png"))
         analysis["k4"] = {"batches": bs, "msgd_acc": am, "kfac_acc": ak, "msgd_loss": lm, "kfac_loss": lk}
 
+for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K3a", "K3b", "K4"):
+    if not any(m["id"] == cid for m in V.meas):
+        row(cid, V.reg["_by_id"][cid]["statement"], "not run", "-", "-", V.claim(cid))
+V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 json.dump(analysis, open(os.path.join(res, "analysis.json"), "w"), indent=1, default=str)
 with open(os.path.join(res, "table.tsv.tmp"), "a") as f:
     for r in rows:

@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 """summarize.py RESDIR TABLE_TSV [quick] - derives gnuplot .dat files from results/ppasgd/*.jsonl
 and appends the P1-P4 paper-vs-ours rows to TABLE_TSV (id, paper, ours, data set, real/simulated,
-verdict). Reads results only; never runs anything. Missing experiments give a 'not run' row."""
+verdict). Reads results only; never runs anything. Missing experiments give a 'not run' row. It derives
+metrics only: every verdict comes from bench/verdict.py applying bench/claims/ppasgd.toml."""
 import glob, json, math, os, sys
 
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__.strip())
+    sys.exit(0 if len(sys.argv) == 2 else 2)
 res, table = sys.argv[1], sys.argv[2]
 quick = len(sys.argv) > 3 and sys.argv[3] == "quick"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict  # noqa: E402
+V = verdict.Session("ppasgd", res, quick=quick)
 TARGET2 = float(os.environ.get("TARGET2", "0.4"))
 TARGET4 = float(os.environ.get("TARGET4", "0.35"))
 rows = []
@@ -15,7 +22,11 @@ def load(name):
     p = os.path.join(res, name + ".jsonl")
     if not os.path.exists(p):
         return None
-    lines = [json.loads(l) for l in open(p) if l.strip()]
+    try:
+        lines = [json.loads(l) for l in open(p) if l.strip()]
+    except ValueError as e:   # named by bench/verdict.py as an error row; this summarizer skips the run
+        print("summarize.py: %s: not JSON (%s)" % (p, e), file=sys.stderr)
+        return None
     return {"evals": [l for l in lines if l.get("event") == "eval"],
             "summary": next((l for l in reversed(lines) if l.get("event") == "summary"), None),
             "config": next((l for l in lines if l.get("event") == "config"), None)}
@@ -36,6 +47,7 @@ def dset(run):
 
 
 def row(*c):
+    V.describe(c[0], c[2], c[3], c[4])
     rows.append("\t".join(str(x).replace("|", "/") for x in c))
 
 
@@ -53,9 +65,9 @@ for tag, what, mode in (("p1a", "emulated S0 = 7", "real (emulated staleness)"),
     s = r and r["summary"]
     if not s or not s.get("pred_n"):
         dat(tag, "no measurement", [])
-        row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%",
-            ("probe skipped: measured S0 = %s above the limit" % s.get("pred_S0")) if s and s.get("pred_skipped") else "not run / no measurement",
-            dset(r), mode, "missing")
+        why = ("probe skipped: measured S0 = %s above the limit" % s.get("pred_S0")) if s and s.get("pred_skipped") else "not run / no measurement"
+        row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%", why,
+            dset(r), mode, V.claim("P1a" if tag == "p1a" else "P1b", why=why, mode=mode, data_set=dset(r)))
         continue
     errs = s["pred_err"]
     dat(tag, "S prediction_error  (asgd %.9g, S0 %d)" % (s["pred_err_asgd"], s["pred_S0"]),
@@ -64,11 +76,11 @@ for tag, what, mode in (("p1a", "emulated S0 = 7", "real (emulated staleness)"),
     S0 = s["pred_S0"]
     dat(tag + "-point", "S0 error_at_S0", [(S0, errs[S0])])
     ratio = s["pred_ratio"]
-    ok = s["pred_argmin"] == S0 and ratio < 0.6
     row("P1 " + what, "argmin_S = S0 = 7; PP error / ASGD error = 42%",
         "S0 = %d (S_bar %.2f, b = %d), argmin_S = %d, ratio = %.0f%% (n = %d)" % (
             S0, s.get("S_bar", S0), s.get("batch", 0), s["pred_argmin"], 100 * ratio, s["pred_n"]),
-        dset(r), mode, "reproduced" if ok else "not reproduced")
+        dset(r), mode, V.claim("P1a" if tag == "p1a" else "P1b", {"argmin": s["pred_argmin"], "S0": S0, "ratio": ratio},
+                               mode=mode, data_set=dset(r), plot="plots/out/ppasgd-p1.png"))
 
 # ---- P2 ----
 curves = {}
@@ -85,7 +97,7 @@ for S in (3, 9, 27):
     claim = {3: "S=3: PP-ASGD and ASGD alike", 9: "S=9: PP-ASGD lower for the first 7 epochs",
              27: "S=27: PP-ASGD ~5x faster to error 0.3, much lower final error"}[S]
     if not a or not p:
-        row("P2 S=%d" % S, claim, "not run", "-", "real (emulated staleness)", "missing")
+        row("P2 S=%d" % S, claim, "not run", "-", "real (emulated staleness)", V.claim("P2-S%d" % S))
         continue
     ua, _ = first_reach(a["evals"], TARGET2, "updates")
     up, _ = first_reach(p["evals"], TARGET2, "updates")
@@ -97,18 +109,16 @@ for S in (3, 9, 27):
         TARGET2, ua if ua else "never", up if up else "never", (" (%.1fx)" % sp) if sp else "",
         fa if fa is not None else float("nan"), " (diverged)" if a["summary"].get("diverged") else "",
         fp if fp is not None else float("nan"), " (diverged)" if p["summary"].get("diverged") else "", ma, mp)
-    if S == 3:
-        v = "reproduced" if abs(mp - ma) < 0.05 else "differs"
-    elif S == 9:
-        v = "reproduced" if mp < ma else "not reproduced"
-    else:
-        faster = (up and not ua) or (sp and sp >= 2)
-        v = "reproduced (qualitatively)" if faster and (fp or 1) < (fa or 1) else ("partly" if mp < ma else "not reproduced")
-    row("P2 S=%d" % S, claim, ours, dset(a), "real (emulated staleness)", v)
+    faster = bool((up and not ua) or (sp and sp >= 2))
+    row("P2 S=%d" % S, claim, ours, dset(a), "real (emulated staleness)",
+        V.claim("P2-S%d" % S, {"mean_err_pp": mp, "mean_err_asgd": ma, "faster": faster, "final_pp": fp if fp is not None else 1,
+                               "final_asgd": fa if fa is not None else 1},
+                mode="real (emulated staleness)", data_set=dset(a), plot="plots/out/ppasgd-p2.png"))
 if ss:
     us, _ = first_reach(ss["evals"], TARGET2, "updates")
     row("P2 SSGD", "SSGD drops fastest early", "SSGD reaches err %.2f after %s updates; final %.3f" % (
-        TARGET2, us if us else "never", ss["summary"]["test_err"]), dset(ss), "real", "see plot")
+        TARGET2, us if us else "never", ss["summary"]["test_err"]), dset(ss), "real",
+        V.claim("P2-SSGD", {"updates_to_target": us}, mode="real", data_set=dset(ss), plot="plots/out/ppasgd-p2.png"))
 
 # ---- P3 ----
 a, p = load("p3-asgd-dist"), load("p3-ppasgd")
@@ -122,11 +132,11 @@ if a and p:
     ours = "S_bar %.1f / %.1f; sim time to err %.2f: ASGD %s, PP %s%s" % (
         sa.get("S_bar", float("nan")), sp_.get("S_bar", float("nan")), TARGET4,
         "%.3g s" % ta if ta else "never", "%.3g s" % tp if tp else "never", (" (%.1fx)" % (ta / tp)) if ta and tp else "")
-    v = "reproduced" if (tp and (not ta or ta / tp >= 1.5)) else ("partly" if tp and ta and ta > tp else "not reproduced")
+    m3 = "SIMULATED time (SimGrid, 4x8 devices at %s GFLOP/s), real numerics" % sa.get("device_rate", "?")
     row("P3", "32 GPUs, S_bar ~ 8.5: PP-ASGD ~2x faster than ASGD to top-5 err 0.2",
-        ours, dset(a), "SIMULATED time (SimGrid, 4x8 devices at %s GFLOP/s), real numerics" % sa.get("device_rate", "?"), v)
+        ours, dset(a), m3, V.claim("P3", {"t_asgd": ta, "t_pp": tp}, mode=m3, data_set=dset(a), plot="plots/out/ppasgd-p3.png"))
 else:
-    row("P3", "PP-ASGD ~2x faster than ASGD", "not run", "-", "simulated", "missing")
+    row("P3", "PP-ASGD ~2x faster than ASGD", "not run", "-", "SIMULATED", V.claim("P3"))
 
 # ---- P4 ----
 sizes = sorted({int(f.split("-D")[-1].split(".")[0]) for f in glob.glob(os.path.join(res, "p4-*-D*.jsonl"))})
@@ -161,11 +171,12 @@ if sizes:
     row("P4 ratio", "PP-ASGD 1.8-1.9x faster than SSGD to err target at equal devices",
         "time to err %.2f, SSGD/PP-ASGD at devices " % TARGET4 + ", ".join(ratios), dset(load("p4-ssgd-D%d" % sizes[0])),
         "SIMULATED time (SimGrid cluster, 8 dev/node, FDR IB), real numerics",
-        "reproduced" if good and min(good) >= 1.5 else ("partly" if good and max(good) > 1 else "not reproduced"))
+        V.claim("P4-ratio", {"ratios": good}, mode="SIMULATED time (SimGrid cluster, 8 dev/node, FDR IB), real numerics",
+                data_set=dset(load("p4-ssgd-D%d" % sizes[0])), plot="plots/out/ppasgd-p4.png"))
     row("P4 Fig.4c", "table of B_bar, S_bar, F_U", "; ".join("D=%d: B_bar %.2f S_bar %.2f F_U %.0f/s" % t for t in fig4c),
-        "-", "SIMULATED", "see table")
+        "-", "SIMULATED", V.claim("P4-fig4c", {}, mode="SIMULATED"))
 else:
-    row("P4", "speed-up curves", "not run", "-", "simulated", "missing")
+    row("P4", "speed-up curves", "not run", "-", "SIMULATED", V.claim("P4-ratio"))
 
 # ---- hybrid real runs ----
 hy = []
@@ -176,7 +187,11 @@ for R in (1, 2, 4):
         hy.append("R=%d: F_U %.0f/s F_G %.1f/s S_bar %.1f" % (R, s.get("F_U", float("nan")), s.get("F_G", float("nan")),
                                                             s.get("S_bar", float("nan"))))
 row("hybrid", "mpirun -np R pdl train --algo ppasgd --grad-threads G works, logs F_U/F_G/S_bar",
-    "; ".join(hy) if hy else "not run", "fashion-mnist", "real (MPI ranks on 2 cores)", "works" if len(hy) == 3 else "missing")
+    "; ".join(hy) if hy else "not run", "fashion-mnist", "real (MPI ranks on 2 cores)",
+    V.claim("hybrid", {"ranks_done": len(hy)} if hy else None, mode="real (MPI ranks on 2 cores)", data_set="fashion-mnist"))
+V.write()
+for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+    row("error", "-", e, "-", "-", "no results (%s)" % e)
 
 with open(table, "a") as f:
     for r in rows:
