@@ -2,7 +2,6 @@
 // code can be run and checked (with ASan/UBSan) on a machine without a GPU. Not built by make; see run.sh.
 #pragma once
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -48,20 +47,100 @@ inline cudaError_t cudaFree(void *p) { free(p); return 0; }
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t st) { if (!st) return 1; memcpy(d, s, n); return 0; }
 inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { if (!st) return 1; memset(d, v, n); return 0; }
 
-// Launch: blockDim.x OS threads; each walks the blocks in order; a block-wide barrier ends each
-// block (so static "__shared__" arrays are per block); __syncthreads and warp shuffles use barriers.
-inline std::barrier<> *emu_block_bar;
-inline std::vector<std::barrier<> *> emu_warp_bar;
+// Launch: blockDim.x fibers (ucontext) on the launching host thread, run round-robin by a small
+// scheduler; each fiber is one CUDA thread and walks the blocks in order; a block-wide barrier
+// ends each block (so static "__shared__" arrays are per block); __syncthreads and warp shuffles
+// are barriers at which a fiber yields until every member has arrived. One OS thread per CUDA
+// thread (the first cut) spent most of make test's emulator time in the kernel (sys time).
+// Under ASan the stack switches are announced (__sanitizer_*_switch_fiber).
+#include <sys/mman.h>
+#include <ucontext.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN 1
+#else
+#define EMU_ASAN 0
+#endif
+struct emu_bar { unsigned n = 0, count = 0; unsigned long gen = 0; };
+struct emu_fiber { ucontext_t ctx; char *stack = nullptr; unsigned tid = 0, bid = 0; bool done = false; void *fake = nullptr; };
+inline constexpr size_t emu_stack_size = 256 * 1024;
+inline thread_local ucontext_t emu_sched;
+inline thread_local emu_fiber *emu_cur;
+inline thread_local const void *emu_sched_bottom;
+inline thread_local size_t emu_sched_size;
+inline thread_local std::function<void()> *emu_body;
+inline emu_bar emu_block_bar;
+inline std::vector<emu_bar> emu_warp_bar;
+inline std::vector<emu_fiber> emu_fibers;   // kept between launches (their stacks are reused)
 inline double emu_slots[1024];
-inline void __syncthreads() { emu_block_bar->arrive_and_wait(); }
+inline void emu_yield() {   // fiber -> scheduler
+  emu_fiber *f = emu_cur;
+#if EMU_ASAN
+  __sanitizer_start_switch_fiber(&f->fake, emu_sched_bottom, emu_sched_size);
+#endif
+  swapcontext(&f->ctx, &emu_sched);
+#if EMU_ASAN
+  __sanitizer_finish_switch_fiber(f->fake, nullptr, nullptr);
+#endif
+}
+inline void emu_arrive(emu_bar &b) {
+  const unsigned long g = b.gen;
+  if (++b.count == b.n) { b.count = 0; b.gen++; return; }
+  while (b.gen == g) emu_yield();
+}
+inline void __syncthreads() { emu_arrive(emu_block_bar); }
 template <class T> T __shfl_xor_sync(unsigned mask, T v, int o) {
   if (mask != 0xffffffffu) abort();
   unsigned lane = threadIdx.x % 32, w = threadIdx.x / 32;
   emu_slots[threadIdx.x] = (double)v;
-  emu_warp_bar[w]->arrive_and_wait();
+  emu_arrive(emu_warp_bar[w]);
   T r = (T)emu_slots[w * 32 + (lane ^ o)];
-  emu_warp_bar[w]->arrive_and_wait();
+  emu_arrive(emu_warp_bar[w]);
   return r;
+}
+inline void emu_fiber_main() {
+#if EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &emu_sched_bottom, &emu_sched_size);
+#endif
+  (*emu_body)();
+  emu_cur->done = true;
+#if EMU_ASAN
+  __sanitizer_start_switch_fiber(nullptr, emu_sched_bottom, emu_sched_size);   // this fiber ends
+#endif
+  setcontext(&emu_sched);
+}
+// Scheduler -> fiber f until it yields or ends (its own function: swapcontext returns twice, so
+// the scheduler's loop keeps no locals across it).
+__attribute__((noinline)) inline void emu_resume(emu_fiber &f) {
+  void *fake = nullptr;
+#if EMU_ASAN
+  __sanitizer_start_switch_fiber(&fake, f.stack, emu_stack_size);
+#endif
+  swapcontext(&emu_sched, &f.ctx);
+#if EMU_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+}
+// Fiber f as CUDA thread t, at the start of emu_fiber_main (getcontext returns twice too).
+__attribute__((noinline)) inline void emu_prepare(emu_fiber &f, unsigned t) {
+  f.tid = t; f.bid = 0; f.done = false; f.fake = nullptr;
+  getcontext(&f.ctx);
+  f.ctx.uc_stack.ss_sp = f.stack; f.ctx.uc_stack.ss_size = emu_stack_size; f.ctx.uc_link = nullptr;
+  makecontext(&f.ctx, emu_fiber_main, 0);
+}
+// Runs fibers 0..b-1 round-robin until every one has finished its blocks.
+inline void emu_schedule(unsigned b) {
+  for (unsigned t = 0; t < b; t++) emu_prepare(emu_fibers[t], t);
+  for (unsigned alive = b; alive;) {
+    alive = 0;
+    for (unsigned t = 0; t < b; t++) {
+      emu_fiber &f = emu_fibers[t];
+      if (f.done) continue;
+      emu_cur = &f; threadIdx.x = f.tid; blockIdx.x = f.bid;
+      emu_resume(f);
+      if (!f.done) { f.bid = blockIdx.x; alive++; }
+    }
+  }
 }
 inline long emu_launches;
 template <class... P> struct emu_launcher {
@@ -71,19 +150,22 @@ template <class... P> struct emu_launcher {
     if (g == 0 || b == 0 || b > 1024 || b % 32 || g > 2147483647u) { fprintf(stderr, "emu: bad launch config %u x %u\n", g, b); abort(); }
     std::lock_guard<std::mutex> lk(emu_launch_mutex);
     emu_launches++;
-    std::barrier<> bb(b);
-    emu_block_bar = &bb;
-    emu_warp_bar.clear();
-    for (unsigned w = 0; w < b / 32; w++) emu_warp_bar.push_back(new std::barrier<>(32));
-    std::vector<std::thread> th;
-    for (unsigned t = 0; t < b; t++)
-      th.emplace_back([&, t] {
-        gridDim.x = g; blockDim.x = b; threadIdx.x = t;
-        for (unsigned blk = 0; blk < g; blk++) { blockIdx.x = blk; k(a...); bb.arrive_and_wait(); }
-      });
-    for (auto &x : th) x.join();
-    for (auto *p : emu_warp_bar) delete p;
-    emu_warp_bar.clear();
+    emu_block_bar = emu_bar{b, 0, 0};
+    emu_warp_bar.assign(b / 32, emu_bar{32, 0, 0});
+    while (emu_fibers.size() < b) {
+      emu_fibers.emplace_back();
+      void *st = mmap(nullptr, emu_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (st == MAP_FAILED) { fprintf(stderr, "emu: cannot map a fiber stack\n"); abort(); }
+      emu_fibers.back().stack = (char *)st;
+    }
+    std::function<void()> body = [&] {
+      for (unsigned blk = 0; blk < g; blk++) { blockIdx.x = emu_cur->bid = blk; k(a...); emu_arrive(emu_block_bar); }
+    };
+    emu_body = &body;
+    const dim3 saved_t = threadIdx, saved_b = blockIdx, saved_bd = blockDim, saved_g = gridDim;
+    gridDim.x = g; blockDim.x = b;
+    emu_schedule(b);
+    threadIdx = saved_t; blockIdx = saved_b; blockDim = saved_bd; gridDim = saved_g;
   }
 };
 template <class... P> emu_launcher<P...> emu_launch(void (*k)(P...), unsigned g, unsigned b, int shm, cudaStream_t s) {

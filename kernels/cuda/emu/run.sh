@@ -2,12 +2,12 @@
 # kernels/cuda/emu/run.sh — run tests/test_cuda_layers and tests/test_cuda_inv against kernels/cuda on
 # the CPU, for machines without a GPU. The .cu sources are compiled by g++ with the stand-in headers
 # of this folder (kernel<<<g, b, shm, s>>>(args) rewritten to emu_launch(kernel, g, b, shm, s)(args));
-# each launch runs blockDim.x host threads over the blocks in order, with barriers for __syncthreads
+# each launch runs blockDim.x fibers (ucontext, one host thread) over the blocks in order, yielding at barriers for __syncthreads
 # and warp shuffles; cublasSgemm is column-major OpenBLAS sgemm with cuBLAS's argument checks, and
 # cusolverDnSpotrf/Spotri are column-major LAPACK with cuSOLVER's. Built with ASan + UBSan, so an
 # out-of-bounds index in a kernel fails loudly. Checks indexing, layouts and the row-/column-major
 # mappings; says nothing about real-GPU timing, memory model or arch-specific codegen.
-# Usage (repo root): bash kernels/cuda/emu/run.sh   (~1.5 min on 2 cores)
+# Usage (repo root): bash kernels/cuda/emu/run.sh   (~1 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 out=${BUILD:-build}/cuda-emu
