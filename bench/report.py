@@ -7,13 +7,15 @@ history, seeds and spread, and its plot, in one self-contained HTML file.
   python3 bench/report.py --rows ROWS.json         render rows given as a JSON file instead of
                                                    asking the verdict engine (tests, debugging)
 
-The rows come from the one verdict engine, `python3 bench/verdict.py --all --format json` (a JSON
+The rows come from the one verdict engine, `python3 bench/verdict.py --all --format json` (per
+paper, `--paper P`, when --all gives no rows, so one broken registry file leaves the others; a JSON
 list of objects: paper, id, statement, source, kind, rule, tolerance, fixed_at, history, seeds,
 mean, min, max, paper_value, ours, verdict, reason, simulated, data_set, plot); this script
-decides no verdict of its own. It also reads every results/<paper>/*.jsonl line itself, for the
+decides no verdict of its own. It also reads every results/<paper>/**/*.jsonl line itself, for the
 provenance of the results and so that a broken line shows as a visible error row even where the
-engine says nothing about it. Plots are PNGs from plots/out (`make plots`), inlined as data URIs,
-so the page opens in a browser with no server; there is no external CSS, JS or font. An inline
+engine says nothing about it. Plots are PNGs from plots/out (`make plots`), inlined as data URIs
+(each once per paper; only for papers with results, and never beside a claim with no results, since
+plots/out may hold another run's PNG or gnuplot's empty frame), so the page opens in a browser with no server; there is no external CSS, JS or font. An inline
 script, after load, writes "images=N decoded=N claims=N errors=N" into the element #selfcheck
 (tests/t_report.sh reads it from a headless browser's DOM).
 
@@ -420,7 +422,7 @@ table.prov td{padding:.1em .8em .1em 0;vertical-align:top} table.prov td:first-c
 .statement{font-style:italic;margin:.3em 0} .label{font-weight:bold;margin:.2em 0}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15em .8em;margin:.4em 0}
 dt{font-weight:bold;color:#444} dd{margin:0}
-.history{grid-column:1/-1} table.hist{border-collapse:collapse;font-size:.9em;margin-top:.3em;width:100%} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
+.history{grid-column:1/-1} .history .verdict{white-space:normal} table.hist{border-collapse:collapse;font-size:.9em;margin-top:.3em;width:100%} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
 table.summary{border-collapse:collapse} table.summary td,table.summary th{border:1px solid #ccc;padding:.2em .6em}
 .plot img,.gallery img{max-width:100%;height:auto;border:1px solid #ddd}
 .plot .missing{color:#777;font-style:italic}
