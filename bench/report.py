@@ -56,9 +56,6 @@ VERDICT_CLASS = {
     "observation": "v-observation", "shown": "v-shown", "no results": "v-noresults",
     "error": "v-error",
 }
-ROW_KEYS = ["paper", "id", "statement", "source", "kind", "rule", "tolerance", "fixed_at", "history",
-            "seeds", "mean", "min", "max", "paper_value", "ours", "verdict", "reason", "simulated",
-            "data_set", "plot"]
 
 
 class Fatal(Exception):
@@ -644,7 +641,6 @@ def render(rows, errors, info, prov, plots, resdir):
     by = {p[0]: [] for p in PAPERS + [OTHER]}
     for r in rows:
         by[paper_of_row(r)].append(r)
-    errs_by = {p[0]: [] for p in PAPERS + [OTHER]}
     have_results = any(rec["files"] for rec in info.values())
     nsim = sum(1 for r in rows if r.get("simulated") is True)
     nreal = sum(1 for r in rows if r.get("simulated") is False)
