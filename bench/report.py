@@ -58,6 +58,9 @@ VERDICT_CLASS = {
 }
 
 
+GENERATED = ("docs/REPRODUCTION.md", "README.md")  # written by bench/reproduction.sh in make report
+
+
 class Fatal(Exception):
     """A one-line error about the command line or an input file named there."""
 
@@ -84,10 +87,13 @@ def sh(cmd, timeout=20):
 def provenance():
     rev = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown (not a git checkout)"
     if rev and not rev.startswith("unknown"):
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=ROOT,
-                               capture_output=True).returncode != 0
-        if dirty:
-            rev += " dirty (uncommitted changes)"
+        # make report rewrites docs/REPRODUCTION.md and README.md's status block just before this
+        # page: those alone do not make the tree dirty
+        changed = [f for f in (sh(["git", "diff", "--name-only", "HEAD", "--"]) or "").splitlines()
+                   if f and f not in GENERATED]
+        if changed:
+            rev += " dirty (%d file%s changed: %s%s)" % (len(changed), "" if len(changed) == 1 else "s",
+                                                       ", ".join(changed[:5]), ", ..." if len(changed) > 5 else "")
     cpu, flags = "unknown", ""
     out = sh(["lscpu"])
     if out:
