@@ -7,13 +7,15 @@ history, seeds and spread, and its plot, in one self-contained HTML file.
   python3 bench/report.py --rows ROWS.json         render rows given as a JSON file instead of
                                                    asking the verdict engine (tests, debugging)
 
-The rows come from the one verdict engine, `python3 bench/verdict.py --all --format json` (a JSON
+The rows come from the one verdict engine, `python3 bench/verdict.py --all --format json` (per
+paper, `--paper P`, when --all gives no rows, so one broken registry file leaves the others; a JSON
 list of objects: paper, id, statement, source, kind, rule, tolerance, fixed_at, history, seeds,
 mean, min, max, paper_value, ours, verdict, reason, simulated, data_set, plot); this script
-decides no verdict of its own. It also reads every results/<paper>/*.jsonl line itself, for the
+decides no verdict of its own. It also reads every results/<paper>/**/*.jsonl line itself, for the
 provenance of the results and so that a broken line shows as a visible error row even where the
-engine says nothing about it. Plots are PNGs from plots/out (`make plots`), inlined as data URIs,
-so the page opens in a browser with no server; there is no external CSS, JS or font. An inline
+engine says nothing about it. Plots are PNGs from plots/out (`make plots`), inlined as data URIs
+(each once per paper; only for papers with results, and never beside a claim with no results, since
+plots/out may hold another run's PNG or gnuplot's empty frame), so the page opens in a browser with no server; there is no external CSS, JS or font. An inline
 script, after load, writes "images=N decoded=N claims=N errors=N" into the element #selfcheck
 (tests/t_report.sh reads it from a headless browser's DOM).
 
@@ -54,9 +56,9 @@ VERDICT_CLASS = {
     "observation": "v-observation", "shown": "v-shown", "no results": "v-noresults",
     "error": "v-error",
 }
-ROW_KEYS = ["paper", "id", "statement", "source", "kind", "rule", "tolerance", "fixed_at", "history",
-            "seeds", "mean", "min", "max", "paper_value", "ours", "verdict", "reason", "simulated",
-            "data_set", "plot"]
+
+
+GENERATED = ("docs/REPRODUCTION.md", "README.md")  # written by bench/reproduction.sh in make report
 
 
 class Fatal(Exception):
@@ -85,10 +87,13 @@ def sh(cmd, timeout=20):
 def provenance():
     rev = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown (not a git checkout)"
     if rev and not rev.startswith("unknown"):
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=ROOT,
-                               capture_output=True).returncode != 0
-        if dirty:
-            rev += " dirty (uncommitted changes)"
+        # make report rewrites docs/REPRODUCTION.md and README.md's status block just before this
+        # page: those alone do not make the tree dirty
+        changed = [f for f in (sh(["git", "diff", "--name-only", "HEAD", "--"]) or "").splitlines()
+                   if f and f not in GENERATED]
+        if changed:
+            rev += " dirty (%d file%s changed: %s%s)" % (len(changed), "" if len(changed) == 1 else "s",
+                                                       ", ".join(changed[:5]), ", ..." if len(changed) > 5 else "")
     cpu, flags = "unknown", ""
     out = sh(["lscpu"])
     if out:
@@ -420,7 +425,7 @@ table.prov td{padding:.1em .8em .1em 0;vertical-align:top} table.prov td:first-c
 .statement{font-style:italic;margin:.3em 0} .label{font-weight:bold;margin:.2em 0}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15em .8em;margin:.4em 0}
 dt{font-weight:bold;color:#444} dd{margin:0}
-.history{grid-column:1/-1} table.hist{border-collapse:collapse;font-size:.9em;margin-top:.3em;width:100%} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
+.history{grid-column:1/-1} .history .verdict{white-space:normal} table.hist{border-collapse:collapse;font-size:.9em;margin-top:.3em;width:100%} table.hist td,table.hist th{border:1px solid #ccc;padding:.15em .4em;text-align:left}
 table.summary{border-collapse:collapse} table.summary td,table.summary th{border:1px solid #ccc;padding:.2em .6em}
 .plot img,.gallery img{max-width:100%;height:auto;border:1px solid #ddd}
 .plot .missing{color:#777;font-style:italic}
@@ -642,7 +647,6 @@ def render(rows, errors, info, prov, plots, resdir):
     by = {p[0]: [] for p in PAPERS + [OTHER]}
     for r in rows:
         by[paper_of_row(r)].append(r)
-    errs_by = {p[0]: [] for p in PAPERS + [OTHER]}
     have_results = any(rec["files"] for rec in info.values())
     nsim = sum(1 for r in rows if r.get("simulated") is True)
     nreal = sum(1 for r in rows if r.get("simulated") is False)

@@ -8,7 +8,7 @@ if (!exists("outdir")) outdir = 'plots/out'
 f = resdir.'/hermans/h3b-efficiency.dat'
 ns = system("awk '!/^#/ && NF >= 3 {print $1 + 0}' ".f." | sort -g | uniq | tr '\\n' ' '")
 ls = system("awk '!/^#/ && NF >= 3 {print $2 + 0}' ".f." | sort -g | uniq | tr '\\n' ' '")
-if (words(ns) == 0 || words(ls) == 0) { print "no (n, lambda) cells in ".f; exit gnuplot }
+if (words(ns) == 0 || words(ls) == 0) { print "no (n, lambda) cells in ".f; exit status 1 }
 # position of value v in a list of distinct numbers (1-based; 0 when absent)
 idx(v, list) = sum [i=1:words(list)] (abs(word(list, i) + 0 - v) < 1e-9 ? i : 0)
 set xrange [0.5:words(ns) + 0.5]; set yrange [0.5:words(ls) + 0.5]
