@@ -26,4 +26,15 @@ done
 dead=()
 for f in $(grep -o '(\(docs\|ci\|bench\)/[^)#]*)' README.md | tr -d '()' | sort -u); do [ -e "$f" ] || dead+=("$f"); done
 [ ${#dead[@]} -eq 0 ] && ok "README links resolve" || notok "README links resolve" "${dead[*]}"
+# bench/reproduction.sh keeps what it does not generate: a hand-written section survives, and a
+# paper table kept from a run before the claims registry is marked as such, once (run twice)
+D=$(mktemp -d); mkdir -p "$D/bench" "$D/docs"
+cp bench/reproduction.sh bench/status.py "$D/bench/"; cp -r bench/claims "$D/bench/"; cp docs/*.md "$D/docs/"; cp README.md "$D/"
+printf '\n## A hand-written section\n\nkeep me\n' >> "$D/docs/REPRODUCTION.md"
+(cd "$D" && PDL_RESULTS="$D/none" bash bench/reproduction.sh >/dev/null 2>&1 && PDL_RESULTS="$D/none" bash bench/reproduction.sh >/dev/null 2>&1)
+if grep -q '^keep me$' "$D/docs/REPRODUCTION.md" && grep -q '^## Training core on a GPU' "$D/docs/REPRODUCTION.md" \
+   && [ "$(grep -c '^_Kept from a run before the claims registry' "$D/docs/REPRODUCTION.md")" -eq 6 ]; then
+  ok "reproduction.sh keeps hand-written sections and marks pre-registry tables once"
+else notok "reproduction.sh keeps sections" "$(grep -c 'Kept from' "$D/docs/REPRODUCTION.md") marks; $(grep -c 'keep me' "$D/docs/REPRODUCTION.md") kept"; fi
+rm -rf "$D"
 finish
