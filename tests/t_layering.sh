@@ -19,4 +19,10 @@ sed -i '/#include "kfac\/inv.h"/d' "$T/tree2/reference/inv_ref.c"
 out=$(python3 ci/layering.py --root "$T/tree2" 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q 'KNOWN entry reference/inv_ref.c -> "kfac/inv.h" no longer occurs' <<<"$out" \
   && ok "a paid debt still listed fails (the list only shrinks)" || notok "stale KNOWN entry" "rc=$rc $out"
+# one backend registry: outside src/core/backend.c (kernels_for) no source under src/ names a
+# kernel table (comments aside)
+named=$(grep -rn --include='*.c' --include='*.h' -E '&kernels_(cpu|ref|cuda)\b|\bcuda_kernels_on\(' src \
+        | grep -v '^src/core/backend.c:' | grep -vE '^[^:]*:[0-9]*:\s*(/?\*|//)')
+[ -z "$named" ] && ok "kernels_for (src/core/backend.c) is the only place under src/ that names a backend" \
+  || notok "one backend registry" "$named"
 finish

@@ -160,7 +160,7 @@ static kfac_speed_t measure_kfac_speed(const net_t *net, int B, int threads, int
   random_batch(net, B, x, y);
   net_init_params(net, w, 1);
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
-  workspace_t ws; ws_init(&ws, net, B, threads, &kernels_cpu, 1);
+  workspace_t ws; ws_init(&ws, net, B, threads, kernels_for(-1, NULL, NULL, 0), 1);
   ws.unfused = 1;
   kfac_cfg_t kc = {1e-3f, 0, 1, KFAC_INV_FAST};
   kfac_t k; kfac_init(&k, net, &kc, threads);
@@ -317,7 +317,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   return 1;
 #else
   char desc[256];
-  const kernels_t *k = cuda_kernels_on(dev, "--device", desc, sizeof desc);
+  const kernels_t *k = kernels_for(dev, "--device", desc, sizeof desc);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long timed = 0;
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
@@ -425,7 +425,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long steps = 0;
-  speed_t s = measure_train_speed(&net, &kernels_cpu, B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
+  speed_t s = measure_train_speed(&net, kernels_for(-1, NULL, NULL, 0), B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
   static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */

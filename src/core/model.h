@@ -133,6 +133,10 @@ typedef struct {
 #define KERNELS_HOST_MEMORY \
   .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .host_memory = 1
 extern const kernels_t kernels_cpu, kernels_ref;
+/* The backend registry (backend.c), the one place outside the tests that names a backend: the
+ * table for `device` (-1: the CPU; N: CUDA device N, checked, else dies naming `flag` and why;
+ * a build without CUDA dies saying so). desc (may be NULL) gets a one-line description. */
+const kernels_t *kernels_for(int device, const char *flag, char *desc, size_t len);
 
 typedef struct {
   const net_t *net;

@@ -190,7 +190,7 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
     r->cfg.eval_every = c->eval_every_examples / examples_per_update;
     if (r->cfg.eval_every < 1) r->cfg.eval_every = 1;
   }
-  ws_init(&r->eval_ws, &r->net, 256, r->threads, &kernels_cpu, c->seed);
+  ws_init(&r->eval_ws, &r->net, 256, r->threads, kernels_for(-1, NULL, NULL, 0), c->seed);
   results_open(&r->res, c->results);
   r->t0 = now_s();
   r->test_err = r->test_loss = r->train_loss = NAN;

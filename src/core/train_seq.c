@@ -10,22 +10,13 @@
 #include <unistd.h>
 #include "core/run.h"
 #include "rt/watchdog.h"
-#ifdef PDL_HAVE_CUDA
-#include "kernels/cuda/cuda_table.h"
-#endif
 
-/* The backend of --device: kernels_cpu, or kernels_cuda on the CUDA device asked for. */
+/* The backend of --device (the registry, model.h kernels_for). */
 static const kernels_t *backend(const train_cfg_t *c) {
-  if (c->cuda_device < 0) return &kernels_cpu;
-#ifdef PDL_HAVE_CUDA
   char desc[256];
-  const kernels_t *k = cuda_kernels_on(c->cuda_device, "--device", desc, sizeof desc);
-  if (!c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
+  const kernels_t *k = kernels_for(c->cuda_device, "--device", desc, sizeof desc);
+  if (c->cuda_device >= 0 && !c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
   return k;
-#else
-  die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", c->cuda_device);
-  return NULL;
-#endif
 }
 
 int train_sequential(run_t *r) {
