@@ -10,7 +10,11 @@
  *   agn        server: center += Delta
  *   downpour-lambda  the thesis' DOWNPOUR with window lambda: the same worker, but it commits the
  *              UN-normalised W - W_pulled; server: center += it (lambda = 1: classic DOWNPOUR)
- *   dynsgd     server: center += Delta / (staleness + 1)
+ *   dynsgd     the thesis' Alg. DynSGDWorker / DynSGDParameterServer and dist-keras' DynSGDWorker
+ *              (delta = W2 - W1): the worker commits the UN-normalised W - W_pulled, as
+ *              downpour-lambda does; server: center += it / (staleness + 1). (Before issue 32 the
+ *              worker divided by lambda first, a net 1 / (lambda (staleness + 1)) that neither the
+ *              thesis nor its code has; `pdl toy --rule dynsgd` always had the thesis' form.)
  *   adag       server (the thesis' Alg. 2 placement; per weight, as its code and prose do, where
  *              the text writes a squared norm):
  *                center += Delta / (gamma^-1 (center - stale_center_i)^2 + 1)
@@ -190,8 +194,9 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
       if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; t++; break; }
     }
     loop_advance(&L, t, 0);
-    float inv = H->variant == H_DOWNPOUR_LAMBDA ? 1.0f : 1.0f / (float)ls;
-    for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;   /* Delta = (W - W_pulled) / lambda */
+    /* Delta = (W - W_pulled) / lambda (AGN, ADAG); un-normalised for DOWNPOUR-lambda and DynSGD */
+    float inv = H->variant == H_DOWNPOUR_LAMBDA || H->variant == H_DYNSGD ? 1.0f : 1.0f / (float)ls;
+    for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;
     if (H->variant == H_ADAG_ALG1) memcpy(msg + n, W0, n * sizeof(float));
     q.steps = ls; q.loss_sum = lsum; q.clock = t;
     if (H->variant == H_ADAG_AGN) {                        /* scale against the current center, then commit */
@@ -228,7 +233,7 @@ AGN_ALGO(agn, "agn", H_AGN, agn_opts,
 AGN_ALGO(downpour_lambda, "downpour-lambda", H_DOWNPOUR_LAMBDA, agn_opts,
          "Hermans' DOWNPOUR: the worker's optimizer, the un-normalised W - W_pulled committed every lambda steps")
 AGN_ALGO(dynsgd, "dynsgd", H_DYNSGD, agn_opts,
-         "DynSGD: AGN's commits scaled by 1 / (staleness + 1) on the server")
+         "DynSGD (Hermans' Alg. and dist-keras): the un-normalised W - W_pulled, scaled by 1 / (staleness + 1) on the server")
 AGN_ALGO(adag, "adag", H_ADAG, adag_opts,
          "ADAG (Hermans, Alg. 2): per weight Delta / (gamma^-1 (center - stale center)^2 + 1); server keeps p centers")
 AGN_ALGO(adag_alg1, "adag-alg1", H_ADAG_ALG1, adag_opts,
