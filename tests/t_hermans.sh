@@ -8,7 +8,7 @@
 #    3 (not bit for bit: the commit W - W_pulled is rounded where mpiT's accumulated -lr g is not);
 #  - DynSGD and AGN differ once commits are stale (the scaling acts); DynSGD commits the
 #    un-normalised sum (the thesis and dist-keras): with one worker it is downpour-lambda, in
-#    pdl train and in pdl toy;
+#    pdl train and in pdl toy; adag-agn (Alg. 3) pulls once per commit;
 #  - every algorithm runs under mpirun (3 ranks: a server and 2 workers).
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -48,6 +48,14 @@ run dyn1 --algo dynsgd "${C1[@]}" --tau 3; run dl1 --algo downpour-lambda "${C1[
 if cmp -s "$T/dyn1.bin" "$T/dl1.bin" && [ -s "$T/dyn1.bin" ] && ! cmp -s "$T/dyn1.bin" "$T/agn1.bin"; then
   ok "pdl train: one worker, dynsgd == downpour-lambda bit for bit, != agn (un-normalised commits)"
 else notok "pdl train dynsgd, one worker" "test_loss dynsgd $(jget test_loss < "$T/dyn1.json") downpour-lambda $(jget test_loss < "$T/dl1.json") agn $(jget test_loss < "$T/agn1.json")"; fi
+# adag-agn is the thesis' Alg. 3: one pull per commit (it pulled twice before issue 32); agn pulls
+# with every commit too (PUSH_PULL); both add each worker's first pull
+for a in adag-agn agn; do
+  run pulls-$a --algo $a "${C[@]}" --tau 2
+  pl=$(jget pulls < "$T/pulls-$a.json"); cm=$(jget master_clock < "$T/pulls-$a.json")
+  [ -n "$pl" ] && [ "$pl" = $((cm + 4)) ] && ok "$a: one pull per commit ($pl pulls, $cm commits, 4 workers)" \
+    || notok "$a pulls per commit" "$pl pulls for $cm commits (want commits + 4)"
+done
 toyx() { "$PDL" toy --fn quadratic --rule "$1" --workers 1 --lambda 3 --lr 0.05 --commits 50 --order round-robin --seed 1 | jget x; }
 tx_dyn=$(toyx dynsgd); tx_dp=$(toyx downpour); tx_agn=$(toyx agn)
 [ -n "$tx_dyn" ] && [ "$tx_dyn" = "$tx_dp" ] && [ "$tx_dyn" != "$tx_agn" ] \
