@@ -11,7 +11,7 @@
  * of every layer, the factors, the running averages, the damping, the inversions (a Cholesky in
  * double), the preconditioning and the momentum step are written below, in double throughout,
  * from Martens & Grosse 2015 (K-FAC), Grosse & Martens 2016 (KFC, the conv factors) and the
- * distributed K-FAC paper (Tsuji, Osawa, Yokota, Matsuoka; /work/shared/papers, eq. (8)-(9)).
+ * distributed K-FAC paper (Tsuji, Osawa, Yokota, Matsuoka; docs/PAPERS.md §3, its eq. (8)-(9)).
  *
  * THE DEFINITION (per K-FAC layer l: every conv, fc and softmax layer; W_l stored [out][in], the
  * bias as one more column, so the gradient matrix is Gw_l = [dL/dW_l | dL/db_l], dg x da):
