@@ -12,7 +12,7 @@
 #include "core/run.h"
 #include "rt/watchdog.h"
 
-/* The backend of --device (the registry, model.h kernels_for). */
+/* The backend of --device (the registry, contract/kernels.h kernels_for). */
 static const kernels_t *backend(const train_cfg_t *c) {
   char desc[256];
   const kernels_t *k = kernels_for(c->cuda_device, "--device", desc, sizeof desc);
