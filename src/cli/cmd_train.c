@@ -16,7 +16,6 @@ int cmd_train(int argc, char **argv) {
   const algo_t *A = seq ? NULL : algo_find(c.algo);
   if (!seq && !A) algo_train(&c);   /* exits 2 with the list of algorithms */
   train_cfg_parse(&c, argc, argv, seq ? train_seq_opts : A->opts, algo_refuse_flag);
-  (void)k;
   if (c.cuda_device >= 0 && !seq)   /* K-FAC's factors and inverses, and the node programs, run on the CPU */
     die_usage("train: --device cuda trains the sequential optimizers only (--algo sgd, msgd, nag, adam, asgd, "
               "mvasgd), not '%s': its %s runs on the CPU (drop --device)", c.algo,
