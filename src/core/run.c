@@ -12,29 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, float *M, size_t n) {
-  d->k = k; d->w = w; d->g = g; d->v = M; d->device = !k->host_memory;
-  if (!d->device) return;
-  d->w = k->alloc(n * sizeof(float));
-  d->g = k->alloc(n * sizeof(float)); /* zero-filled, as net_backward_step wants it */
-  d->v = M ? k->alloc(n * sizeof(float)) : NULL;
-}
-void train_state_upload(train_state_t *d, const float *w, const float *M, size_t n) {
-  if (!d->device) return;
-  d->k->upload(d->w, w, n * sizeof(float));
-  if (d->v) d->k->upload(d->v, M, n * sizeof(float));
-}
-void train_state_download(const train_state_t *d, float *w, float *M, size_t n) {
-  if (!d->device) return;
-  d->k->download(w, d->w, n * sizeof(float));
-  if (d->v) d->k->download(M, d->v, n * sizeof(float));
-}
-void train_state_free(train_state_t *d) {
-  if (!d->device) return;
-  d->k->release(d->w); d->k->release(d->g);
-  if (d->v) d->k->release(d->v);
-}
-
 int parse_device(const char *flag, const char *v) {
   if (!strcmp(v, "cpu")) return -1;
   if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))
@@ -85,7 +62,7 @@ static const optdef_t
   od_steps = {"--steps", OD_LONG, 1, (double)(1L << 40), NULL, NULL, "K", "updates (overrides --epochs)", CFG(steps), 0, NULL},
   od_seed = {"--seed", OD_LONG, 0, 0, NULL, "1", "S", "seed for init, shuffling, dropout", CFG(seed), 0, set_seed},
   od_threads = {"--threads", OD_INT, 1, 1024, NULL, "cores / replicas", "T", "OpenMP threads per replica", CFG(threads), 0, NULL},
-  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (sequential sgd and msgd only yet; evaluation on the CPU)", CFG(cuda_device), 0, set_device},
+  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers; evaluation on the CPU)", CFG(cuda_device), 0, set_device},
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},

@@ -8,7 +8,8 @@
 #include <omp.h>
 #include <string.h>
 #include "kernels/cpu/cpu.h"
-#include "kfac/inv.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "reference/ref.h"
 #ifdef PDL_HAVE_CUSOLVER
 #include "kernels/cuda/cuda_inv.h"
 #include "kernels/cuda/cuda_layers.h"

@@ -39,6 +39,8 @@ inline cudaError_t cudaGetLastError() { return 0; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int) { *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { --emu_streams; return 0; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? 0 : 1; }
