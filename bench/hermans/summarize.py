@@ -192,11 +192,12 @@ def h3a_full(sd):
     return {"n": ns, "diverged": [bool(d["h1-n%d" % n].get("diverged")) for n in ns]} \
         if ns and all("h1-n%d" % n in d for n in ns) else None
 mf, sf = per_seed(h3a_full)
+full = "; ".join("n=%d: %s" % (n, "diverged at commit %s" % h1["h1-n%d" % n].get("diverged_at") if h1["h1-n%d" % n].get("diverged")
+                                else "completed") for n in ns)
+if sf:
+    full += seeds_txt(sf, ": diverged %s" % ", ".join("n=%d in %d" % (n, sum(m["diverged"][i] for m in mf)) for i, n in enumerate(ns)))
 row("H3a DOWNPOUR full width (net %s): n=%s" % (NET, "/".join(map(str, ns))), "lambda=1 converges at n=10, diverges at n=20",
-    ("; ".join("n=%d: %s" % (n, "diverged at commit %s" % h1["h1-n%d" % n].get("diverged_at") if h1["h1-n%d" % n].get("diverged")
-                            else "completed") for n in ns) + seeds_txt(sf, ": diverged %s" % ", ".join(
-        "n=%d in %d" % (n, sum(m["diverged"][i] for m in mf)) for i, n in enumerate(ns)) if sf else "")) or "not run", DS, SIM,
-    V.claim("H3a-full", mf, seeds=sf, mode=SIM, data_set=DS))
+    full or "not run", DS, SIM, V.claim("H3a-full", mf, seeds=sf, mode=SIM, data_set=DS))
 
 # ---- H3b: AGN vs AEASGD, temporal efficiency ---------------------------------------------------
 def area(ev, tmax):
