@@ -8,7 +8,8 @@
 #    3 (not bit for bit: the commit W - W_pulled is rounded where mpiT's accumulated -lr g is not);
 #  - DynSGD and AGN differ once commits are stale (the scaling acts); DynSGD commits the
 #    un-normalised sum (the thesis and dist-keras): with one worker it is downpour-lambda, in
-#    pdl train and in pdl toy; adag-agn (Alg. 3) pulls once per commit;
+#    pdl train and in pdl toy; adag-agn (Alg. 3) pulls once per commit; a partial last window
+#    is not committed (dist-keras);
 #  - every algorithm runs under mpirun (3 ranks: a server and 2 workers).
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -56,6 +57,12 @@ for a in adag-agn agn; do
   [ -n "$pl" ] && [ "$pl" = $((cm + 4)) ] && ok "$a: one pull per commit ($pl pulls, $cm commits, 4 workers)" \
     || notok "$a pulls per commit" "$pl pulls for $cm commits (want commits + 4)"
 done
+# a last, partial window is not committed (dist-keras commits when iteration % window == 0): 24
+# steps at lambda 5 are 4 commits per worker, 16 in all, and the server still counts all 96 steps
+run partial --algo agn "${C[@]}" --tau 5
+cm=$(jget master_clock < "$T/partial.json"); sp=$(jget steps_per_worker < "$T/partial.json")
+[ "$cm" = 16 ] && [ "$sp" = 24 ] && ok "a partial last window is not committed (16 commits, 24 steps per worker)" \
+  || notok "partial last window" "master_clock $cm (want 16), steps_per_worker $sp (want 24)"
 toyx() { "$PDL" toy --fn quadratic --rule "$1" --workers 1 --lambda 3 --lr 0.05 --commits 50 --order round-robin --seed 1 | jget x; }
 tx_dyn=$(toyx dynsgd); tx_dp=$(toyx downpour); tx_agn=$(toyx agn)
 [ -n "$tx_dyn" ] && [ "$tx_dyn" = "$tx_dp" ] && [ "$tx_dyn" != "$tx_agn" ] \

@@ -196,11 +196,14 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
       if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; t++; break; }
     }
     loop_advance(&L, t, 0);
+    q.steps = ls; q.loss_sum = lsum; q.clock = t;
+    if (ls < lambda && !bad) break;   /* a last, partial window is not committed, as in dist-keras (a
+                                         worker commits when iteration % window == 0); its steps and
+                                         losses still reach the server with DONE */
     /* Delta = (W - W_pulled) / lambda (AGN, ADAG); un-normalised for DOWNPOUR-lambda and DynSGD */
     float inv = H->variant == H_DOWNPOUR_LAMBDA || H->variant == H_DYNSGD ? 1.0f : 1.0f / (float)ls;
     for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;
     if (H->variant == H_ADAG_ALG1) memcpy(msg + n, W0, n * sizeof(float));
-    q.steps = ls; q.loss_sum = lsum; q.clock = t;
     if (H->variant == H_ADAG_AGN) {   /* Alg. 3: pull once, scale against that center, commit, and go on
                                          from the center pulled (not from one that holds this commit) */
       if ((stop = ps_pull(&pc, &q))) break;
