@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/t_coll_seam.sh — the collective seam (src/coll/coll.h, coll_seam_t): the real runtime's
 # collectives on --coll mpi or nccl, through the backend run() that pdl coll times.
-#   usage: --coll other than mpi|nccl, --coll nccl on --runtime sim or a sequential --algo exit 2
-#   naming --coll; bin/pdl --coll nccl without a CUDA device (or without NCCL) exits 2 naming
+#   usage: --coll other than mpi|nccl, --coll nccl on --runtime sim, a sequential --algo or ppasgd's
+#   one-process emulated staleness exit 2 naming --coll; bin/pdl --coll nccl without a CUDA device (or without NCCL) exits 2 naming
 #   --coll and why, at 1 and 2 ranks;
 #   the NCCL stand-in build ($BUILD/nccl-emu/pdl: NCCL as MPI calls on host memory) at 2 ranks:
 #   ssgd (allreduce) and kfac-dist (reduce_scatterv + allgatherv, and --kfac-comm allreduce) on
@@ -10,7 +10,8 @@
 #   fields aside; 2 ranks: every sum is a + b, whatever the order); a checkpoint written on
 #   --coll mpi resumes on --coll nccl to the uninterrupted run's parameters (--coll is not in the
 #   checkpoint header); pdl coll --backend nccl validates every op on it (2 and 3 ranks);
-#   with 2 or more real GPUs: bin/pdl ssgd --coll nccl == --coll mpi at 2 ranks, bit for bit.
+#   on a real GPU: bin/pdl ssgd --coll nccl == --coll mpi at 1 rank, and with 2 or more GPUs ssgd
+#   and kfac-dist at 2 ranks, bit for bit.
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 BUILD=${BUILD:-build}
@@ -49,6 +50,8 @@ exit2_names "--coll nccl on --runtime sim" "--coll nccl: --runtime sim" \
   "$PDL" train "${SS[@]}" --runtime sim --platform cluster:nodes=2,gpus=1 --coll nccl
 exit2_names "--coll nccl with a sequential --algo" "--coll nccl: --algo sgd is sequential" \
   "$PDL" train "${S[@]}" --algo sgd --steps 2 --coll nccl
+exit2_names "--coll nccl with ppasgd's emulated staleness (one process)" "drop --coll nccl" \
+  "$PDL" train "${S[@]}" --algo ppasgd --staleness emulate:1 --steps 2 --coll nccl
 "$PDL" train --help | grep -q -- '--coll C .*mpi.*nccl' && ok "pdl train --help lists --coll" || notok "--help" "no --coll line"
 
 # bin/pdl's own NCCL: a device, or exit 2 naming --coll and why
@@ -57,13 +60,22 @@ if [ "${ngpu:-0}" -eq 0 ]; then
   gpu_required && notok "--coll nccl on a GPU" "PDL_REQUIRE_GPU is set but nvidia-smi lists no GPU"
   exit2_names "--coll nccl without a device, 1 rank" "--coll nccl: " "$PDL" train "${SS[@]}" --steps 2 --coll nccl
   exit2_names "--coll nccl without a device, 2 ranks" "--coll nccl: " MPIRUN -np 2 "$PDL" train "${SS[@]}" --steps 2 --batch 16 --coll nccl
-elif [ "$ngpu" -ge 2 ]; then
-  PDL_DUMP_PARAMS=$T/gm.bin MPIRUN -np 2 "$PDL" train "${SS[@]}" --coll mpi > "$T/gm.out" 2>&1
-  PDL_DUMP_PARAMS=$T/gn.bin MPIRUN -np 2 "$PDL" train "${SS[@]}" --coll nccl > "$T/gn.out" 2>&1; rc=$?
-  [ $rc -eq 0 ] && cmp -s "$T/gm.bin" "$T/gn.bin" && ok "real NCCL, 2 GPUs: ssgd --coll nccl == --coll mpi bit for bit" \
-    || notok "real NCCL ssgd" "exit $rc: $(tail -2 "$T/gn.out")"
 else
-  echo "skip - real NCCL at 2 ranks: this node has $ngpu GPU (NCCL needs one per rank)"
+  # real_same NP NAME ARGS...: bin/pdl on --coll nccl gives --coll mpi's parameters bit for bit
+  real_same() {
+    local np=$1 n=$2; shift 2
+    PDL_DUMP_PARAMS=$T/$n-m.bin MPIRUN -np $np "$PDL" train "$@" --coll mpi > "$T/$n-m.out" 2>&1
+    PDL_DUMP_PARAMS=$T/$n-n.bin MPIRUN -np $np "$PDL" train "$@" --coll nccl > "$T/$n-n.out" 2>&1; local rc=$?
+    [ $rc -eq 0 ] && cmp -s "$T/$n-m.bin" "$T/$n-n.bin" && ok "real NCCL, $np rank(s): $n --coll nccl == --coll mpi bit for bit" \
+      || notok "real NCCL $n at $np rank(s)" "exit $rc: $(tail -2 "$T/$n-n.out")"
+  }
+  real_same 1 ssgd "${SS[@]}"
+  if [ "$ngpu" -ge 2 ]; then
+    real_same 2 ssgd "${SS[@]}"
+    real_same 2 kfac-dist "${KF[@]}" --kfac-inverse ref
+  else
+    echo "skip - real NCCL at 2 ranks: this node has $ngpu GPU (NCCL needs one per rank)"
+  fi
 fi
 
 # the NCCL stand-in build
