@@ -48,25 +48,35 @@ static void fail_job(void) {
   fprintf(stderr, "pdl: rank %d: NCCL error in %s at %s:%d: %s %s(device %d)\n", pdl_mpi_rank(), #call, \
           __FILE__, __LINE__, ncclGetErrorString(r_), NCCL_LAST(g_comm), g_dev); fail_job(); } } while (0)
 
+/* The CUDA device is current per host thread: a thread other than the one that set the backend
+ * up (a runtime role calling a collective) makes g_dev current before its first CUDA call. */
+static _Thread_local int t_dev = -1;
+static void on_device(void) {
+  if (t_dev != g_dev) { CHECK_CUDA(cudaSetDevice(g_dev)); t_dev = g_dev; }
+}
+
 static ncclDataType_t nccl_type(coll_dtype_t dt) { return dt == COLL_DOUBLE ? ncclFloat64 : ncclFloat32; }
 
 static int nccl_supports(coll_op_t op) { (void)op; return 1; }
 
 static void *nccl_alloc(size_t bytes) {
   void *p = NULL;
+  on_device();
   CHECK_CUDA(cudaMalloc(&p, bytes ? bytes : 64));
   return p;
 }
-static void nccl_release(void *p) { if (p) CHECK_CUDA(cudaFree(p)); }
+static void nccl_release(void *p) { on_device(); if (p) CHECK_CUDA(cudaFree(p)); }
 /* Copies go on our own stream and are waited for: the stream is non-blocking, so a plain
  * cudaMemcpy on the legacy default stream would not be ordered before the next collective
  * (pageable host-to-device copies may return before the DMA has landed). */
 static void nccl_upload(void *dst, const void *src, size_t bytes) {
+  on_device();
   CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
 }
 static void nccl_download(void *dst, const void *src, size_t bytes) {
   ncclResult_t async = ncclSuccess;
+  on_device();
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
   CHECK_NCCL(ncclCommGetAsyncError(g_comm, &async));
   CHECK_NCCL(async);
@@ -81,6 +91,7 @@ static void nccl_run(const coll_call_t *c) {
   size_t r = (size_t)c->rank, mine = c->counts[r], d = c->displs[r];
   char *recv = c->recv;
   const void *in = c->inplace ? (const void *)recv : c->send;
+  on_device();
   switch (c->op) {
   case COLL_ALLREDUCE: case COLL_RSV_VIA_ALLREDUCE:
     CHECK_NCCL(ncclAllReduce(in, recv, c->count, t, ncclSum, g_comm, g_stream)); break;
@@ -187,6 +198,7 @@ const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
     exit(1);
   }
   CHECK_CUDA(cudaSetDevice(g_dev));
+  t_dev = g_dev;
   {
     struct cudaDeviceProp prop;
     CHECK_CUDA(cudaGetDeviceProperties(&prop, g_dev));
