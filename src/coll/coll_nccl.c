@@ -1,9 +1,8 @@
-/* coll_nccl.c — the NCCL backend of pdl coll: device buffers, one CUDA device per rank (the
- * rank's index among the ranks of its node, modulo the devices it sees; two ranks on one GPU
- * are refused), the communicator bootstrapped over MPI (rank 0's
+/* coll_nccl.c — the NCCL backend of pdl coll and of training's --coll nccl: device buffers, one
+ * CUDA device per rank (the rank's index among the ranks of its node, modulo the devices it
+ * sees; two ranks on one GPU are refused), the communicator bootstrapped over MPI (rank 0's
  * ncclUniqueId broadcast with MPI_Bcast), one non-blocking stream; every call is synchronised
- * on that stream before it returns. NCCL has no v collectives: reduce_scatterv and allgatherv
- * are not offered (the K-FAC workarounds *_via_allreduce are). "No device" is
+ * on that stream before it returns. "No device" is
  * cudaGetDeviceCount failing or returning 0 on any rank; all ranks agree before anything else
  * is tried, so one rank without a GPU makes the whole run skip instead of hanging.
  * NCCL has no v collectives; the uneven-block ops that training needs (src/algo/kfac_dist.c) are

@@ -9,12 +9,12 @@
  * of the algorithms is point-to-point (send/recv/recv_any), MPI always, see src/algo/ps.c. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
 #include "coll/mpi_util.h"
 #include "rt/rt.h"
-#include <stdio.h>
 #include "util/util.h"
 
 static double g_t0;
