@@ -19,7 +19,9 @@
 
 static double g_t0;
 static char g_coll_name[8] = "mpi";   /* --coll */
+#ifdef PDL_HAVE_MPI
 static coll_seam_t *g_coll;           /* open while rt_real_run runs */
+#endif
 
 static double r_now(rt_t *rt) { (void)rt; return now_s() - g_t0; }
 void rt_real_clock_start(void) { g_t0 = now_s(); }
