@@ -285,6 +285,7 @@ static int pp_prepare(job_t *job) {
     die_usage("train: --probe is an analysis of one uninterrupted run; it does not go with --checkpoint");
   if (!emulate) return -1;
   if (!strcmp(c.runtime, "sim")) die_usage("train: --staleness emulate runs in one process; drop --runtime sim");
+  if (strcmp(c.coll, "mpi")) die_usage("train: --staleness emulate runs in one process, with no collectives; drop --coll %s", c.coll);
   run_setup(&job->r, &c, c.batch);
   int rc = pp_emulate(job, (int)job->param, job->algo->variant == PP_PREDICT);
   run_free(&job->r);

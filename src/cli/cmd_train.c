@@ -20,6 +20,12 @@ int cmd_train(int argc, char **argv) {
     die_usage("train: --device cuda trains the sequential optimizers only (--algo sgd, msgd, nag, adam, asgd, "
               "mvasgd), not '%s': its %s runs on the CPU (drop --device)", c.algo,
               strncmp(c.algo, "kfac", 4) ? "node program" : "preconditioning (factors, inverses)");
+  if (strcmp(c.coll, "mpi") && seq)
+    die_usage("train: --coll %s: --algo %s is sequential and makes no collective calls; --coll is for the distributed "
+              "algorithms", c.coll, c.algo);
+  if (strcmp(c.coll, "mpi") && strcmp(c.runtime, "real"))
+    die_usage("train: --coll %s: --runtime %s models its own collectives (a ring over the platform's links); --coll "
+              "chooses the real runtime's (drop --coll, or use --runtime real)", c.coll, c.runtime);
   if (seq) {
     if (strcmp(c.runtime, "real")) die_usage("train: --algo %s is sequential; --runtime sim needs a distributed algo", c.algo);
     if (c.timeout > 0) watchdog_start(c.timeout);   /* --timeout covers sequential runs too */

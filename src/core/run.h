@@ -33,6 +33,7 @@ typedef struct {
   /* distributed: the options the algorithm families share (their descriptors, which say which
    * algorithm reads which, are in src/algo/opts.c; an algorithm lists them in algo_t.opts) */
   char runtime[16];        /* "real" | "sim" */
+  char coll[8];            /* --coll: the real runtime's collective backend, "mpi" | "nccl" */
   char platform[256];      /* sim platform spec */
   char device_rate[64];    /* sim device rate: number (GFLOP/s) or name */
   int grad_threads;        /* G */
