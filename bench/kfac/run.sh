@@ -17,6 +17,9 @@
 #   k2       weak scaling, batch BATCH per process: real at K2_REAL ranks, sim at K2_SIM devices,
 #            owners by layer (the paper) and by cost (lpt, ours), both communication schemes;
 #   k3       one process: kfac vs adam vs msgd, accuracy per epoch and per second (K3_EPOCHS);
+#            K3_FISHER=sampled (--kfac-fisher) and K3_KFAC_MOMENTUM=0 (the paper's literal
+#            Algorithm 1) run kfac's variants there (unset: pdl's defaults; the same files, so keep
+#            one run's results/kfac aside before the next);
 #   k4       total batch K4_BATCHES for msgd and kfac at a fixed K4_EPOCHS, seeds K4_SEEDS (bands).
 # QUICK=1 (make test): small sizes and few steps (~50 s).
 set -u
@@ -85,7 +88,8 @@ run_k3() {
   for o in kfac msgd adam; do
     case $o in kfac) lr=$LR_KFAC ;; msgd) lr=$LR_MSGD ;; adam) lr=$LR_ADAM ;; esac
     local kd=(); [ "$o" = kfac ] && kd=(--kfac-damping "$DAMP")   # pdl refuses a flag the --algo does not read
-    echo "  k3: $o (lr $lr)" >&2
+    [ "$o" = kfac ] && kd+=(${K3_FISHER:+--kfac-fisher "$K3_FISHER"} ${K3_KFAC_MOMENTUM:+--momentum "$K3_KFAC_MOMENTUM"})
+    echo "  k3: $o (lr $lr${kd[2]:+ ${kd[*]:2}})" >&2
     "$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K3_TRAIN" --batch "$BATCH" --lr "$lr" "${kd[@]}" \
       --epochs "$K3_EPOCHS" --eval-every $((spe / 2)) --threads "$THREADS" --tag "k3-$o" --results "$RES/k3-$o.jsonl.tmp" \
       > /dev/null 2>>"$RES/k3.log" || return 1

@@ -3,14 +3,16 @@
  *
  *   1-2  every process: forward and backward of its b examples (its slice of the global batch
  *        of R·b, so R processes see what one process with batch R·b sees), then the bundle
- *        [∇W | A | G] of every layer from that same mini-batch, scaled by 1/R;
+ *        [∇W | A | G] of every layer from that same mini-batch, scaled by 1/R (--kfac-fisher
+ *        sampled: G from a second backward, of labels drawn from the model; sample_labels);
  *   3    Reduce + Scatterv: the bundles summed over processes to each layer's owner
  *        (--kfac-comm reduce-scatterv: one MPI_Reduce_scatter over a buffer ordered by owner;
  *        allreduce: every process gets every sum, as with NCCL, which has no Scatterv);
  *   4-5  each owner: damped inverses of its layers' A and G, ΔW = G⁻¹ ∇W A⁻¹;
  *   6    Allgather of the ΔW (allgatherv; or an allreduce of a buffer zero outside the
  *        process's own layers, which sums to the same bits);
- *   7    every process: momentum SGD with the ΔW, the same on all of them.
+ *   7    every process: momentum SGD with the ΔW, the same on all of them (--momentum 0: the
+ *        paper's w <- w - η Δw, its Algorithm 1 line 7).
  *
  * Owners (--kfac-assign): `layer`, the paper's one layer per process in turn (layer l to process
  * l mod R; past R = layers the extra processes own nothing); `lpt`, ours (the paper's named
@@ -360,7 +362,7 @@ static const optdef_t *const kfac_dist_opts[] = {ALGO_OPTS_DIST, &od_damping, &o
                                                  &od_comm, &od_assign, &od_fisher, NULL};
 const algo_t algo_kfac = {
   .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
-  .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD",
+  .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD (--momentum 0: the paper's Alg. 1)",
   .opts = kfac_opts,
 };
 const algo_t algo_kfac_dist = {

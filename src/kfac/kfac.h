@@ -18,7 +18,11 @@
  * (factored Tikhonov damping with the trace split, Martens & Grosse 2015 §6.3, as in the authors'
  * later chainerkfac code), then momentum SGD on ΔW (optim.c's msgd; weight decay added to ΔW).
  * Defaults follow the paper: factors from the current mini-batch only (stat_decay 0) and inverted
- * every iteration (inv_every 1); both are options.
+ * every iteration (inv_every 1); both are options. g_t is the gradient of the loss of the
+ * example's label from the data (the empirical Fisher, the paper's eq. 4), or of a label drawn
+ * from the model (--kfac-fisher sampled, Martens & Grosse §5: the caller backpropagates it before
+ * kfac_bundle, the gradient Gw staying the data's). The paper's literal Algorithm 1 (w -= lr ΔW)
+ * is the momentum step with μ 0 and no weight decay.
  *
  * The distributed form splits the work by layer: every process computes its mini-batch's bundle
  * of each layer, [Gw | A | G] (kfac_bundle), the bundles are summed over processes to their
@@ -86,7 +90,8 @@ void kfac_own(kfac_t *k, const int *mine);
 
 /* Layer l's bundle [Gw | A | G] of a mini-batch of B: Gw from the flat gradient g (the batch mean),
  * A and G from ws after net_forward(train = 1) and net_backward(scale s) on that batch, with
- * ws->unfused set (the per-example loss gradients are da / s). */
+ * ws->unfused set (the per-example loss gradients are da / s; of whichever labels that backward
+ * was given: the data's, or --kfac-fisher sampled's). */
 void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
 
 /* The owner's work for layer l at update `step`, from the mean bundle: folds A and G into the
