@@ -57,9 +57,15 @@
  * A: the weights preconditioned by the inputs-only A, the bias by Ĝ alone), `decay` (no running
  * average, ε = 0), `inv-every` (inverted every update), `kfc-T` (conv G not divided by T; conv
  * nets only), `wd-pre` (weight decay added to the gradient before preconditioning, as some K-FAC
- * codes do), `damping+1%` (γ 1% larger: the test's resolution). `test_kfac_oracle --perturb NAME`
+ * codes do), `damping+1%` (γ 1% larger: the test's resolution); a case skips those its settings
+ * make moot (no decay, inverted every update, no weight decay). `test_kfac_oracle --perturb NAME`
  * runs the main comparisons with that perturbation, and they fail (the issue's "a perturbation
  * makes it fail").
+ *
+ * CASES: fc and conv nets, sequential and 2 ranks (both owner assignments and both collectives),
+ * and conv-seq-alg1: the paper's literal Algorithm 1, w <- w - lr ΔW with the current batch's
+ * factors inverted every update (μ = 0, wd = 0, ε = 0, inv_every 1), which pdl runs as
+ * `--algo kfac --momentum 0` (issue 33, item 3).
  *
  * Data are synthetic (Gaussian noise on smooth prototypes), so no two values of a max-pool window
  * tie; the oracle counts tied windows anyway and fails on any (on constant image backgrounds ties
@@ -526,6 +532,7 @@ static void run_case(const case_t *cs) {
         if (p == P_KFC_T && !has_conv) continue;
         if (p == P_DECAY && cs->decay == 0) continue;
         if (p == P_INV_EVERY && cs->inv_every == 1) continue;
+        if (p == P_WD_PRE && cs->wd == 0) continue;
         ostats_t ps;
         oracle_run(cs, &N, w0, &d.train, (perturb_t)p, wo, &ps);
         double ep = layer_err(&N, wp, wo, w0, NULL);
@@ -553,6 +560,13 @@ static void test_oracle_fc_seq(void) {
 }
 static void test_oracle_conv_seq(void) {   /* on 2 threads: pdl's factors summed per thread */
   case_t c = {"conv-seq", "leaky C4k3p1 P C5k3p0 F6 S3", CONV_NET, CONV_DATA, 32, 1, 2, 6, 2, HYPER, 4, NULL};
+  run_case(&c);
+}
+/* the paper's literal Algorithm 1 (w <- w - lr ΔW: no momentum, no weight decay, the current batch's
+ * factors inverted every update): pdl's --momentum 0 with the defaults of the other flags */
+static void test_oracle_conv_seq_alg1(void) {
+  case_t c = {"conv-seq-alg1", "leaky C4k3p1 P C5k3p0 F6 S3", CONV_NET, CONV_DATA, 32, 1, 1, 6, 1, 0.05f, 0.0f, 0.0f, 0.03f,
+              0.0f, 4, NULL};
   run_case(&c);
 }
 static void test_oracle_fc_dist_layer_rsv(void) {
@@ -585,6 +599,7 @@ int main(int argc, char **argv) {
   if (!mkdtemp(g_dir)) { perror("mkdtemp"); return 1; }
   RUN(test_oracle_fc_seq);
   RUN(test_oracle_conv_seq);
+  RUN(test_oracle_conv_seq_alg1);
   RUN(test_oracle_fc_dist_layer_rsv);
   RUN(test_oracle_conv_dist_layer_rsv);
   RUN(test_oracle_conv_dist_lpt_allreduce);

@@ -18,6 +18,9 @@
 #            owners by layer (the paper) and by cost (lpt, ours), both communication schemes;
 #   k3       one process: kfac vs adam vs msgd, accuracy per epoch and per second (K3_EPOCHS);
 #            kfac and adam also at the seeds K3_SEEDS beyond 1 (K3a; msgd, read by no claim, seed 1);
+#            K3_FISHER=sampled (--kfac-fisher) and K3_KFAC_MOMENTUM=0 (the paper's literal
+#            Algorithm 1) run kfac's variants there (unset: pdl's defaults; the same files, so keep
+#            one run's results/kfac aside before the next);
 #   k4       total batch K4_BATCHES for msgd and kfac at a fixed K4_EPOCHS, seeds K4_SEEDS (bands).
 # Seeds (issue 31): the registry asks 3 seeds of K3a (K-FAC's accuracy per epoch vs Adam's) and K4
 # (accuracy and loss vs the total batch), so the full bench runs K3_SEEDS = K4_SEEDS = "1 2 3"
@@ -100,7 +103,8 @@ run_k3() {   # run_k3 SEED: seed 1 runs kfac, msgd and adam; another seed kfac a
     [ "$o" = msgd ] && [ "$s" != 1 ] && continue
     case $o in kfac) lr=$LR_KFAC ;; msgd) lr=$LR_MSGD ;; adam) lr=$LR_ADAM ;; esac
     local kd=(); [ "$o" = kfac ] && kd=(--kfac-damping "$DAMP")   # pdl refuses a flag the --algo does not read
-    echo "  k3: $o (lr $lr)${x:+ seed $s}" >&2
+    [ "$o" = kfac ] && kd+=(${K3_FISHER:+--kfac-fisher "$K3_FISHER"} ${K3_KFAC_MOMENTUM:+--momentum "$K3_KFAC_MOMENTUM"})
+    echo "  k3: $o (lr $lr${kd[2]:+ ${kd[*]:2}})${x:+ seed $s}" >&2
     "$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K3_TRAIN" --batch "$BATCH" --lr "$lr" "${kd[@]}" \
       --epochs "$K3_EPOCHS" --eval-every $((spe / 2)) --seed "$s" --threads "$THREADS" --tag "k3-$o$x" --results "$RES/k3-$o$x.jsonl.tmp" \
       > /dev/null 2>>"$RES/k3.log" || return 1
