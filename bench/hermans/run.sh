@@ -36,11 +36,13 @@
 # full MLP 34 s (n = 20, 40 diverge within seconds); a seed adds ~700 CPU s, ~6 min on 2 cores, so
 # seeds 2 and 3 bring the bench to ~23 min, inside the ~45 min budget: nothing a claim reads was
 # shrunk (no subgrid for the extra seeds; the grid, epochs and nets are those of seed 1). Only the
-# runs no 3-seed claim reads stay at seed 1 (above). Issue 32 moves H3a to the full MLP for 5 epochs:
-# a run that does not diverge costs ~250 CPU s (46 s an epoch of training at n = 10 + 11 evaluations
-# of 1.7 s), 5 runs per seed; the 1/8-width h3a (~115 CPU s per seed) goes. Worst case (only
-# n = 20 diverges early) ~3000 CPU s for H3a over 3 seeds, +~2650 CPU s net, ~22 min on 2 cores:
-# ~45 min in all (estimated, not run here); each H3a run that diverges early takes ~4 min of one core off.
+# runs no 3-seed claim reads stay at seed 1 (above). Issue 32 moves H3a to the full MLP for 5 epochs.
+# Timed here (CPU s, one core, 10000 + 10000 examples per evaluation, 1.75 s each): n = 10, lambda = 1
+# trains 11.6 s a quarter epoch, so 5 epochs + 11 evaluations ~250 s; lambda = 5 and 10 (fewer
+# commits) ~17 s a half epoch, ~175-195 s a run (they do not stop: the center's loss swings to ~100
+# and back, under the 1000 bound); n = 20 diverges within seconds. ~800 CPU s of H3a per seed
+# against ~115 for the 1/8-width h3a it replaces: +~2100 CPU s over 3 seeds, and H3c's 50
+# evaluations +~90: ~+18 min on 2 cores, ~41 min in all (estimated from these timings, not run).
 # QUICK=1 (make test): 1/8-width MLP everywhere, few epochs, a 2 x 2 grid, n up to 16 (~20 s).
 set -u
 cd "$(dirname "$0")/../.."
