@@ -334,7 +334,7 @@ static void easgd_node(rt_t *rt, void *arg) {
 #define EO(field) OD_ALGO, offsetof(ea_opts_t, field), sizeof(((ea_opts_t *)0)->field)
 static const char *const ea_worker_opts[] = {"sgd", "msgd", "nag", "adam", NULL};
 static const optdef_t od_ea_worker_opt = {"--worker-opt", OD_STR, 0, 0, ea_worker_opts, "sgd", "O",
-  "the workers' own step between elastic steps: sgd (Alg. 1) | msgd | nag | adam (Hermans' AEASGD); its state is kept across the elastic step",
+  "easgd: the workers' own step between elastic steps: sgd (Alg. 1) | msgd | nag | adam (Hermans' AEASGD), its state kept across them",
   EO(worker_opt), 1, NULL};
 #define EA_OPTS ALGO_OPTS_DIST, &od_tau, &od_with_replacement
 static const optdef_t *const ea_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_order, &od_ea_worker_opt, NULL};
