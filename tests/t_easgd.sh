@@ -10,7 +10,8 @@
 #   DOWNPOUR with a huge learning rate is stopped and reported as diverged at a step;
 #   easgd --worker-opt (issue 32, Hermans' AEASGD): the default is Alg. 1's SGD (== --worker-opt sgd
 #     bit for bit); with adam the first window's commit is the hand-computed x0 + alpha (x_3 - x0),
-#     x_3 from core adam, on both runtimes; p = 3 round-robin: sim == real bit for bit, != sgd;
+#     x_3 from core adam, on both runtimes; p = 3 round-robin: sim == real bit for bit, != sgd; Adam's
+#     state survives a SIGINT + resume (bit-identical end) and a resume with another --worker-opt is refused;
 #   bad flags exit 2.
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -105,6 +106,21 @@ PDL_DUMP_PARAMS=$T/easgd-sgd2-sim.bin "$PDL" train "${S[@]}" "${K[@]}" --runtime
   --algo easgd --tau 3 --lr 0.01 --alpha 0.05 --ps-order round-robin >/dev/null 2>&1
 [ -s "$T/easgd-sgd2-sim.bin" ] && ! cmp -s "$T/easgd-adam-sim.bin" "$T/easgd-sgd2-sim.bin" && ok "easgd --worker-opt adam differs from sgd" \
   || notok "easgd adam vs sgd" "the same parameters (or no dump)"
+
+# Adam's state is the worker's checkpointed optimizer state: a sim run (round-robin) stopped by SIGINT
+# and resumed ends bit-identical to the uninterrupted one; a resume with another --worker-opt is refused
+R=(train "${S[@]}" --algo easgd --worker-opt adam --lr 0.01 --alpha 0.05 --runtime sim --platform "links:k=3,bw=1Gbps,lat=0.05ms"
+   --ps-order round-robin --steps 1200 --eval-every 100 --tau 4)
+PDL_DUMP_PARAMS=$T/ra.bin "$PDL" "${R[@]}" >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/rb.bin "$PDL" "${R[@]}" --results "$T/rb.jsonl" --checkpoint "$T/rck" >/dev/null 2>&1 & p=$!
+for i in $(seq 200); do c=$(grep -c '"event":"eval"' "$T/rb.jsonl" 2>/dev/null); [ "${c:-0}" -ge 3 ] && break; sleep 0.05; done
+kill -INT $p 2>/dev/null; wait $p
+st=$(tail -1 "$T/rb.jsonl" | jget steps_per_worker)
+PDL_DUMP_PARAMS=$T/rb.bin "$PDL" "${R[@]}" --results "$T/rb.jsonl" --checkpoint "$T/rck" --resume >/dev/null 2>&1
+if [ -s "$T/rb.bin" ] && cmp -s "$T/ra.bin" "$T/rb.bin" && python3 -c "import sys; sys.exit(0 if 0 < float('${st:-0}') < 1200 else 1)"; then
+  ok "easgd --worker-opt adam (sim): SIGINT at $st steps per worker + resume == uninterrupted, bit for bit"
+else notok "easgd adam resume" "stopped at '$st' steps; $(maxdiff "$T/ra.bin" "$T/rb.bin" 2>/dev/null)"; fi
+expect_exit 1 "resume with another --worker-opt (the checkpoint names adam)" "$PDL" "${R[@]/adam/sgd}" --checkpoint "$T/rck" --resume
 
 # --- divergence -------------------------------------------------------------------------------------
 out=$("$PDL" train "${S[@]}" --steps 200 "${SIM[@]}" --platform "links:k=3,bw=1Gbps,lat=0.05ms" --algo downpour --tau 16 --lr 50 2>/dev/null | tail -1)
