@@ -16,8 +16,8 @@
  * l mod R; past R = layers the extra processes own nothing); `lpt`, ours (the paper's named
  * future work, load balance): layers by their inversion cost da³ + dg³, largest first, each to
  * the least-loaded process.
- * The loss and the stop/signal flags ride on step 6: each process appends its own three floats
- * to its part, and every process sums the R triples.
+ * The loss and the stop/signal flags ride on step 6: each process appends its control floats
+ * (ctl_pack, algo.h) to its part, and every process merges the R records (ctl_merge).
  * On the sim runtime the factor, inversion and preconditioning flops are charged per kind: at
  * the rates that `pdl calibrate` measured for each kind relative to the training step (the
  * calibration file's kfac_rel_* figures; with no calibration, at the device's training rate,
@@ -204,7 +204,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   krates_t kr; load_rates(r, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
 
-  /* buffers ordered by owner: step 3's bundles and step 6's ΔW (+ 3 floats per node) */
+  /* buffers ordered by owner: step 3's bundles and step 6's ΔW (+ the CTL_F control floats per node) */
   size_t off_b[NET_MAX_LAYERS], off_w[NET_MAX_LAYERS], *cnt_b = xcalloc((size_t)N, sizeof(size_t)),
          *cnt_w = xcalloc((size_t)N, sizeof(size_t)), tot_b = 0, tot_w = 0;
   for (int o = 0; o < N; o++) {
@@ -213,7 +213,7 @@ static void kfac_node(rt_t *rt, void *arg) {
       off_b[l] = tot_b; tot_b += k.L[l].bundle; cnt_b[o] += k.L[l].bundle;
       off_w[l] = tot_w; tot_w += (size_t)k.L[l].dg * k.L[l].da; cnt_w[o] += (size_t)k.L[l].dg * k.L[l].da;
     }
-    tot_w += 3; cnt_w[o] += 3;
+    tot_w += CTL_F; cnt_w[o] += CTL_F;
   }
   size_t my_b0 = 0, my_w0 = 0;
   for (int o = 0; o < me; o++) { my_b0 += cnt_b[o]; my_w0 += cnt_w[o]; }
@@ -256,8 +256,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     if (st.comm_allreduce && N > 1) vec_zero(upd, tot_w);
     on_device(rt, phase_owner, &ph);
     double loss = ph.loss;
-    float *flags = myupd + cnt_w[me] - 3;
-    flags[0] = (float)loss; flags[1] = L.job->reached ? 1.0f : 0.0f; flags[2] = loop_signal_flag();
+    ctl_pack(myupd + cnt_w[me] - CTL_F, loss, L.job->reached ? 1.0f : 0.0f);
     double t4 = rt->ops->now(rt);
     /* 6: Allgather (or Allreduce) of the ΔW */
     if (N > 1) {
@@ -266,23 +265,20 @@ static void kfac_node(rt_t *rt, void *arg) {
     }
     double t5 = rt->ops->now(rt);
     /* 7: the same momentum step on every node */
-    double lsum = 0; float stop = 0, sig = 0;
-    for (int q = 0, at = 0; q < N; q++) {
-      at += (int)cnt_w[q];
-      lsum += upd[at - 3]; if (upd[at - 2] > stop) stop = upd[at - 2]; if (upd[at - 1] > sig) sig = upd[at - 1];
-    }
-    if (stop > 0) break;
+    ctl_t x = {0, 0, 0};
+    for (int q = 0, at = 0; q < N; q++) { at += (int)cnt_w[q]; ctl_merge(&x, upd + at - CTL_F); }
+    if (x.stop > 0) break;
     for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + off_w[l], dw);
     optim_step(&o, w, dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
     st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;
     st.update += t6 - t5;
-    double mloss = lsum / (double)(b * N);
+    double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
     if (loop_diverged(&L, mloss, step)) break;
     loop_progress(&L, w, step + 1, (double)(step + 1) * b * N, step + 1 == r->total_steps);
-    if (sig > 0) { loop_interrupted(sig); step++; break; }
+    if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }
     loop_checkpoint(&L, 0);
   }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);

@@ -126,7 +126,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   loop_t L; loop_init(&L, rt, job, LOOP_EXAMPLES, pp_eval_json, pp_summary_json, &st);
   int threads = loop_threads(&L, G + 1);
   float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));
-  float *buf = xmalloc((n + 4) * sizeof(float));      /* [n] D, sub-batches, loss sum, stop, signal */
+  float *buf = xmalloc((n + 1 + CTL_F) * sizeof(float));   /* [n] D, sub-batches, control floats (loss sum, stop, signal) */
   net_init_params(&r->net, w, c->seed);
   vec_copy(what, w, n);
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
@@ -176,10 +176,11 @@ static void ppasgd_node(rt_t *rt, void *arg) {
       rt->ops->mutex_unlock(rt, R->mD);
     }
     st.local_sub += (double)nsub;
-    buf[n] = (float)nsub; buf[n + 1] = (float)ls; buf[n + 2] = L.job->reached ? 1.0f : 0.0f; buf[n + 3] = loop_signal_flag();
+    buf[n] = (float)nsub; ctl_pack(buf + n + 1, ls, L.job->reached ? 1.0f : 0.0f);
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
-    rt->ops->allreduce(rt, buf, n + 4);                 /* D_A = Allreduce(D_L) */
-    if (buf[n + 2] > 0) break;
+    rt->ops->allreduce(rt, buf, n + 1 + CTL_F);         /* D_A = Allreduce(D_L) */
+    ctl_t x = ctl_unpack(buf + n + 1);
+    if (x.stop > 0) break;
     double gathered = buf[n];
     st.total_sub += gathered;
     long eq_step = (long)(st.total_sub / (G * N));      /* SSGD-equivalent steps, for the warm-up */
@@ -196,13 +197,13 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     rt->ops->mutex_unlock(rt, mW);
     rt->ops->work(rt, 4.0 * n * 7);
     st.t = t + 1;
-    double loss = gathered > 0 ? buf[n + 1] / (gathered * c->batch) : 0;
+    double loss = gathered > 0 ? x.loss / (gathered * c->batch) : 0;
     if (gathered > 0) loop_loss(&L, loss, 1);
     if (me == 0 && c->probe > 0) pp_probe_update(&st, r, t, w, o.M, c->momentum, st.S);
     int done = st.total_sub >= need_sub;
     if (gathered > 0 && loop_diverged(&L, loss, t)) break;   /* allreduced: all nodes agree */
     loop_progress(&L, w, t + 1, st.total_sub * c->batch, done);
-    if (buf[n + 3] > 0) { loop_interrupted(buf[n + 3]); break; }   /* every node: this update done */
+    if (x.signal > 0) { loop_interrupted(x.signal); break; }   /* every node: this update done */
     if (done) break;
   }
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
