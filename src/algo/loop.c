@@ -299,7 +299,8 @@ static void persist_out(loop_t *L) {   /* loop -> the saved section */
   struct loop_persist *P = &L->persist; run_t *r = L->r;
   P->updates = L->updates; P->examples = L->examples; P->loss_acc = L->loss_acc; P->loss_n = L->loss_n;
   P->last_eval = L->last_eval; P->next_eval = L->next_eval; P->next_epoch = L->next_epoch;
-  P->next_eval_ex = L->next_eval_ex; P->saved_epoch = L->saved_epoch; P->time = loop_time(L);
+  P->next_eval_ex = L->next_eval_ex; P->saved_epoch = L->saved_epoch;
+  P->time = L->sched == LOOP_LOCAL ? L->t_node : loop_time(L);   /* local steps: at the node's latest progress */
   P->reached = L->job->reached;
   P->test_err = r->test_err; P->test_loss = r->test_loss; P->train_loss = r->train_loss;
   P->r_updates = r->updates; P->epochs_done = r->epochs_done; P->diverged = r->diverged; P->diverged_at = r->diverged_at;
@@ -355,6 +356,7 @@ int loop_resume(loop_t *L) {
   snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
   L->gen = best;
   persist_in(L);
+  if (L->sched == LOOP_LOCAL) L->time_base -= rt->ops->now(rt);   /* the records' clock goes on from the snapshot's */
   L->resumed = 1;
   L->saved_updates = L->updates;
   if (L->reporter) {
