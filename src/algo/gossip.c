@@ -450,7 +450,7 @@ static const optdef_t
   od_gs_threshold = {"--gossip-threshold", OD_FLOAT, 0, 1, NULL, "0.1", "X", "UPDATE_TIME's threshold", GOPT(threshold), 1, NULL},
   od_gs_servers = {"--gossip-servers", OD_INT, 1, 4096, NULL, "8", "S", "serving roles per node, pulls served at once (capped at K-1)", GOPT(servers), 1, NULL},
   od_gs_timeline = {"--gossip-timeline", OD_STR, 0, 0, NULL, NULL, "FILE", "write every transfer (node,peer,start_s,taken_s,end_s) as CSV", GOPT(timeline), 0, NULL};
-#define GS_OPTS ALGO_OPTS_SIM, &od_tau, &od_with_replacement, &od_noniid, &od_gs_servers, &od_gs_timeline
+#define GS_OPTS ALGO_OPTS_DIST, &od_tau, &od_with_replacement, &od_noniid, &od_gs_servers, &od_gs_timeline
 static const optdef_t *const gs_opts[] = {GS_OPTS, NULL};
 static const optdef_t *const gs_warm_opts[] = {GS_OPTS, &od_gs_warmup, &od_gs_threshold, NULL};
 const algo_t algo_gossip = {
