@@ -186,6 +186,46 @@ static void on_device(rt_t *rt, rt_fn fn, void *arg) {
 typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt; } kfac_opts_t;
 _Static_assert(sizeof(kfac_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "kfac_opts_t fits algo_opts");
 
+/* The buffers ordered by owner: step 3's bundles and step 6's ΔW (+ the CTL_F control floats per
+ * node); share: the owner's parts live inside the full buffers (allreduce, or one node). */
+typedef struct {
+  size_t off_b[NET_MAX_LAYERS], off_w[NET_MAX_LAYERS], *cnt_b, *cnt_w, tot_b, tot_w, my_b0, my_w0;
+  float *bund, *mine, *upd, *myupd;
+  int share;
+} kbuf_t;
+static void kbuf_init(kbuf_t *B, const kfac_t *k, const int *owner, int N, int me, int share) {
+  memset(B, 0, sizeof *B);
+  B->cnt_b = xcalloc((size_t)N, sizeof(size_t)); B->cnt_w = xcalloc((size_t)N, sizeof(size_t)); B->share = share;
+  for (int o = 0; o < N; o++) {
+    for (int l = 0; l < k->nl; l++) {
+      if (owner[l] != o) continue;
+      B->off_b[l] = B->tot_b; B->tot_b += k->L[l].bundle; B->cnt_b[o] += k->L[l].bundle;
+      size_t dw = (size_t)k->L[l].dg * k->L[l].da;
+      B->off_w[l] = B->tot_w; B->tot_w += dw; B->cnt_w[o] += dw;
+    }
+    B->tot_w += CTL_F; B->cnt_w[o] += CTL_F;
+  }
+  for (int o = 0; o < me; o++) { B->my_b0 += B->cnt_b[o]; B->my_w0 += B->cnt_w[o]; }
+  B->bund = xmalloc((B->tot_b ? B->tot_b : 1) * sizeof(float));
+  B->mine = share ? B->bund + B->my_b0 : xmalloc((B->cnt_b[me] ? B->cnt_b[me] : 1) * sizeof(float));
+  B->upd = xcalloc(B->tot_w, sizeof(float));
+  B->myupd = share ? B->upd + B->my_w0 : xmalloc(B->cnt_w[me] * sizeof(float));
+}
+static void kbuf_free(kbuf_t *B) {
+  if (!B->share) { xfree(B->myupd); xfree(B->mine); }
+  xfree(B->bund); xfree(B->upd); xfree(B->cnt_b); xfree(B->cnt_w);
+}
+
+/* owner time over nodes, for the load-balance figures */
+static void owner_times(rt_t *rt, kstats_t *st) {
+  int N = rt->nnodes;
+  float *ow = xcalloc((size_t)N, sizeof(float));
+  ow[rt->node] = (float)st->own;
+  if (N > 1) rt->ops->allreduce(rt, ow, (size_t)N);
+  for (int q = 0; q < N; q++) { st->owner_mean += ow[q] / N; if (ow[q] > st->owner_max) st->owner_max = ow[q]; }
+  xfree(ow);
+}
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -204,25 +244,10 @@ static void kfac_node(rt_t *rt, void *arg) {
   krates_t kr; load_rates(r, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
 
-  /* buffers ordered by owner: step 3's bundles and step 6's ΔW (+ the CTL_F control floats per node) */
-  size_t off_b[NET_MAX_LAYERS], off_w[NET_MAX_LAYERS], *cnt_b = xcalloc((size_t)N, sizeof(size_t)),
-         *cnt_w = xcalloc((size_t)N, sizeof(size_t)), tot_b = 0, tot_w = 0;
-  for (int o = 0; o < N; o++) {
-    for (int l = 0; l < k.nl; l++) {
-      if (st.owner[l] != o) continue;
-      off_b[l] = tot_b; tot_b += k.L[l].bundle; cnt_b[o] += k.L[l].bundle;
-      off_w[l] = tot_w; tot_w += (size_t)k.L[l].dg * k.L[l].da; cnt_w[o] += (size_t)k.L[l].dg * k.L[l].da;
-    }
-    tot_w += CTL_F; cnt_w[o] += CTL_F;
-  }
-  size_t my_b0 = 0, my_w0 = 0;
-  for (int o = 0; o < me; o++) { my_b0 += cnt_b[o]; my_w0 += cnt_w[o]; }
+  kbuf_t B; kbuf_init(&B, &k, st.owner, N, me, st.comm_allreduce || N == 1);
+  size_t *cnt_b = B.cnt_b, *cnt_w = B.cnt_w, tot_b = B.tot_b, tot_w = B.tot_w;
+  float *bund = B.bund, *mine = B.mine, *upd = B.upd, *myupd = B.myupd;
   st.msg1_bytes = 4.0 * (double)tot_b; st.msg2_bytes = 4.0 * (double)tot_w;
-  float *bund = xmalloc((tot_b ? tot_b : 1) * sizeof(float));
-  int share = st.comm_allreduce || N == 1;   /* the owner's parts live inside the full buffers */
-  float *mine = share ? bund + my_b0 : xmalloc((cnt_b[me] ? cnt_b[me] : 1) * sizeof(float));
-  float *upd = xcalloc(tot_w, sizeof(float));
-  float *myupd = share ? upd + my_w0 : xmalloc(cnt_w[me] * sizeof(float));
 
   replica_t rep;
   replica_init(&rep, r, b, threads, me, N, 0, (uint64_t)me);
@@ -238,7 +263,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   if (loop_resume(&L)) step = L.updates;
   /* (the owners' running factors and held inverses, used with --kfac-stat-decay or
    * --kfac-inv-every, are not in the snapshot: a resumed run rebuilds them from its first batch) */
-  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, off_b, off_w, my_b0, my_w0, me, N, b, 0, 0, 0};
+  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0};
   for (; step < r->total_steps; step++) {
     watchdog_context("kfac update %ld on node %d", step, me);
     /* 1-2: gradient and factors of this node's b examples */
@@ -268,7 +293,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     ctl_t x = {0, 0, 0};
     for (int q = 0, at = 0; q < N; q++) { at += (int)cnt_w[q]; ctl_merge(&x, upd + at - CTL_F); }
     if (x.stop > 0) break;
-    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + off_w[l], dw);
+    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + B.off_w[l], dw);
     optim_step(&o, w, dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
@@ -282,16 +307,10 @@ static void kfac_node(rt_t *rt, void *arg) {
     loop_checkpoint(&L, 0);
   }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
-  /* owner time over nodes, for the load-balance figures */
-  float *ow = xcalloc((size_t)N, sizeof(float));
-  ow[me] = (float)st.own;
-  if (N > 1) rt->ops->allreduce(rt, ow, (size_t)N);
-  for (int q = 0; q < N; q++) { st.owner_mean += ow[q] / N; if (ow[q] > st.owner_max) st.owner_max = ow[q]; }
-  xfree(ow);
+  owner_times(rt, &st);
   loop_finish(&L, w, w);
-  replica_free(&rep); optim_free(&o); kfac_free(&k);
-  if (!share) { xfree(myupd); xfree(mine); }
-  xfree(bund); xfree(upd); xfree(w); xfree(g); xfree(dw); xfree(cnt_b); xfree(cnt_w); xfree(st.load);
+  replica_free(&rep); optim_free(&o); kfac_free(&k); kbuf_free(&B);
+  xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
 
 #define KO(field) OD_ALGO, offsetof(kfac_opts_t, field), sizeof(((kfac_opts_t *)0)->field)
