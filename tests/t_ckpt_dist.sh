@@ -147,7 +147,7 @@ EOF2
 GS=(train --runtime sim --platform "links:k=4,bw=1Gbps*2+10Gbps*2,lat=5ms" --data synthetic:n=4096,seed=2 --net tiny --batch 16
     --epochs 3 --lr 0.05 --tau 2 --eval-every 32 --quiet)
 for a in gossip gossip-push; do
-  rm -f "$T"/gs.ck* "$T/gs-a.jsonl" "$T/gs-b.jsonl"
+  rm -f "$T"/gs.ck* "$T"/gsa.ck* "$T/gs-a.jsonl" "$T/gs-b.jsonl"
   "$PDL" "${GS[@]}" --algo $a --checkpoint "$T/gsa.ck" --results "$T/gs-a.jsonl" >/dev/null 2>&1
   "$PDL" "${GS[@]}" --algo $a --checkpoint "$T/gs.ck" --results "$T/gs-b.jsonl" >/dev/null 2>&1 &
   p=$!; wait_lines "$T/gs-b.jsonl" 2; kill -INT $p; wait $p; rc=$?

@@ -253,7 +253,7 @@ static void gs_init(rt_t *rt, job_t *job, gnode_t *Nd, gmain_t *M) {
 /* A snapshot where the node loop says (after an agreed evaluation, at the end): under both
  * mutexes, as a serving role may be answering a peer that is already past the cut. */
 static void gs_checkpoint(rt_t *rt, loop_t *L, gnode_t *Nd, int now) {
-  if (!L->r->cfg.checkpoint[0]) return;
+  if (!L->r->cfg.checkpoint[0] || (!now && L->last_eval != L->updates)) return;   /* (loop_checkpoint's cut) */
   rt->ops->mutex_lock(rt, Nd->mw); rt->ops->mutex_lock(rt, Nd->mc);
   loop_checkpoint(L, now);
   rt->ops->mutex_unlock(rt, Nd->mc); rt->ops->mutex_unlock(rt, Nd->mw);
