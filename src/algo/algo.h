@@ -183,7 +183,10 @@ void loop_state_replica(loop_t *L, const char *name, replica_t *rp);
 /* Every node calls it once, after registering its state and before its first message. With
  * --resume, the nodes agree (one allreduce) on the newest generation that every node holds
  * (its file or the kept .prev) and load it; returns 1 if resumed, 0 for a fresh start (no file
- * anywhere). Dies naming the file on a mismatch or an inconsistent set. */
+ * anywhere). Dies naming the file on a mismatch or an inconsistent set. LOOP_LOCAL: a resume
+ * ends with an allreduce of an agreed evaluation's size (the saved run left its cut through
+ * one), so no node goes on before every node has loaded and, on sim, they leave it as they left
+ * the cut. */
 int loop_resume(loop_t *L);
 /* Saves this node's snapshot when --checkpoint is given and `now` is set (a stop, the run's
  * end) or an epoch boundary was crossed since the last save. No communication: the caller

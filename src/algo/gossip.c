@@ -57,9 +57,9 @@
  * runs during training, unless --target-err or --checkpoint asks the nodes to agree (one small
  * allreduce per evaluation point; the run stops there together). Checkpoints: each node's w, its
  * SGD state, sampler and dropout rng, peer rng, time table and measures, saved just after an
- * agreed evaluation at an epoch's end and on a stop, under the model and table mutexes (a
- * serving role may be answering a peer already past the cut). A resume is statistical on the
- * real runtime (the order of exchanges depends on timing); see docs/RUNTIMES.md for sim. */
+ * agreed evaluation at an epoch's end and on a stop (on real under the model and table mutexes:
+ * a serving role may be answering a peer already past the cut). A resume is bit-identical on sim
+ * and statistical on real (the order of exchanges depends on timing); docs/DESIGN.md. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -250,13 +250,14 @@ static void gs_init(rt_t *rt, job_t *job, gnode_t *Nd, gmain_t *M) {
   M->pair = xcalloc(PAIR_F * (size_t)K, sizeof(float));
 }
 
-/* A snapshot where the node loop says (after an agreed evaluation, at the end): under both
- * mutexes, as a serving role may be answering a peer that is already past the cut. */
+/* A snapshot where the node loop says (after an agreed evaluation, at the end): on real under
+ * both mutexes, as a serving role may be answering a peer that is already past the cut. */
 static void gs_checkpoint(rt_t *rt, loop_t *L, gnode_t *Nd, int now) {
   if (!L->r->cfg.checkpoint[0] || (!now && L->last_eval != L->updates)) return;   /* (loop_checkpoint's cut) */
-  rt->ops->mutex_lock(rt, Nd->mw); rt->ops->mutex_lock(rt, Nd->mc);
+  int lock = !rt->ops->simulated;   /* sim: no other actor runs while this one saves (and no extra simcall) */
+  if (lock) { rt->ops->mutex_lock(rt, Nd->mw); rt->ops->mutex_lock(rt, Nd->mc); }
   loop_checkpoint(L, now);
-  rt->ops->mutex_unlock(rt, Nd->mc); rt->ops->mutex_unlock(rt, Nd->mw);
+  if (lock) { rt->ops->mutex_unlock(rt, Nd->mc); rt->ops->mutex_unlock(rt, Nd->mw); }
 }
 
 /* Every node's pull records and stats to every node (node 0 reports them); node 0 writes the
@@ -311,11 +312,12 @@ static void gossip_node(rt_t *rt, void *arg) {
   loop_state(&L, "w", Nd.w, n * sizeof(float)); loop_state_optim(&L, "sgd", &opt); loop_state_replica(&L, "replica", &rep);
   loop_state(&L, "peer_rng", &peer_rng, sizeof peer_rng); loop_state(&L, "times", Nd.c, TAB(K) * sizeof(float));
   loop_state(&L, "stats", &M.st, sizeof M.st); loop_state(&L, "pairs", M.pair, PAIR_F * (size_t)K * sizeof(float));
-  long t = 0, total = r->total_steps;   /* local steps per node */
-  if (loop_resume(&L)) { optim_refresh(&opt, Nd.w); t = L.updates; }
   int S = K > 1 ? (GO(c)->servers < K - 1 ? GO(c)->servers : K - 1) : 0;   /* serving roles */
   void **server = xcalloc((size_t)(S ? S : 1), sizeof(void *));
   for (int s = 0; s < S; s++) server[s] = o->thread_start(rt, -1, gs_server, &Nd);
+  long t = 0, total = r->total_steps;   /* local steps per node */
+  /* (no request comes before every node has loaded its snapshot: loop_resume ends in an allreduce) */
+  if (loop_resume(&L)) { optim_refresh(&opt, Nd.w); t = L.updates; }
   float *g = xmalloc(n * sizeof(float));
   while (t < total) {
     watchdog_context("%s node %d: step %ld of %ld", c->algo, me, t, total);

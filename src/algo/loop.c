@@ -356,7 +356,16 @@ int loop_resume(loop_t *L) {
   snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
   L->gen = best;
   persist_in(L);
-  if (L->sched == LOOP_LOCAL) L->time_base -= rt->ops->now(rt);   /* the records' clock goes on from the snapshot's */
+  if (L->sched == LOOP_LOCAL) {
+    /* the cut again: the nodes leave an allreduce of an agreed evaluation's size together, as they
+     * left the one they saved after (the sim's small allreduce ends with a bcast from node 0, so
+     * the nodes' relative times then do not depend on when each entered) */
+    size_t nf = (size_t)N * LOOP_LOCAL_F + CTL_F;
+    float *z = xcalloc(nf, sizeof(float));
+    if (N > 1) rt->ops->allreduce(rt, z, nf);
+    xfree(z);
+    L->time_base -= rt->ops->now(rt);   /* the records' clock goes on from the snapshot's */
+  }
   L->resumed = 1;
   L->saved_updates = L->updates;
   if (L->reporter) {
