@@ -83,18 +83,21 @@ TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
 LIBPDL := $(BUILD)/libpdl.a
 SIMLIB := $(if $(HAVE_SIMGRID),$(BUILD)/libpdlsim.so)
 PDL := $(if $(SAN),$(BUILD)/pdl,bin/pdl)
+# pdl with NCCL emulated (kernels/cuda/emu/nccl.h over MPI): MPI builds only, see nccl-emu below
+NCCL_EMU := $(if $(HAVE_MPI),$(BUILD)/nccl-emu/pdl)
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
-        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac plots report regress regress-update cuda-emu fuzz FORCE
+        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac plots report regress regress-update cuda-emu \
+        nccl-emu fuzz FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
 # builds in a fresh make so that detection sees what was installed.
 all: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
 
-build: config $(PDL) $(SIMLIB) $(TEST_BIN)
+build: config $(PDL) $(SIMLIB) $(TEST_BIN) $(NCCL_EMU)
 
 config:
 	@echo "pdlbench: found $(CONFIG)"
@@ -142,6 +145,22 @@ LINK_LIB = -Wl,--whole-archive $(LIBPDL) -Wl,--no-whole-archive
 $(PDL): $(BUILD)/obj/src/cli/main.o $(LIBPDL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS)
+
+# The NCCL stand-in build: pdl's objects, but src/coll/coll_nccl.c compiled against the emulator's
+# cuda_runtime.h and nccl.h (kernels/cuda/emu: NCCL as the same MPI calls on host memory, every
+# function static inline, so nothing clashes with a real libcudart or libnccl linked beside it).
+# `--coll nccl` and `pdl coll --backend nccl` run on it without a GPU; tests/t_coll_seam.sh checks
+# that training on it equals --coll mpi bit for bit. One compile and one link beyond bin/pdl.
+$(BUILD)/obj/nccl-emu/coll_nccl.o: src/coll/coll_nccl.c $(STAMP) | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	$(CC) -Ikernels/cuda/emu $(CFLAGS) -DPDL_HAVE_NCCL $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/nccl-emu/pdl: $(BUILD)/obj/src/cli/main.o $(filter-out $(BUILD)/obj/src/coll/coll_nccl.o,$(LIB_OBJ)) $(BUILD)/obj/nccl-emu/coll_nccl.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+nccl-emu: config $(NCCL_EMU)
+	@$(if $(NCCL_EMU),echo "pdlbench: $(NCCL_EMU) (NCCL emulated over MPI)",echo "pdlbench: nccl-emu needs an MPI build" >&2; exit 1)
 
 # The sim runtime is a separate shared object: libsimgrid exports the MPI API (SMPI), so it is
 # never linked into the binary that calls MPI; pdl dlopen()s it RTLD_LOCAL (see docs/SIM.md).

@@ -1,4 +1,4 @@
-/* inv_ref.c — the oracle of kfac/inv.h: SPD inversion in double by LAPACKE (dpotrf + dpotri, and
+/* inv_ref.c — the oracle of contract/inv.h: SPD inversion in double by LAPACKE (dpotrf + dpotri, and
  * dsyevd for the eigen variant), plus the SPD test matrices the tests and `pdl inverse` use.
  * Allocates per call; speed is not its job, but `pdl inverse` times it as the baseline, so it
  * calls LAPACK the plain way (column-major, no transposing copies) on as many OpenBLAS threads as
@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 #include "core/rng.h"
-#include "kfac/inv.h"
+#include "reference/ref.h"
 #include "util/util.h"
 
 /* Copy the column-major lower triangle (row-major upper) onto the other one. */

@@ -1,9 +1,9 @@
-/* layers_ref.c — the oracle: every layer of core/layers.h as naive loops, one output element at a
+/* layers_ref.c — the oracle: every layer of contract/layers.h as naive loops, one output element at a
  * time, sums in double. No OpenMP, no BLAS, no cleverness; speed does not matter here, obvious
  * correctness does. Conventions are those of layers.h: NCHW float32, param grads accumulated
  * (+=), input grads overwritten (=), din may be NULL, scratch ignored. */
 #include <math.h>
-#include "core/layers.h"
+#include "reference/ref.h"
 #include "util/util.h"
 
 /* Pooled extent along one axis: floor or ceil of n / s. */
@@ -207,4 +207,24 @@ void ref_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, fl
     else w[i] = w[i] - lr * gi;
     g[i] = 0;
   }
+}
+
+/* The other updates of contract/layers.h, in float like the optimizers, each operation in the
+ * contract's order. */
+void ref_adam_step(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
+                   float wd) {
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i];
+    if (wd != 0) gi = gi + wd * w[i];
+    m[i] = b1 * m[i] + (1 - b1) * gi;
+    v[i] = b2 * v[i] + ((1 - b2) * gi) * gi;
+    w[i] = w[i] - (a * m[i]) / (sqrtf(v[i]) + eps);
+    g[i] = 0;
+  }
+}
+void ref_nag_point(float *what, const float *w, const float *m, size_t n, float mu) {
+  for (size_t i = 0; i < n; i++) what[i] = w[i] + mu * m[i];
+}
+void ref_avg_step(float *z, const float *w, size_t n, float r, int ema) {
+  for (size_t i = 0; i < n; i++) z[i] = ema ? (1 - r) * z[i] + r * w[i] : z[i] + r * (w[i] - z[i]);
 }

@@ -1,8 +1,7 @@
-/* ref_table.c — kernels_ref, the reference oracle as a backend (core/model.h): the ref_* layers
- * of core/layers.h, no fused layers (model.c runs them one by one), no scratch, no threads, host
- * memory. */
-#include "core/layers.h"
-#include "core/model.h"
+/* ref_table.c — kernels_ref, the reference oracle as a backend (contract/kernels.h): the ref_*
+ * layers and updates of contract/layers.h, no fused layers (model.c runs them one by one), no
+ * scratch, no threads, host memory. */
+#include "reference/ref.h"
 #include "util/util.h"
 
 static size_t ref_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {

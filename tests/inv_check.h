@@ -1,5 +1,5 @@
 /* inv_check.h — what tests/test_inv.c and tests/test_cuda_inv.c share about SPD inverses
- * (kfac/inv.h): the test matrices, the two error measures and their stated tolerances, and the
+ * (contract/inv.h): the test matrices, the two error measures and their stated tolerances, and the
  * matrices that must be refused. Static functions; include after tests/harness.h.
  *
  * Tolerances (eps = FLT_EPSILON = 2^-23, kappa = cond_2(A), X the computed inverse):
@@ -13,7 +13,7 @@
  *             meaningful where the forward bound is vacuous (kappa n eps > 1 at kappa = 1e6,
  *             n = 1153). Computed in double (dgemm) from the float A and X.
  * The constants leave a margin over what the fast paths reach (printed by the tests and quoted in
- * kfac/inv.h); a wrong block, triangle or index gives O(1) in both measures. */
+ * contract/inv.h); a wrong block, triangle or index gives O(1) in both measures. */
 #ifndef PDL_TESTS_INV_CHECK_H
 #define PDL_TESTS_INV_CHECK_H
 #include <cblas.h>
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/rng.h"
-#include "kfac/inv.h"
+#include "reference/ref.h"
 
 /* The cases both test files run: sizes x condition numbers, from one seed. */
 static const int sizes[] = {1, 33, 257, 1153};

@@ -3,20 +3,20 @@
 # (tests/t_*.sh), counts "ok - " / "not ok - " / "skip - " lines, and ends with the line
 # "N passed, N failed, N skipped". A binary that exits non-zero without a "not ok" line counts
 # as one failure (a crash). TESTS_ONLY=unit runs the binaries only; TESTS_ONLY=threads runs the
-# binaries and scripts whose name contains "thread" (for make tsan). Unit binaries run one after
-# another; script tests run JOBS at a time (see below).
+# binaries and scripts whose name contains "thread" (for make tsan). Binaries and scripts run JOBS
+# at a time (see below).
 set -u
 BUILD=${BUILD:-build}
 export PDL=${PDL:-bin/pdl}
 logs=$BUILD/test-logs
 mkdir -p "$logs"
 rm -f "$logs"/*.result
-# JOBS: how many script tests run side by side (default: the core count, at most 4). They time
+# JOBS: how many tests run side by side (default: the core count, at most 4). They time
 # nothing (throughput is judged by the CI gate, which runs alone after them) and their waits have
 # wide margins, so sharing the cores costs only wall time. A script whose header has the line
 # "# pdl-test: long" starts first (the longest ones bound the wall time); one with
-# "# pdl-test: serial" runs alone, after the others (the CUDA emulator: a host thread per CUDA
-# thread, which would starve whatever shares the cores with it).
+# "# pdl-test: serial" runs alone, after the others (none today: the CUDA emulator was one while it
+# ran a host thread per CUDA thread; its launches are fibers on one thread now).
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
 case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: JOBS must be a positive integer, got '$JOBS'" >&2; exit 2 ;; esac
 t_start=$SECONDS
@@ -35,27 +35,35 @@ run_one() {
     if [ "$f" -gt 0 ]; then grep -E '^(not ok|  FAIL)|error' "$log" | head -20 | sed 's/^/    /'; fi
     grep '^skip - ' "$log" | sed 's/^/    /'; } | flock "$logs" cat   # one test's lines together
 }
+# The job list: the "long" scripts first (they bound the wall time), then the unit binaries, then
+# the other scripts; all share the JOBS pool (the binaries are single-threaded and time nothing
+# tight: test_comm_util's watchdog margins are 100x), and the "serial" scripts run alone at the end.
+units=()
 for bin in "$BUILD"/tests/test_*; do
   [ -x "$bin" ] || continue
   case $bin in *.d) continue ;; esac
-  name=$(basename "$bin")
-  case "${TESTS_ONLY:-}" in threads) [[ $name == *thread* ]] || continue ;; esac
-  run_one "$name" "$bin"
+  case "${TESTS_ONLY:-}" in threads) [[ $(basename "$bin") == *thread* ]] || continue ;; esac
+  units+=("$bin")
 done
+long=() rest=() serial=()
 if [ "${TESTS_ONLY:-}" != unit ]; then
-  serial=()
-  mapfile -t scripts < <(grep -l '^# pdl-test: long' tests/t_*.sh; grep -L '^# pdl-test: long' tests/t_*.sh)
-  for sh in "${scripts[@]}"; do
+  for sh in tests/t_*.sh; do
     [ -f "$sh" ] || continue
-    name=$(basename "$sh" .sh)
-    case "${TESTS_ONLY:-}" in threads) [[ $name == *thread* ]] || continue ;; esac
-    if grep -q '^# pdl-test: serial' "$sh" || [ "$JOBS" -eq 1 ]; then serial+=("$sh"); continue; fi
-    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-    run_one "$name" bash "$sh" &
+    case "${TESTS_ONLY:-}" in threads) [[ $(basename "$sh" .sh) == *thread* ]] || continue ;; esac
+    if grep -q '^# pdl-test: serial' "$sh"; then serial+=("$sh")
+    elif grep -q '^# pdl-test: long' "$sh"; then long+=("$sh")
+    else rest+=("$sh"); fi
   done
-  wait
-  for sh in "${serial[@]}"; do run_one "$(basename "$sh" .sh)" bash "$sh"; done
 fi
+for job in "${long[@]}" "${units[@]}" "${rest[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  case $job in
+    *.sh) run_one "$(basename "$job" .sh)" bash "$job" & ;;
+    *)    run_one "$(basename "$job")" "$job" & ;;
+  esac
+done
+wait
+for sh in "${serial[@]}"; do run_one "$(basename "$sh" .sh)" bash "$sh"; done
 pass=0; fail=0; skip=0; failed_names=()
 for r in "$logs"/*.result; do
   [ -f "$r" ] || continue

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_bench_hermans.sh — `make bench-hermans QUICK=1` end to end, into a temporary results/plots root:
 # every H row and the Booth row exist with a verdict, the simulated rows say so, the plots are
-# rendered, and the deterministic checks hold (round-robin-free homogeneous staleness near n - 1).
+# rendered, and the deterministic checks hold (round-robin-free homogeneous staleness near n - 1);
+# the summarizer over the QUICK runs copied as three seeds gives the 3-seed claims 3 seeds and the spread.
 # pdl-test: long
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -22,4 +23,43 @@ grep '^| Booth' "$tab" 2>/dev/null | grep -q 'agrees' && ok "Booth: asynchronous
 for p in staleness momentum curves efficiency throughput adag-scaling; do
   [ -s "$T/out/hermans-$p.png" ] && [ -s "$T/out/hermans-$p.pdf" ] && ok "plot hermans-$p png+pdf" || notok "plot hermans-$p" "missing"
 done
+# three seeds (issue 31): the QUICK runs copied as seeds 2 and 3 ("-s2", "-s3", as the full bench
+# names them), seed 3 with AGN and AEASGD swapped in one H3b cell (AGN's win count moves) and seed 2's
+# ADAG diverged; the summarizer given SEEDS "1 2 3" hands every 3-seed claim three seeds, the engine
+# gives H3b's mean and min-max and calls H3c-adag inconclusive; seed 1's rows stay as they were
+R3=$T/seeds/hermans; RUNS=$(ls -d "$T"/results/hermans/runs-quick-*); mkdir -p "$R3/runs"
+cp "$RUNS"/*.jsonl "$R3/runs/" 2>/dev/null
+for f in "$RUNS"/h1-n*.jsonl "$RUNS"/h3[abc]-*.jsonl; do
+  for s in 2 3; do cp "$f" "$R3/runs/$(basename "$f" .jsonl)-s$s.jsonl"; done
+done
+c=$(basename "$(ls "$RUNS"/h3b-agn-*.jsonl | head -1)" .jsonl); c=${c#h3b-agn-}
+cp "$RUNS/h3b-aeasgd-$c.jsonl" "$R3/runs/h3b-agn-$c-s3.jsonl"; cp "$RUNS/h3b-agn-$c.jsonl" "$R3/runs/h3b-aeasgd-$c-s3.jsonl"
+a=$(basename "$(ls "$RUNS"/h3c-adag-*.jsonl | head -1)"); sed -i 's/"diverged":false/"diverged":true/' "$R3/runs/${a%.jsonl}-s2.jsonl"
+sargs=(quick "relu F128 F256 F128 S10" fashion-mnist 100Gf 10Gbps 0.1ms 1 "relu F128 F256 F128 S10")
+if python3 bench/hermans/summarize.py "$R3" "$R3/runs" "${sargs[@]}" "1 2 3" > "$T/s3.out" 2>&1; then ok "summarize.py over seeds 1 2 3"
+else notok "summarize.py over seeds 1 2 3" "$(tail -3 "$T/s3.out")"; fi
+python3 - "$R3/verdicts.json" "$T/results/hermans/verdicts.json" <<'PY' && ok "3 seeds: every 3-seed claim has 3, H3b mean/min-max, H3c-adag inconclusive, seed-1 claims unchanged" || notok "3 seeds" "see above"
+import json, sys
+r = {x["id"]: x for x in json.load(open(sys.argv[1]))}
+one = {x["id"]: x for x in json.load(open(sys.argv[2]))}
+bad = []
+for cid in ("H3a-n10-l1", "H3a-n20-l1", "H3a-full", "H3a-n10-l5", "H3b", "H3c-agn", "H3c-adag"):
+    if [s["seed"] for s in r[cid]["seeds"]] != [1, 2, 3]:
+        bad.append("%s: seeds %s" % (cid, [s["seed"] for s in r[cid]["seeds"]]))
+b = r["H3b"]; v = [s["value"] for s in b["seeds"]]
+if not (b["min"] == min(v) < b["max"] == max(v) and abs(b["mean"] - sum(v) / 3) < 1e-12 and v[0] == v[1] == one["H3b"]["mean"]):
+    bad.append("H3b mean/min/max %s %s %s over %s (seed 1 alone: %s)" % (b["mean"], b["min"], b["max"], v, one["H3b"]["mean"]))
+if r["H3c-adag"]["verdict"] != "inconclusive" or "holds on 2 of 3 seeds" not in r["H3c-adag"]["reason"]:
+    bad.append("H3c-adag: %s (%s)" % (r["H3c-adag"]["verdict"], r["H3c-adag"]["reason"]))
+for cid in ("H1", "H1-het", "H2"):
+    if len(r[cid]["seeds"]) != 1 or r[cid]["verdict"] != one[cid]["verdict"] or r[cid]["ours"] != one[cid]["ours"]:
+        bad.append("%s changed with the extra seeds" % cid)
+if "seed 1 shown; 3 seeds" not in r["H3b"]["ours"] or "3 seeds: failed in" not in r["H3a-n10-l1"]["ours"]:
+    bad.append("the rows' text does not name the seeds: %r / %r" % (r["H3b"]["ours"], r["H3a-n10-l1"]["ours"]))
+if bad:
+    print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+grep '^H3 AGN vs AEASGD' "$R3/rows.tsv" | grep -q 'to .*3 seeds)' && ok "H3b's table cell gives the spread over 3 seeds" \
+  || notok "H3b cell" "$(grep '^H3 AGN' "$R3/rows.tsv")"
 finish

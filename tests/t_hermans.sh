@@ -6,7 +6,10 @@
 #  - the thesis' DOWNPOUR with window lambda and plain SGD workers is the EASGD paper's mpiT
 #    DOWNPOUR: `downpour-lambda --worker-opt sgd` == `downpour` within float rounding, lambda 1 and
 #    3 (not bit for bit: the commit W - W_pulled is rounded where mpiT's accumulated -lr g is not);
-#  - DynSGD and AGN differ once commits are stale (the scaling acts);
+#  - DynSGD and AGN differ once commits are stale (the scaling acts); DynSGD commits the
+#    un-normalised sum (the thesis and dist-keras): with one worker it is downpour-lambda, in
+#    pdl train and in pdl toy; adag-agn (Alg. 3) pulls once per commit; a partial last window
+#    is not committed (dist-keras);
 #  - every algorithm runs under mpirun (3 ranks: a server and 2 workers).
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -35,6 +38,35 @@ assert len(a)==len(b)>0; m=max(abs(x) for x in b) or 1; print("%.3g" % (max(abs(
 done
 run dyn --algo dynsgd "${C[@]}" --tau 2
 cmp -s "$T/dyn.bin" "$T/agn.bin" && notok "DynSGD scales" "DynSGD equals AGN" || ok "DynSGD differs from AGN (stale commits scaled)"
+# DynSGD is the thesis' rule (its Alg. DynSGDWorker, dist-keras' DynSGDWorker; issue 32): the worker
+# commits the UN-normalised W - W_pulled and the server scales it by 1 / (staleness + 1). With one
+# worker every staleness is 0, so dynsgd must be downpour-lambda bit for bit and differ from agn
+# (which divides by lambda) -- in pdl train and in pdl toy alike (the rule as it ran before issue 32,
+# Delta / lambda / (staleness + 1), was agn here).
+C1=(--runtime sim --platform links:k=2,bw=1Gbps,lat=1ms --data synthetic:n=2048,seed=3 --net tiny --batch 16 --lr 0.01
+    --steps 24 --test-subset 300 --threads 1 --quiet --worker-opt sgd)
+run dyn1 --algo dynsgd "${C1[@]}" --tau 3; run dl1 --algo downpour-lambda "${C1[@]}" --tau 3; run agn1 --algo agn "${C1[@]}" --tau 3
+if cmp -s "$T/dyn1.bin" "$T/dl1.bin" && [ -s "$T/dyn1.bin" ] && ! cmp -s "$T/dyn1.bin" "$T/agn1.bin"; then
+  ok "pdl train: one worker, dynsgd == downpour-lambda bit for bit, != agn (un-normalised commits)"
+else notok "pdl train dynsgd, one worker" "test_loss dynsgd $(jget test_loss < "$T/dyn1.json") downpour-lambda $(jget test_loss < "$T/dl1.json") agn $(jget test_loss < "$T/agn1.json")"; fi
+# adag-agn is the thesis' Alg. 3: one pull per commit (it pulled twice before issue 32); agn pulls
+# with every commit too (PUSH_PULL); both add each worker's first pull
+for a in adag-agn agn; do
+  run pulls-$a --algo $a "${C[@]}" --tau 2
+  pl=$(jget pulls < "$T/pulls-$a.json"); cm=$(jget master_clock < "$T/pulls-$a.json")
+  [ -n "$pl" ] && [ "$pl" = $((cm + 4)) ] && ok "$a: one pull per commit ($pl pulls, $cm commits, 4 workers)" \
+    || notok "$a pulls per commit" "$pl pulls for $cm commits (want commits + 4)"
+done
+# a last, partial window is not committed (dist-keras commits when iteration % window == 0): 24
+# steps at lambda 5 are 4 commits per worker, 16 in all, and the server still counts all 96 steps
+run partial --algo agn "${C[@]}" --tau 5
+cm=$(jget master_clock < "$T/partial.json"); sp=$(jget steps_per_worker < "$T/partial.json")
+[ "$cm" = 16 ] && [ "$sp" = 24 ] && ok "a partial last window is not committed (16 commits, 24 steps per worker)" \
+  || notok "partial last window" "master_clock $cm (want 16), steps_per_worker $sp (want 24)"
+toyx() { "$PDL" toy --fn quadratic --rule "$1" --workers 1 --lambda 3 --lr 0.05 --commits 50 --order round-robin --seed 1 | jget x; }
+tx_dyn=$(toyx dynsgd); tx_dp=$(toyx downpour); tx_agn=$(toyx agn)
+[ -n "$tx_dyn" ] && [ "$tx_dyn" = "$tx_dp" ] && [ "$tx_dyn" != "$tx_agn" ] \
+  && ok "pdl toy agrees: one worker, dynsgd == downpour, != agn" || notok "pdl toy dynsgd, one worker" "dynsgd $tx_dyn downpour $tx_dp agn $tx_agn"
 
 for a in agn downpour-lambda dynsgd adag adag-alg1 adag-agn; do
   out=$(MPIRUN -np 3 "$PDL" train --algo $a --data synthetic:n=1024,seed=3 --net tiny --batch 16 --lr 0.01 --steps 10 --tau 2 \

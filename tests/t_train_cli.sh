@@ -16,17 +16,26 @@ expect_exit 2 "bad net spec" "$PDL" train "${COMMON[@]}" --net "C8 X3 S10" --ste
 expect_exit 2 "unknown data" "$PDL" train --data imagenet --steps 1
 expect_exit 2 "unknown command" "$PDL" frobnicate
 expect_exit 2 "bad --device" "$PDL" train --device gpu --steps 1
-expect_exit 2 "--device cuda with an algorithm it does not run yet" "$PDL" train "${COMMON[@]}" --device cuda --steps 1
+# --device cuda trains every sequential optimizer; a distributed algorithm (K-FAC's preconditioning
+# included) is refused, exit 2 naming the flag
+for a in kfac ssgd; do
+  out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers only" <<<"$out" \
+    && ok "train --algo $a --device cuda: exit 2 naming --device" || notok "train --algo $a --device cuda refused" "rc=$rc $out"
+done
 expect_exit 2 "speed --device cuda --algo kfac" "$PDL" speed --device cuda --algo kfac
-# --device cuda without a usable device (the CPU machines): exit 1, saying why; with one, it trains
-out=$("$PDL" train "${COMMON[@]}" --algo msgd --device cuda --steps 4 2>&1); rc=$?
-if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then
-  [ $rc -eq 1 ] && ok "train --device cuda without a device: exit 1 ($(grep -o 'no CUDA device\|built without CUDA' <<<"$out" | head -1))" \
-    || notok "train --device cuda without a device exits 1" "rc=$rc"
-else
-  [ $rc -eq 0 ] && jget test_err <<<"$(tail -1 <<<"$out")" >/dev/null && ok "train --device cuda: 4 steps on the GPU" \
-    || notok "train --device cuda on a GPU" "rc=$rc $(tail -2 <<<"$out")"
-fi
+# --device cuda without a usable device (the CPU machines): exit 1, saying why, for every optimizer
+# (the CLI lets each through); with one, each trains
+for a in sgd msgd nag adam asgd mvasgd; do
+  out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 4 2>&1); rc=$?
+  if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then
+    [ $rc -eq 1 ] && ok "train --algo $a --device cuda without a device: exit 1 ($(grep -o 'no CUDA device\|built without CUDA' <<<"$out" | head -1))" \
+      || notok "train --algo $a --device cuda without a device exits 1" "rc=$rc"
+  else
+    [ $rc -eq 0 ] && jget test_err <<<"$(tail -1 <<<"$out")" >/dev/null && ok "train --algo $a --device cuda: 4 steps on the GPU" \
+      || notok "train --algo $a --device cuda on a GPU" "rc=$rc $(tail -2 <<<"$out")"
+  fi
+done
 
 # broken data: exit 1 and the file named
 mkdir -p "$T/fm"; for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do

@@ -5,6 +5,8 @@
 #include "harness.h"
 #include "core/model.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "reference/ref.h"
 #include "optim/optim.h"
 #include "util/vec.h"
 #include "util/util.h"
@@ -218,6 +220,50 @@ static void test_optimizers(void) {
   EXPECT_NEAR(lr_at(1.0f, 9, 4), 1.0, 0, "exact"); EXPECT_NEAR(lr_at(1.0f, 0, 0), 1.0, 0, "exact");
 }
 
+/* optim_step's results, hashed: every kind with and without weight decay, 5 steps of 1001
+ * parameters (gradients of mixed scales, so Adam's sqrt(v) + eps sees both sides of eps), FNV-1a
+ * over the bits of w, the evaluation point and every state vector. */
+static uint64_t fnv_bits(uint64_t h, const float *v, size_t n) {
+  if (!v) return h;
+  const unsigned char *p = (const unsigned char *)v;
+  for (size_t i = 0; i < n * sizeof(float); i++) { h ^= p[i]; h *= 1099511628211ull; }
+  return h;
+}
+static uint64_t optim_hash(opt_kind_t kind, float wd) {
+  enum { N = 1001 };
+  static float w[N], g[N];
+  fill(w, N, 11, 1.0f);
+  optim_t o; optim_init(&o, kind, N, 0.9f, wd);
+  o.mvrate = 0.25f;
+  const float lr = kind == OPT_ADAM ? 1e-3f : 0.05f;
+  for (int t = 0; t < 5; t++) {
+    fill(g, N, 20 + t, t % 2 ? 1e-2f : 1e-7f);
+    optim_step(&o, w, g, lr_at(lr, t, 3));
+  }
+  uint64_t h = 1469598103934665603ull;
+  h = fnv_bits(h, w, N); h = fnv_bits(h, optim_eval_point(&o, w), N); h = fnv_bits(h, optim_grad_point(&o, w), N);
+  h = fnv_bits(h, o.M, N); h = fnv_bits(h, o.V, N); h = fnv_bits(h, o.Z, N);
+  optim_free(&o);
+  return h;
+}
+/* The hashes above as optim_step gave them before its updates moved behind the kernel table
+ * (issue 36: cb3de49, the loops in optim.c; the table's cpu_*_step must give the same bits, and so
+ * must every later change that does not mean to change the optimizers' numerics). Order: kinds as
+ * opt_kind_t (sgd, msgd, nag, adam, asgd, mvasgd), each with wd 0 then 1e-3. */
+static void test_optim_golden(void) {
+  static const uint64_t golden[12] = {
+    0x94f9475f86c7586cull, 0xb7e2c1a4293e6e72ull, 0x06dc3d055f2d6b96ull, 0x8f8cfe1965097542ull,
+    0x001c59afd6940020ull, 0x5b4a42e20f5c26c6ull, 0x436b2db452459280ull, 0xe78f84a8345e424cull,
+    0x94b773f5e0ae3b53ull, 0x2697b98e95a0d147ull, 0xede8d5c97ee99657ull, 0x59890acc36a253e7ull};
+  for (int k = 0; k < 6; k++)
+    for (int d = 0; d < 2; d++) {
+      const uint64_t h = optim_hash((opt_kind_t)k, d ? 1e-3f : 0.0f);
+      EXPECT_MSG(h == golden[2 * k + d], "%s, wd %g: optim_step's results hash to 0x%016llx, not the golden "
+                 "0x%016llx: the update's arithmetic changed", optim_name((opt_kind_t)k), d ? 1e-3 : 0.0,
+                 (unsigned long long)h, (unsigned long long)golden[2 * k + d]);
+    }
+}
+
 /* nsteps training steps from the same start, the update either after the backward pass
  * (net_backward + optim_step: fused = 0) or inside it (optim_fused_step + net_backward_step);
  * w and the momentum (if any) are left in w and v; returns 1 if g was all zero after every step. */
@@ -363,6 +409,7 @@ int main(void) {
   RUN(test_kernel_table_seam);
   RUN(test_backward_step);
   RUN(test_optimizers);
+  RUN(test_optim_golden);
   RUN(test_bit_identical);
   return harness_exit();
 }

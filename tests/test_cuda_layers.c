@@ -13,7 +13,7 @@
 #include <float.h>
 #include <pthread.h>
 #include <stdint.h>
-#include "core/layers.h"
+#include "reference/ref.h"
 #include "core/rng.h"
 #include "tests/harness.h"
 #ifdef PDL_HAVE_CUDA

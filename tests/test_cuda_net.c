@@ -1,6 +1,9 @@
 /* test_cuda_net.c — whole training steps on the GPU (kernels_cuda, kernels/cuda/cuda_table.c)
  * against the CPU from the same weights and batches: net_forward + net_backward_step with momentum
- * SGD, parameters, gradients and momentum in device memory. Without a CUDA build or a usable
+ * SGD, parameters, gradients and momentum in device memory; then every optimizer (sgd, msgd, nag,
+ * adam, asgd, mvasgd) through the table: its updates on the device against optim_step on the CPU
+ * (test_optim_updates), and pdl train --device's step (train_state_step, core/run.h) against the
+ * CPU's (test_optim_train). Without a CUDA build or a usable
  * device each test prints "skip - <test>: skipped: no CUDA device (...)" and the binary exits 0.
  * kernels/cuda/emu/run.sh runs it on the CPU emulator (a small net, few steps, kernels_ref as the
  * CPU side); on a GPU it runs ppasgd-cifar (kernels_cpu as the CPU side).
@@ -22,13 +25,29 @@
  *     im2col + GEMM too) and its losses within 4x the CPU runs' loss difference (plus 1e-5).
  *     A systematic error (a dropped momentum term, a gradient scaled by 1.01: both tried)
  *     moves far more than rounding does. Under the emulator (kernels_ref as the CPU side, no
- *     Winograd) the bounds are fixed: 2e-2 of the distance moved, losses 1e-3. */
+ *     Winograd) the bounds are fixed: 2e-2 of the distance moved, losses 1e-3.
+ *   the optimizers' updates alone (test_optim_updates): the same inputs on both sides, and the
+ *     contract's expressions rounded operation by operation on both (contract/layers.h): the
+ *     parameters and every state vector must be the same bits after 3 steps, for every kind,
+ *     with and without weight decay.
+ *   every optimizer trained by train_state_step (test_optim_train, 5 steps on the emulator and on
+ *     a GPU): as in the emulator's many-steps check above, the gradients differ by the summation
+ *     order only, so its fixed bounds (2e-2 of the distance moved, losses 1e-3; measured under the
+ *     emulator: 5e-7 to 4e-6, losses 2e-7) hold for the momentum family and the averages;
+ *     Adam divides by sqrt(v) + eps, which sends a gradient element near 0 to a step of about
+ *     a g / eps, so an element whose gradient is within rounding of 0 can move by a visible part
+ *     of its (tiny) step on one side only: its bound is 5x (measured: 6e-6), still far below what
+ *     a wrong bias correction (a factor 1/(1 - b1) = 10 at step 1) or a missing term gives. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/model.h"
 #include "core/rng.h"
+#include "core/run.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "optim/optim.h"
+#include "reference/ref.h"
 #include "tests/harness.h"
 #ifdef PDL_HAVE_CUDA
 #include "kernels/cuda/cuda_layers.h"
@@ -39,7 +58,7 @@
 #endif
 #endif
 
-#define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps)
+#define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps) X(test_optim_updates) X(test_optim_train)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -62,6 +81,7 @@ static int g_ndev;
 #define STEPS 100
 #define CPU_KERNELS kernels_cpu
 #endif
+#define OPT_STEPS 5 /* test_optim_train: few enough that the fixed bounds hold on a GPU too */
 
 typedef struct {
   net_t net;
@@ -118,16 +138,16 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
   return m;
 }
 
-typedef struct { float *w; double *loss; } run_t;
+typedef struct { float *w; double *loss; } side_t;
 
-static run_t run_on(setup_t *s, const kernels_t *k, int steps) {
-  run_t r = {malloc(s->n * sizeof(float)), malloc(steps * sizeof(double))};
+static side_t run_on(setup_t *s, const kernels_t *k, int steps) {
+  side_t r = {malloc(s->n * sizeof(float)), malloc(steps * sizeof(double))};
   if (!r.w || !r.loss) { fprintf(stderr, "out of memory\n"); exit(1); }
   train(s, k, steps, r.w, r.loss);
   return r;
 }
-static void run_free(run_t *r) { free(r->w); free(r->loss); }
-static double worst_loss_diff(const run_t *a, const run_t *b, int steps) {
+static void side_free(side_t *r) { free(r->w); free(r->loss); }
+static double worst_loss_diff(const side_t *a, const side_t *b, int steps) {
   double worst = 0;
   for (int t = 0; t < steps; t++) {
     const double d = fabs(a->loss[t] - b->loss[t]) / fabs(b->loss[t]);
@@ -145,14 +165,14 @@ static void compare(int steps, double w_tol, double loss_tol) {
   double cpu_spread = 0, cpu_loss_spread = 0;
 #ifndef PDL_CUDA_EMU
   const int mode = cpu_conv_get_mode();
-  run_t alt = {NULL, NULL};
+  side_t alt = {NULL, NULL};
   if (w_tol < 0) {
     alt = run_on(&s, &CPU_KERNELS, steps);      /* the default algorithm: Winograd where it pays */
     cpu_conv_set_mode(CPU_CONV_IM2COL);
     cpu_name = "cpu (im2col)";
   }
 #endif
-  run_t c = run_on(&s, &CPU_KERNELS, steps), g = run_on(&s, &kernels_cuda, steps);
+  side_t c = run_on(&s, &CPU_KERNELS, steps), g = run_on(&s, &kernels_cuda, steps);
 #ifndef PDL_CUDA_EMU
   if (w_tol < 0) {
     cpu_conv_set_mode(mode);
@@ -160,7 +180,7 @@ static void compare(int steps, double w_tol, double loss_tol) {
     cpu_loss_spread = worst_loss_diff(&alt, &c, steps);
     w_tol = 4 * cpu_spread / max_abs_diff(c.w, s.w0, s.n);
     loss_tol = 4 * cpu_loss_spread + 1e-5;
-    run_free(&alt);
+    side_free(&alt);
   }
 #endif
   const double moved = max_abs_diff(c.w, s.w0, s.n), apart = max_abs_diff(g.w, c.w, s.n);
@@ -173,7 +193,7 @@ static void compare(int steps, double w_tol, double loss_tol) {
   EXPECT_MSG(moved > 0 && apart <= w_tol * moved, "GPU parameters %.3g apart from the CPU's after %d step(s), over "
              "%.3g of the %.3g they moved", apart, steps, w_tol, moved);
   EXPECT_MSG(worst_loss <= loss_tol, "a step's loss differs by %.3g relative, over %.3g", worst_loss, loss_tol);
-  run_free(&c); run_free(&g);
+  side_free(&c); side_free(&g);
   teardown(&s);
 }
 
@@ -194,6 +214,115 @@ static void test_many_steps(void) {
 #endif
 }
 
+
+/* ---- every optimizer through the table ---- */
+static const opt_kind_t kinds[] = {OPT_SGD, OPT_MSGD, OPT_NAG, OPT_ADAM, OPT_ASGD, OPT_MVASGD};
+
+/* a host optimizer's vector v (NULL: the kind has none) against another's: bit for bit */
+static int same_bits(const float *a, const float *b, size_t n) { return (!a && !b) || (a && b && !memcmp(a, b, n * 4)); }
+
+/* optim_step on the device (its state from optim_init_on(kernels_cuda)) against optim_step on the
+ * CPU (optim_init: kernels_cpu) from the same w, g: three steps, each with a new g, then the
+ * parameters and every state vector compared bit for bit. */
+static void test_optim_updates(void) {
+  NEED_GPU();
+  const size_t n = 3000;   /* more than one block of threads, not a multiple of it */
+  float *w0 = malloc(n * 4), *gs = malloc(3 * n * 4), *w = malloc(n * 4), *g = malloc(n * 4), *wd_ = malloc(n * 4);
+  if (!w0 || !gs || !w || !g || !wd_) { fprintf(stderr, "out of memory\n"); exit(1); }
+  rng_t r;
+  rng_seed(&r, 5, 0);
+  for (size_t i = 0; i < n; i++) w0[i] = (float)rng_normal(&r);
+  for (size_t i = 0; i < 3 * n; i++) gs[i] = (float)(rng_normal(&r) * (i % 7 == 0 ? 1e-6 : 1e-2));
+  const size_t bytes = n * sizeof(float);
+  for (int wdi = 0; wdi < 2; wdi++)
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+      const float wd = wdi ? 1e-3f : 0.0f, lr = kinds[ki] == OPT_ADAM ? 1e-3f : 0.05f;
+      optim_t oc, og, back;
+      optim_init(&oc, kinds[ki], n, 0.9f, wd);
+      optim_init_on(&og, kinds[ki], n, 0.9f, wd, &kernels_cuda);
+      optim_init(&back, kinds[ki], n, 0.9f, wd);
+      oc.mvrate = og.mvrate = 0.25f;   /* an average that visibly moves in 3 steps */
+      float *dw = kernels_cuda.alloc(bytes), *dg = kernels_cuda.alloc(bytes);
+      memcpy(w, w0, bytes);
+      kernels_cuda.upload(dw, w0, bytes);
+      for (int t = 0; t < 3; t++) {
+        memcpy(g, gs + (size_t)t * n, bytes);
+        kernels_cuda.upload(dg, g, bytes);
+        optim_step(&oc, w, g, lr);
+        optim_step(&og, dw, dg, lr);
+      }
+      kernels_cuda.download(wd_, dw, bytes);
+      kernels_cuda.download(g, dg, bytes);
+      optim_transfer(&back, &og);
+      int zero = 1;
+      for (size_t i = 0; i < n; i++) zero &= g[i] == 0.0f;
+      EXPECT_MSG(same_bits(w, wd_, n) && same_bits(oc.M, back.M, n) && same_bits(oc.V, back.V, n) &&
+                     same_bits(oc.Z, back.Z, n) && same_bits(oc.what, back.what, n) && back.t == oc.t && zero,
+                 "%s (wd %g): the device's update is not the CPU's bit for bit (w %d, M %d, V %d, Z %d, what %d, "
+                 "t %ld/%ld, g zeroed %d)", optim_name(kinds[ki]), wd, same_bits(w, wd_, n),
+                 same_bits(oc.M, back.M, n), same_bits(oc.V, back.V, n), same_bits(oc.Z, back.Z, n),
+                 same_bits(oc.what, back.what, n), back.t, oc.t, zero);
+      kernels_cuda.release(dw); kernels_cuda.release(dg);
+      optim_free(&oc); optim_free(&og); optim_free(&back);
+    }
+  printf("  # 6 optimizers x wd {0, 1e-3}, %zu parameters, 3 steps: device == CPU bit for bit\n", n);
+  free(w0); free(gs); free(w); free(g); free(wd_);
+}
+
+/* `steps` steps of pdl train's loop body (train_state_step) with optimizer `kind` on backend k
+ * from w0, each on a new batch from the same seed: the evaluation point after them (the average
+ * for asgd/mvasgd) into w_out, each step's loss into loss[]. */
+static void train_optim(setup_t *s, const kernels_t *k, opt_kind_t kind, int steps, float *w_out, double *loss) {
+  float *w = malloc(s->n * 4), *g = calloc(s->n, 4);
+  if (!w || !g) { fprintf(stderr, "out of memory\n"); exit(1); }
+  memcpy(w, s->w0, s->n * 4);
+  optim_t o;
+  optim_init(&o, kind, s->n, 0.9f, 1e-4f);
+  o.mvrate = 0.25f;
+  train_state_t d;
+  train_state_init(&d, k, w, g, &o);
+  train_state_upload(&d, w, &o);
+  workspace_t ws;
+  ws_init(&ws, &s->net, BATCH, 1, k, 7);
+  rng_t r;
+  rng_seed(&r, 99, 0);
+  for (int t = 0; t < steps; t++) {
+    new_batch(s, &r);
+    loss[t] = train_state_step(&d, &ws, s->x, s->y, BATCH, kind == OPT_ADAM ? 1e-3f : 0.01f);
+  }
+  train_state_download(&d, w, &o);
+  memcpy(w_out, optim_eval_point(&o, w), s->n * 4);
+  ws_free(&ws);
+  train_state_free(&d);
+  optim_free(&o);
+  free(w); free(g);
+}
+
+static void test_optim_train(void) {
+  NEED_GPU();
+  setup_t s;
+  setup(&s);
+  for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+    const opt_kind_t kind = kinds[ki];
+    side_t c = {malloc(s.n * 4), malloc(OPT_STEPS * sizeof(double))};
+    side_t g = {malloc(s.n * 4), malloc(OPT_STEPS * sizeof(double))};
+    if (!c.w || !c.loss || !g.w || !g.loss) { fprintf(stderr, "out of memory\n"); exit(1); }
+    train_optim(&s, &CPU_KERNELS, kind, OPT_STEPS, c.w, c.loss);
+    train_optim(&s, &kernels_cuda, kind, OPT_STEPS, g.w, g.loss);
+    const double moved = max_abs_diff(c.w, s.w0, s.n), apart = max_abs_diff(g.w, c.w, s.n);
+    const double worst_loss = worst_loss_diff(&g, &c, OPT_STEPS);
+    const double w_tol = kind == OPT_ADAM ? 1e-1 : 2e-2, loss_tol = 1e-3;
+    printf("  # %s: %d step(s), GPU vs %s: parameters apart %.3g of the distance moved (%.3g), worst loss "
+           "difference %.3g relative\n", optim_name(kind), OPT_STEPS, CPU_KERNELS.name, apart / moved, moved, worst_loss);
+    EXPECT_MSG(moved > 0 && apart <= w_tol * moved, "%s: GPU parameters %.3g apart from the CPU's, over %.3g of the "
+               "%.3g they moved", optim_name(kind), apart, w_tol, moved);
+    EXPECT_MSG(worst_loss <= loss_tol, "%s: a step's loss differs by %.3g relative, over %.3g", optim_name(kind),
+               worst_loss, loss_tol);
+    side_free(&c); side_free(&g);
+  }
+  teardown(&s);
+}
+
 #else /* built without CUDA */
 #define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 NET_TESTS(DEFINE_SKIP)
@@ -206,6 +335,8 @@ int main(void) {
   RUN(test_one_step);
   RUN(test_two_steps);
   RUN(test_many_steps);
+  RUN(test_optim_updates);
+  RUN(test_optim_train);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

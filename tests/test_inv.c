@@ -1,4 +1,4 @@
-/* test_inv.c — the SPD inversions of kfac/inv.h on the CPU: the double oracle (ref_spd_inverse)
+/* test_inv.c — the SPD inversions of contract/inv.h on the CPU: the double oracle (ref_spd_inverse)
  * against exact inverses, then the fast float path (cpu_spd_inverse) and the eigen variant
  * (ref_spd_inverse_eig) against the oracle, on A = Q diag(lambda) Q^T with kappa = 1, 1e2, 1e4,
  * 1e6 at n = 1, 33, 257, 1153 (the sizes straddle the fast path's base case and its splits), plus
@@ -7,7 +7,8 @@
  * minor's order, exactly), NaN and Inf (-1). Tolerances: tests/inv_check.h. Every (n, kappa) case
  * prints its measured errors in its ok line. */
 #include <float.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "reference/ref.h"
 #include "kernels/cpu/cpu.h"
 #include "tests/harness.h"
 #include "tests/inv_check.h"

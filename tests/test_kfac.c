@@ -12,6 +12,7 @@
 #include <lapacke.h>
 #include "core/model.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kfac/kfac.h"
 #include "harness.h"
 #include "util/util.h"

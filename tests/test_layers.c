@@ -10,7 +10,8 @@
 #include <pthread.h>
 #include <cblas.h>
 #include <stdint.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "reference/ref.h"
 #include "core/rng.h"
 #include "kernels/cpu/cpu.h"
 #include "tests/harness.h"

@@ -89,7 +89,9 @@ def reanalyze(s):
     if K < 2 or "pair_pulls" not in s or not s.get("platform", "").startswith("links:"):
         return s
     bw, lat = platform_links(s["platform"], K)
-    req, rep = (1 + 4 * K) * 4, s["model_bytes"] + 8 * K
+    # a request is the op and the requester's time table (1 + 2K floats, src/algo/gossip.c TAB);
+    # the reply is the model and the peer's table (issue 32: this read (1 + 4K) floats before)
+    req, rep = (1 + 2 * K) * 4, s["model_bytes"] + 8 * K
     P, M = s["pair_pulls"], s["pair_mean_s"]
     idle = lambda j, i: 4 * lat + req / min(bw[j], bw[i]) + rep / min(bw[j], bw[i])
     C = [0.0] * K; W = [0.0] * K; Cr = [0.0] * K

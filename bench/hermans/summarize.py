@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS — reads the runs of
-bench/hermans/run.sh and writes the .dat files plots/hermans-*.gp read, and rows.tsv (id, thesis,
+"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS NET_H3 [SEEDS] — reads the runs
+of bench/hermans/run.sh and writes the .dat files plots/hermans-*.gp read, and rows.tsv (id, thesis,
 ours, data set, real/simulated, verdict) for the table. This script derives metrics only; every
 verdict comes from bench/verdict.py applying bench/claims/hermans.toml (verdicts.json/.md beside
-rows.tsv). Stdlib only."""
+rows.tsv). SEEDS ("1 2 3"; default "1"): the seeds run.sh ran; seed 1's runs have plain names, seed
+s > 1's the suffix "-sS" (h3b-agn-n10-l10-s2). The claims the registry asks 3 seeds for (H3a, H3b,
+H3c) get one set of metrics per seed that has the runs; the text, the plots and the seed-1 claims
+(H1, H2, ...) read seed 1. Stdlib only."""
 import glob
 import json
 import math
 import os
+import re
 import sys
 
-if len(sys.argv) != 11 or sys.argv[1] in ("-h", "--help"):
+if len(sys.argv) not in (11, 12) or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
     sys.exit(0 if len(sys.argv) == 2 else 2)
 RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS, NET_H3 = sys.argv[1:11]
+SEEDS = [int(x) for x in (sys.argv[11].split() if len(sys.argv) > 11 else ["1"])] or [1]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import verdict  # noqa: E402
 V = verdict.Session("hermans", RES, quick=bool(QUICK))
@@ -39,14 +44,36 @@ def evals(name):
     return [d for d in lines(os.path.join(RUNS, name + ".jsonl")) if d.get("event") == "eval"]
 
 
-def runs(prefix):
+def sfx(seed):
+    """The run-name suffix of seed `seed` (bench/hermans/run.sh: seed 1 plain, others "-sS")."""
+    return "" if seed == 1 else "-s%d" % seed
+
+
+def runs(prefix, seed=1):
+    """{name without the seed's suffix: summary} of seed `seed`'s runs whose names start with prefix."""
     out = {}
     for f in sorted(glob.glob(os.path.join(RUNS, prefix + "*.jsonl"))):
         n = os.path.basename(f)[:-6]
+        m = re.search(r"-s\d+$", n)
+        if (m.group(0) if m else "") != sfx(seed):
+            continue
         s = summary(n)
         if s:
-            out[n] = s
+            out[n[:len(n) - len(sfx(seed))]] = s
     return out
+
+
+def per_seed(f):
+    """(metrics per seed, seeds) over SEEDS, f(seed) -> metrics or None (that seed lacks the runs);
+    (None, None) when no seed has them."""
+    ms = [(sd, f(sd)) for sd in SEEDS]
+    ms = [(sd, m) for sd, m in ms if m is not None]
+    return ([m for _, m in ms], [sd for sd, _ in ms]) if ms else (None, None)
+
+
+def seeds_txt(seeds, extra=""):
+    """' (seed 1 shown; N seeds...)' where more than one seed ran, else ''."""
+    return " (seed 1 shown; %d seeds%s)" % (len(seeds), extra) if seeds and len(seeds) > 1 else ""
 
 
 def row(i, thesis, ours, ds, mode, verdict):
@@ -124,9 +151,11 @@ row("H2 implicit momentum", "E[theta_t+1 - theta_t] = (1 - 1/n) E[theta_t - thet
 
 # ---- H3a: DOWNPOUR ----------------------------------------------------------------------------
 h3a = runs("h3a-")
+h3a_s = {sd: runs("h3a-", sd) for sd in SEEDS}
 FAILED_ERR = 0.8   # "diverged": NaN / the loss bound, or a final test error above 0.8 (chance: 0.9)
-def div(k):
-    return h3a[k]["diverged"] or not (h3a[k]["test_err"] <= FAILED_ERR)
+def div(k, d=None):
+    d = h3a if d is None else d
+    return d[k]["diverged"] or not (d[k]["test_err"] <= FAILED_ERR)
 def nl(k):   # h3a-n10-l5 -> (10, 5)
     return int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
 parts = []
@@ -134,28 +163,41 @@ n_min = min((nl(k)[0] for k in h3a), default=0)
 n_max = max((nl(k)[0] for k in h3a), default=0)
 for k in sorted(h3a, key=nl):
     n, l = nl(k)
-    parts.append("n=%d lambda=%d: %s (test err %.3f)" % (n, l, ("diverged" if h3a[k]["diverged"] else "failed") if div(k) else "converged", h3a[k]["test_err"]))
+    more = [h3a_s[sd][k] for sd in SEEDS if k in h3a_s[sd]]
+    spread = "; %d seeds: failed in %d, test err %.3f-%.3f" % (
+        len(more), sum(div(k, {k: x}) for x in more), min(x["test_err"] for x in more), max(x["test_err"] for x in more)) \
+        if len(more) > 1 else ""
+    parts.append("n=%d lambda=%d: %s (test err %.3f%s)" % (n, l, ("diverged" if h3a[k]["diverged"] else "failed") if div(k) else "converged",
+                                                         h3a[k]["test_err"], spread))
 ours3a = ("; ".join(parts) + " (failed: final test error above %.1f, chance 0.9)" % FAILED_ERR) if parts else "not run"
 k10 = [k for k in h3a if nl(k) == (n_min, 1)]
 k20 = [k for k in h3a if nl(k) == (n_max, 1) and n_max > n_min]
 ls = sorted(nl(k)[1] for k in h3a if nl(k)[0] == n_min and nl(k)[1] > 1)
+def h3a_failed(ks):
+    """claim()'s metrics (one per seed) and seeds for the sub-claim on cell ks[0] ("failed" per seed)."""
+    return dict(zip(("metrics", "seeds"), per_seed(lambda sd: {"failed": div(ks[0], h3a_s[sd])} if ks and ks[0] in h3a_s[sd] else None)))
 for cid, ks, lab in (("H3a-n10-l1", k10, "n=%d, lambda=1 converges" % n_min), ("H3a-n20-l1", k20, "n=%d, lambda=1 diverges" % n_max)):
     row("H3a DOWNPOUR %s (net %s)" % (lab, NET_H3), "lambda=1 converges at n=10, diverges at n=20", ours3a, DS3, SIM,
-        V.claim(cid, {"failed": div(ks[0])} if ks else None, mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab,
-                plot="plots/out/hermans-curves.png"))
+        V.claim(cid, **h3a_failed(ks), mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab, plot="plots/out/hermans-curves.png"))
 for cid, want in (("H3a-n10-l5", 5), ("H3a-n10-l10", 10), ("H3a-n10-l20", 20)):
     idx = {5: 0, 10: 1, 20: 2}[want]
     l = ls[idx] if idx < len(ls) else None
     ks = [k for k in h3a if l is not None and nl(k) == (n_min, l)]
     lab = "n=%d, lambda=%s diverges" % (n_min, l if l is not None else want)
     row("H3a DOWNPOUR %s" % lab, "at n=10 DOWNPOUR diverges for lambda = 5, 10, 20", ours3a, DS3, SIM,
-        V.claim(cid, {"failed": div(ks[0])} if ks else None, mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab))
+        V.claim(cid, **h3a_failed(ks), mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab))
 # the full-width evidence: the H1 runs (AGN with lambda = 1 = DOWNPOUR with lambda = 1) on NET
+def h3a_full(sd):
+    d = h1 if sd == 1 else runs("h1-n", sd)
+    return {"n": ns, "diverged": [bool(d["h1-n%d" % n].get("diverged")) for n in ns]} \
+        if ns and all("h1-n%d" % n in d for n in ns) else None
+mf, sf = per_seed(h3a_full)
+full = "; ".join("n=%d: %s" % (n, "diverged at commit %s" % h1["h1-n%d" % n].get("diverged_at") if h1["h1-n%d" % n].get("diverged")
+                                else "completed") for n in ns)
+if sf:
+    full += seeds_txt(sf, ": diverged %s" % ", ".join("n=%d in %d" % (n, sum(m["diverged"][i] for m in mf)) for i, n in enumerate(ns)))
 row("H3a DOWNPOUR full width (net %s): n=%s" % (NET, "/".join(map(str, ns))), "lambda=1 converges at n=10, diverges at n=20",
-    "; ".join("n=%d: %s" % (n, "diverged at commit %s" % h1["h1-n%d" % n].get("diverged_at") if h1["h1-n%d" % n].get("diverged")
-                           else "completed") for n in ns) or "not run", DS, SIM,
-    V.claim("H3a-full", {"n": ns, "diverged": [bool(h1["h1-n%d" % n].get("diverged")) for n in ns]} if ns else None,
-            mode=SIM, data_set=DS))
+    full or "not run", DS, SIM, V.claim("H3a-full", mf, seeds=sf, mode=SIM, data_set=DS))
 
 # ---- H3b: AGN vs AEASGD, temporal efficiency ---------------------------------------------------
 def area(ev, tmax):
@@ -168,23 +210,29 @@ def area(ev, tmax):
             y1 = y0 + (y1 - y0) * (tmax - t0) / (t1 - t0); t1 = tmax
         a += 0.5 * (y0 + y1) * (t1 - t0)
     return a
-grid, wins, total = [], 0, 0
-for k in sorted(runs("h3b-agn-")):
-    n, l = int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
-    ke = "h3b-aeasgd-n%d-l%d" % (n, l)
-    ea, ee = evals(k), evals(ke)
-    if not ea or not ee:
-        continue
-    T = min(max(d["time_s"] for d in ea), max(d["time_s"] for d in ee))
-    a, b = area(ea, T), area(ee, T)
-    r = a / b if b > 0 else float("nan")
-    grid.append([n, l, r]); total += 1; wins += r > 1
+def h3b(sd):
+    """[n, lambda, temporal efficiency AGN / AEASGD] per grid cell of seed sd, the cells AGN wins, the cells."""
+    grid, wins, total = [], 0, 0
+    for k in sorted(runs("h3b-agn-", sd)):
+        n, l = int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
+        ke = "h3b-aeasgd-n%d-l%d" % (n, l)
+        ea, ee = evals(k + sfx(sd)), evals(ke + sfx(sd))
+        if not ea or not ee:
+            continue
+        T = min(max(d["time_s"] for d in ea), max(d["time_s"] for d in ee))
+        a, b = area(ea, T), area(ee, T)
+        r = a / b if b > 0 else float("nan")
+        grid.append([n, l, r]); total += 1; wins += r > 1
+    return grid, wins, total
+grid, wins, total = h3b(1)
+mb, sb = per_seed(lambda sd: (lambda g: {"wins": g[1], "total": g[2]} if g[2] else None)(h3b(sd)))
 dat("h3b-efficiency.dat", "n lambda temporal_efficiency(AGN / AEASGD)", grid)
 row("H3 AGN vs AEASGD", "AGN ahead of asynchronous EASGD in 69.73% of the (n, lambda) configurations (temporal efficiency)",
-    "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s" % (wins, total, 100.0 * wins / max(1, total),
-    sorted({int(g[0]) for g in grid}), sorted({int(g[1]) for g in grid})) if total else "not run",
+    "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s%s" % (wins, total, 100.0 * wins / max(1, total),
+    sorted({int(g[0]) for g in grid}), sorted({int(g[1]) for g in grid}),
+    seeds_txt(sb, ": AGN ahead in %s" % ", ".join("%d of %d" % (m["wins"], m["total"]) for m in mb or []))) if total else "not run",
     DS3 + "; AGN with Adam lr 1e-3, AEASGD with its local SGD lr 0.05 (EASGD paper Alg. 1)", SIM,
-    V.claim("H3b", {"wins": wins, "total": total} if total else None, mode=SIM, data_set=DS3,
+    V.claim("H3b", mb if total else None, seeds=sb if total else None, mode=SIM, data_set=DS3,
             plot="plots/out/hermans-efficiency.png"))
 
 # ---- H3c: AGN alone vs ADAG at n = 30 ----------------------------------------------------------
@@ -195,11 +243,16 @@ def c_desc(k):
 agn = [k for k in h3c if "-agn-" in k]; adag = [k for k in h3c if "-adag-" in k]
 bad = lambda s_: bool(s_["diverged"] or s_["test_err"] > FAILED_ERR)
 n3 = h3c[agn[0]]["workers"] if agn else "?"
+h3c_s = {sd: runs("h3c-", sd) for sd in SEEDS}
 for cid, ks, lab in (("H3c-agn", agn, "AGN alone diverges"), ("H3c-adag", adag, "ADAG does not diverge")):
+    key = "agn_failed" if cid == "H3c-agn" else "adag_failed"
+    mc, sc = per_seed(lambda sd: {key: bad(h3c_s[sd][ks[0]])} if ks and ks[0] in h3c_s[sd] else None)
     row("H3c at n=%s: %s" % (n3, lab), "with n = 30, AGN alone diverges early and ADAG does not",
-        "; ".join(c_desc(k) for k in sorted(h3c)) or "not run", DS3 + "; lambda = (n + 4) / 2, gamma 1e-4", SIM,
-        V.claim(cid, ({"agn_failed": bad(h3c[agn[0]])} if cid == "H3c-agn" else {"adag_failed": bad(h3c[adag[0]])}) if ks else None,
-                mode=SIM, data_set=DS3, label="H3c at n=%s: %s" % (n3, lab)))
+        ("; ".join(c_desc(k) for k in sorted(h3c)) + seeds_txt(sc, ": %s failed in %d, test err %.3f-%.3f" % (
+            h3c[ks[0]]["algo"], sum(m[key] for m in mc), min(h3c_s[sd][ks[0]]["test_err"] for sd in sc),
+            max(h3c_s[sd][ks[0]]["test_err"] for sd in sc)) if sc else "")) or "not run",
+        DS3 + "; lambda = (n + 4) / 2, gamma 1e-4", SIM,
+        V.claim(cid, mc if ks else None, seeds=sc if ks else None, mode=SIM, data_set=DS3, label="H3c at n=%s: %s" % (n3, lab)))
 mid = sorted(grid, key=lambda g: (abs(g[0] - 20), abs(g[1] - 20)))[:1]   # the thesis' example n = 20, lambda = 20
 pick = list(h3c) + list(h3a) + (["h3b-agn-n%d-l%d" % (mid[0][0], mid[0][1]), "h3b-aeasgd-n%d-l%d" % (mid[0][0], mid[0][1])] if mid else [])
 for k in pick:

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""bench/kfac/summarize.py RES [quick] — reads bench-kfac's results (inverse, speed, k2, k3, k4 in RES),
+"""bench/kfac/summarize.py RES [quick] [K3_SEEDS] — reads bench-kfac's results (inverse, speed, k2, k3, k4 in RES),
 writes the plots' data files (RES/kfac-*.dat), RES/analysis.json and the table rows (RES/table.tsv.tmp,
 appended; bench/lib.sh's table_print renders them). It derives metrics only: every verdict comes from
-bench/verdict.py applying bench/claims/kfac.toml (verdicts.json / verdicts.md beside the table)."""
+bench/verdict.py applying bench/claims/kfac.toml (verdicts.json / verdicts.md beside the table).
+K3_SEEDS ("1 2 3"; default "1"): the seeds of K3's kfac and adam runs (seed s > 1: k3-kfac-sS.jsonl);
+K3a gets one set of metrics per seed, the rest of K3 (K3b, the plot) reads seed 1. K4's seeds are
+the summary lines of k4.jsonl."""
 import json, math, os, statistics, sys
 
 if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
@@ -10,6 +13,7 @@ if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
     sys.exit(0 if len(sys.argv) == 2 else 2)
 res = sys.argv[1]
 quick = len(sys.argv) > 2 and sys.argv[2] == "quick"
+K3_SEEDS = [int(x) for x in (sys.argv[3].split() if len(sys.argv) > 3 else ["1"])] or [1]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import verdict  # noqa: E402
 V = verdict.Session("kfac", res, quick=quick)
@@ -158,10 +162,28 @@ if all(curves.values()):
     last = common[-1]
     acc = lambda c: 100 * (1 - c[last]["test_err"])
     nge = sum(1 - ck[e]["test_err"] >= 1 - ca[e]["test_err"] for e in common)
+
+    def k3a(sd):
+        """K3a's metrics at seed sd (kfac and adam of that seed at the evaluations seed 1's three runs share)."""
+        if sd == 1:
+            return {"kfac_ge_adam": nge, "evals": len(common), "kfac_slower": slower}
+        x = "-s%d" % sd
+        ek = [d for d in lines("k3-kfac%s.jsonl" % x) if d.get("event") == "eval"]
+        ea = [d for d in lines("k3-adam%s.jsonl" % x) if d.get("event") == "eval"]
+        if not ek or not ea:
+            return None
+        k, a = at_epochs(ek), at_epochs(ea)
+        cs = [e for e in common if e in k and e in a]
+        return {"kfac_ge_adam": sum(1 - k[e]["test_err"] >= 1 - a[e]["test_err"] for e in cs), "evals": len(cs),
+                "kfac_slower": ek[-1]["time_s"] / ek[-1]["epoch"] > ea[-1]["time_s"] / ea[-1]["epoch"]}
+    per3 = [(sd, k3a(sd)) for sd in K3_SEEDS]
+    per3 = [(sd, m) for sd, m in per3 if m is not None]
+    more = "" if len(per3) < 2 else " (seed 1 shown; %d seeds: K-FAC >= Adam at %s evaluations)" % (
+        len(per3), ", ".join("%d of %d" % (m["kfac_ge_adam"], m["evals"]) for _, m in per3))
     ours3 = "after %g epochs: K-FAC %.1f%%, Adam %.1f%%, MSGD %.1f%% test accuracy; K-FAC >= Adam at %d of %d evaluations; " \
         "%.1f s/epoch vs Adam %.1f s/epoch" % (last, acc(ck), acc(ca), acc(cm), nge, len(common), tk, ta)
-    row("K3a", "one device: K-FAC's accuracy per epoch above Adam's", ours3, "Fashion-MNIST subset, vgg-small", "real, 1 process",
-        V.claim("K3a", {"kfac_ge_adam": nge, "evals": len(common), "kfac_slower": slower}, mode="real, 1 process",
+    row("K3a", "one device: K-FAC's accuracy per epoch above Adam's", ours3 + more, "Fashion-MNIST subset, vgg-small", "real, 1 process",
+        V.claim("K3a", [m for _, m in per3], seeds=[sd for sd, _ in per3], mode="real, 1 process",
                 data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k3.png"))
     row("K3b", "one device: per second K-FAC is slower than Adam", ours3, "Fashion-MNIST subset, vgg-small", "real, 1 process",
         V.claim("K3b", {"kfac_s_per_epoch": tk, "adam_s_per_epoch": ta}, mode="real, 1 process",

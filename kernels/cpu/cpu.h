@@ -132,14 +132,14 @@ int cpu_wino_tile(int B, int Ci, int H, int W, int Co, int pad, int pool);
 /* Tiles per GEMM of a batch-B call that takes whole images: images per group x tiles per image. */
 int cpu_wino_tiles(int B, int Ci, int H, int W, int Co, int pad);
 /* keep: NULL, or the layer's cpu_wino_keep_floats floats, written by the forward and read by the
- * backward of the same step (the keep contract of cpu_conv_act_* in core/layers.h). */
+ * backward of the same step (the keep contract of cpu_conv_act_* in cpu_layers.h). */
 size_t cpu_wino_keep_floats(int Ci, int H, int W, int Co, int pad);
 void cpu_wino_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                       int Co, int pad, int act, float slope, float *scratch, float *keep);
 void cpu_wino_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
                        const float *w, int B, int Ci, int H, int W, int Co, int pad, int act, float slope,
                        float *scratch, const float *keep);
-/* The same with a fused 2x2 max-pool after the activation (cpu_conv_act_pool_* in core/layers.h):
+/* The same with a fused 2x2 max-pool after the activation (cpu_conv_act_pool_* in cpu_layers.h):
  * tiles are the pool windows, out/dout are pooled [B][Co][Hp][Wp], idx the windows' argmax. */
 void cpu_wino_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B, int Ci,
                            int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch, float *keep);

@@ -28,7 +28,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
 

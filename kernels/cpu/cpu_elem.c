@@ -7,7 +7,7 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
 
@@ -223,7 +223,7 @@ void cpu_softmax_xent_backward(float *dlogits, const float *probs, const int *la
   }
 }
 
-/* The sgd/msgd update (core/layers.h). Four loops so that each vectorises without a branch;
+/* The sgd/msgd/nag update (contract/layers.h). Four loops so that each vectorises without a branch;
  * threads split the elements above 2^16 of them (an elementwise pass: the thread count does not
  * change the result). */
 #define SGD_LOOP(body)                                                                                   \
@@ -242,3 +242,24 @@ void cpu_sgd_step(float *restrict w, float *restrict g, float *restrict v, size_
   }
 }
 #undef SGD_LOOP
+
+/* The other optimizers' updates (contract/layers.h): the loops optim_step ran before they moved
+ * behind the kernel table, unchanged (one thread, the weight decay added to g in a pass of its
+ * own, as vec_axpy did), so that every optimizer's results are the bits they were. */
+void cpu_adam_step(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
+                   float wd) {
+  if (wd != 0) for (size_t i = 0; i < n; i++) g[i] += wd * w[i];
+  for (size_t i = 0; i < n; i++) {
+    m[i] = b1 * m[i] + (1 - b1) * g[i];
+    v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    w[i] -= a * m[i] / (sqrtf(v[i]) + eps);
+    g[i] = 0;
+  }
+}
+void cpu_nag_point(float *what, const float *w, const float *m, size_t n, float mu) {
+  for (size_t i = 0; i < n; i++) what[i] = w[i] + mu * m[i];
+}
+void cpu_avg_step(float *z, const float *w, size_t n, float r, int ema) {
+  if (ema) for (size_t i = 0; i < n; i++) z[i] = (1 - r) * z[i] + r * w[i];
+  else for (size_t i = 0; i < n; i++) z[i] += r * (w[i] - z[i]);
+}

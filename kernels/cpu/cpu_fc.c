@@ -18,7 +18,7 @@
 #include <cblas.h>
 #include <omp.h>
 #include <pthread.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
 

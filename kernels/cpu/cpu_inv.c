@@ -1,4 +1,4 @@
-/* cpu_inv.c — cpu_spd_inverse (kfac/inv.h): float SPD inversion as LAPACK's potrf + potri do it
+/* cpu_inv.c — cpu_spd_inverse (contract/inv.h): float SPD inversion as LAPACK's potrf + potri do it
  * (Cholesky A = U^T U, V = inv(U), inv(A) = V V^T), but with each of the three steps a recursion
  * on 2x2 blocks whose work is large single-threaded OpenBLAS sgemm/ssyrk/strmm calls split across
  * our OpenMP team (kernels/cpu/cpu.h). Row-major upper U is column-major lower L = U^T in the same
@@ -23,9 +23,8 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <omp.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
-#include "kfac/inv.h"
 #include "util/util.h"
 
 /* Base-case order of the three recursions. sgemm needs operands of a few hundred to run near peak

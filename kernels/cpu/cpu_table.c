@@ -1,8 +1,8 @@
-/* cpu_table.c — kernels_cpu, the fast CPU backend's table (core/model.h): the cpu_* layers of
- * core/layers.h, the fused conv + leaky ReLU (+ 2x2 max-pool, where the conv takes Winograd),
- * cpu_conv_scratch_floats, the fc backward with the update fused, the OpenMP thread count, and host memory. */
-#include "core/layers.h"
-#include "core/model.h"
+/* cpu_table.c — kernels_cpu, the fast CPU backend's table (contract/kernels.h): the cpu_* layers
+ * and updates of contract/layers.h, the fused conv + leaky ReLU (+ 2x2 max-pool, where the conv
+ * takes Winograd), cpu_conv_scratch_floats, the fc backward with the update fused, the OpenMP
+ * thread count, and host memory. */
+#include "kernels/cpu/cpu_layers.h"
 #include "util/util.h"
 
 const kernels_t kernels_cpu = {

@@ -5,7 +5,7 @@
 #include <cblas.h>
 #include <omp.h>
 #include <pthread.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
 
 static _Thread_local int cpu_threads_tls; /* 0 = not set: fall back to omp_get_max_threads() */

@@ -1,7 +1,7 @@
 /* cpu_winograd.c — 3x3 stride-1 convolution (any zero padding) by Winograd F(2x2,3x3) or
  * F(4x4,3x3), forward and backward, optionally fused with the activation and a 2x2 max-pool,
  * OpenBLAS sgemm + OpenMP. cpu_conv.c calls it for the shapes cpu_conv_winograd() accepts; the
- * layer semantics (and the fused activation / pool) are those of core/layers.h.
+ * layer semantics (and the fused activation / pool) are those of contract/layers.h and cpu_layers.h.
  *
  * Two tile sizes share everything below but the transforms: wino_shape() sets m (output tile
  * m x m, input tile (m+2) x (m+2) at stride m, nx = (m+2)^2 transform planes, one GEMM each) and
@@ -61,7 +61,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
 

@@ -152,6 +152,10 @@ extern "C" void cuda_download_ints(int *host, const int *dev, size_t n) {
   copy(host, dev, n * sizeof(int), cudaMemcpyDeviceToHost);
 }
 
+extern "C" void cuda_copy_floats(float *dst, const float *src, size_t n) {
+  if (n == 0) return;
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, pdl_cuda_ctx()->stream));
+}
 extern "C" void cuda_zero_floats(float *dev, size_t n) {
   if (n == 0) return;
   CHECK_CUDA(cudaMemsetAsync(dev, 0, n * sizeof(float), pdl_cuda_ctx()->stream));

@@ -1,5 +1,5 @@
-/* cuda_inv.h — cuda_spd_inverse, the GPU path of kfac/inv.h (cuSOLVER potrf + potri), callable from
- * plain C. Exactly the convention and error model of kfac/inv.h (row-major SPD a, full symmetric
+/* cuda_inv.h — cuda_spd_inverse, the GPU path of contract/inv.h (cuSOLVER potrf + potri), callable from
+ * plain C. Exactly the convention and error model of contract/inv.h (row-major SPD a, full symmetric
  * inverse into inv, inv == a allowed, 0 / -1 / k > 0), but inv and a are DEVICE pointers and
  * scratch is ignored (may be NULL): cuSOLVER's workspace is the calling thread's context scratch
  * (cuda_internal.h), grown on demand.
@@ -11,7 +11,7 @@
  * cusolverDn.h are found), so a caller without it fails to compile rather than to link. */
 #ifndef PDL_CUDA_INV_H
 #define PDL_CUDA_INV_H
-#include "kfac/inv.h"
+#include "contract/inv.h"
 
 #ifdef __cplusplus
 extern "C" {

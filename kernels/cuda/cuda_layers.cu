@@ -1,4 +1,4 @@
-/* cuda_layers.cu — every layer of core/layers.h on the GPU (device pointers), queued on the calling
+/* cuda_layers.cu — every layer and update of contract/layers.h on the GPU (device pointers), queued on the calling
  * thread's stream (see cuda_internal.h). Same conventions as the CPU path: NCHW float32, param grads
  * accumulated (+=), din overwritten and may be NULL, conv stride 1 with zero padding, non-overlapping
  * max pooling (floor/ceil), leaky ReLU whose backward reads out, dropout with a caller mask,
@@ -58,7 +58,7 @@ __global__ void k_mul(float *out, const float *a, const float *mask, size_t n) {
   GRID_STRIDE(i, n) out[i] = a[i] * mask[i];
 }
 
-/* cpu_sgd_step's update (core/layers.h), with every product and sum rounded on its own (no fused
+/* cpu_sgd_step's update (contract/layers.h), with every product and sum rounded on its own (no fused
  * multiply-adds, which nvcc would otherwise contract them into): given the same g, the same bits
  * as the CPU's. v == NULL: plain SGD; wd == 0 skips the decay term, as the CPU does. g = 0. */
 __global__ void k_sgd(float *w, float *g, float *v, size_t n, float lr, float mu, float wd) {
@@ -73,6 +73,31 @@ __global__ void k_sgd(float *w, float *g, float *v, size_t n, float lr, float mu
     }
     g[i] = 0.0f;
   }
+}
+
+/* The other updates of contract/layers.h, rounded operation by operation in the contract's order
+ * (cpu_elem.c's loops): adam (wd == 0 skips the decay term, as the CPU does; __fsqrt_rn and
+ * __fdiv_rn are IEEE's correctly rounded sqrtf and division), NAG's point and the averaged iterate. */
+__global__ void k_adam(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
+                       float wd) {
+  const float c1 = __fsub_rn(1.0f, b1), c2 = __fsub_rn(1.0f, b2);
+  GRID_STRIDE(i, n) {
+    const float gi = wd != 0.0f ? __fadd_rn(g[i], __fmul_rn(wd, w[i])) : g[i];
+    const float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(c1, gi));
+    const float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(c2, gi), gi));
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = __fsub_rn(w[i], __fdiv_rn(__fmul_rn(a, mi), __fadd_rn(__fsqrt_rn(vi), eps)));
+    g[i] = 0.0f;
+  }
+}
+__global__ void k_nag_point(float *what, const float *w, const float *m, size_t n, float mu) {
+  GRID_STRIDE(i, n) what[i] = __fadd_rn(w[i], __fmul_rn(mu, m[i]));
+}
+__global__ void k_avg(float *z, const float *w, size_t n, float r, int ema) {
+  const float c = __fsub_rn(1.0f, r);
+  GRID_STRIDE(i, n) z[i] = ema ? __fadd_rn(__fmul_rn(c, z[i]), __fmul_rn(r, w[i]))
+                               : __fadd_rn(z[i], __fmul_rn(r, __fsub_rn(w[i], z[i])));
 }
 
 /* ---- max pooling: window (oh, ow) covers rows [oh*s, min(oh*s+s, H)) and the same for columns.
@@ -448,6 +473,25 @@ void cuda_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, f
   PdlCudaCtx *c = pdl_cuda_ctx();
   k_sgd<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, v, n, lr, mu, wd);
   CHECK_LAUNCH(k_sgd, c->stream);
+}
+void cuda_adam_step(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
+                    float wd) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_adam<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, m, v, n, a, b1, b2, eps, wd);
+  CHECK_LAUNCH(k_adam, c->stream);
+}
+void cuda_nag_point(float *what, const float *w, const float *m, size_t n, float mu) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_nag_point<<<grid_for(n), kBlock, 0, c->stream>>>(what, w, m, n, mu);
+  CHECK_LAUNCH(k_nag_point, c->stream);
+}
+void cuda_avg_step(float *z, const float *w, size_t n, float r, int ema) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_avg<<<grid_for(n), kBlock, 0, c->stream>>>(z, w, n, r, ema);
+  CHECK_LAUNCH(k_avg, c->stream);
 }
 
 double cuda_softmax_xent_forward(float *probs, const float *logits, const int *labels, int B, int N) {

@@ -1,5 +1,5 @@
 /* cuda_layers.h — the GPU path of the training core, callable from plain C.
- * cuda_* layer functions have exactly the signatures and conventions of core/layers.h (NCHW float32,
+ * cuda_* layer functions have exactly the signatures and conventions of contract/layers.h (NCHW float32,
  * param grads +=, din = and may be NULL, ...) but every tensor pointer is a DEVICE pointer (labels
  * too). They are asynchronous: work is queued on the calling thread's stream and the call returns
  * before the GPU is done, except cuda_softmax_xent_forward, which returns the loss and therefore
@@ -16,15 +16,17 @@
 #ifndef PDL_CUDA_LAYERS_H
 #define PDL_CUDA_LAYERS_H
 #include <stddef.h>
-#include "core/layers.h"
+#include "contract/layers.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 PDL_DECLARE_LAYERS(cuda_)
-/* cpu_sgd_step (core/layers.h) on device arrays: the same expressions, each rounded on its own. */
-void cuda_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
+/* The optimizers' updates of contract/layers.h on device arrays: the contract's expressions in its
+ * order, each operation rounded on its own (__f*_rn: no contraction into fused multiply-adds), so
+ * that given the same inputs they give the CPU's bits (cpu_*_step, kernels/cpu/cpu_elem.c). */
+PDL_DECLARE_UPDATES(cuda_)
 
 /* Number of usable CUDA devices; 0 when cudaGetDeviceCount fails (no driver, driver too old for
  * this runtime, no device). cuda_no_device_reason() then says why ("" when devices exist). */
@@ -59,6 +61,8 @@ void cuda_upload_ints(int *dev, const int *host, size_t n);
 void cuda_download_ints(int *host, const int *dev, size_t n);
 /* dev[0..n) = 0, queued on the calling thread's stream (e.g. gradients before a step). */
 void cuda_zero_floats(float *dev, size_t n);
+/* dst[0..n) = src[0..n), device to device, queued on the calling thread's stream (no wait). */
+void cuda_copy_floats(float *dst, const float *src, size_t n);
 
 /* Device scratch (floats) that cuda_conv_forward/backward need for these shapes. Same parameters as
  * cpu_conv_scratch_floats so callers can select the implementation by pointer; nthreads is ignored.

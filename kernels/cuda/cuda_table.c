@@ -1,6 +1,6 @@
-/* cuda_table.c — kernels_cuda (cuda_table.h): cuda_layers.h's entries in the kernel table, device
- * memory for the workspace, and the labels uploaded for the softmax. C, so that it can use
- * core/model.h's designated-initializer macros; built where nvcc is (Makefile: LIB_C). */
+/* cuda_table.c — kernels_cuda (cuda_table.h): cuda_layers.h's entries in the kernel table (layers
+ * and the optimizers' updates), device memory for the workspace, and the labels uploaded for the
+ * softmax. C, so that it can use contract/kernels.h's designated-initializer macros; built where nvcc is (Makefile: LIB_C). */
 #ifdef PDL_HAVE_CUDA
 #include "kernels/cuda/cuda_table.h"
 #include "kernels/cuda/cuda_layers.h"
@@ -44,6 +44,10 @@ static void *cu_alloc(size_t bytes) {
   return p;
 }
 static void cu_release(void *p) { cuda_free(p); }
+static void cu_copy(void *dst, const void *src, size_t bytes) {
+  SHAPE_ASSERT(bytes % sizeof(float) == 0);
+  cuda_copy_floats(dst, src, bytes / sizeof(float));
+}
 static void cu_upload(void *dst, const void *src, size_t bytes) {
   SHAPE_ASSERT(bytes % sizeof(float) == 0);
   cuda_upload(dst, src, bytes / sizeof(float));
@@ -71,10 +75,10 @@ const kernels_t kernels_cuda = {
   .act_forward = cuda_act_forward, .act_backward = cuda_act_backward,
   .dropout_forward = cuda_dropout_forward, .dropout_backward = cuda_dropout_backward,
   .softmax_xent_forward = cu_softmax_xent_forward, .softmax_xent_backward = cu_softmax_xent_backward,
-  .sgd_step = cuda_sgd_step,
+  .sgd_step = cuda_sgd_step, .adam_step = cuda_adam_step, .nag_point = cuda_nag_point, .avg_step = cuda_avg_step,
   .conv_scratch_floats = cuda_conv_scratch_floats,
   .sync = cuda_sync,
-  .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download,
+  .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
 };
 #else

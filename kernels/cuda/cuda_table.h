@@ -1,15 +1,15 @@
-/* cuda_table.h — kernels_cuda, the CUDA backend's kernel table (core/model.h), for callers that
- * pick a backend (pdl speed --device cuda, tests/test_cuda_net.c); model.c never names it.
+/* cuda_table.h — kernels_cuda, the CUDA backend's kernel table (contract/kernels.h), for the
+ * registry (kernels_for, src/core/backend.c) and tests/test_cuda_net.c; the core never names it.
  * Only where the build has CUDA (PDL_HAVE_CUDA). */
 #ifndef PDL_CUDA_TABLE_H
 #define PDL_CUDA_TABLE_H
-#include "core/model.h"
+#include "contract/kernels.h"
 
 #ifdef PDL_HAVE_CUDA
 /* Every workspace buffer is device memory (host_memory = 0); the parameters, gradients and
- * momentum given to net_forward / net_backward_step must be device memory too (alloc + upload
- * through the table). Layers: kernels/cuda/cuda_layers.cu (conv = im2col + cuBLAS, fc = cuBLAS),
- * no fused entries yet. Labels arrive as host memory (model.c's contract) and are uploaded per
+ * optimizer state given to net_forward / net_backward_step / optim_step must be device memory too
+ * (alloc + upload through the table; optim_init_on with this table). Layers:
+ * kernels/cuda/cuda_layers.cu (conv = im2col + cuBLAS, fc = cuBLAS), no fused entries yet. Labels arrive as host memory (model.c's contract) and are uploaded per
  * call; dropout masks are drawn on the host and uploaded by model.c. All calls queue work on the
  * calling thread's stream (cuda_layers.h); the softmax forward waits for it (it returns the loss).
  * A thread keeps its label buffer on the device it first used: it must not switch devices

@@ -10,7 +10,11 @@
  *   agn        server: center += Delta
  *   downpour-lambda  the thesis' DOWNPOUR with window lambda: the same worker, but it commits the
  *              UN-normalised W - W_pulled; server: center += it (lambda = 1: classic DOWNPOUR)
- *   dynsgd     server: center += Delta / (staleness + 1)
+ *   dynsgd     the thesis' Alg. DynSGDWorker / DynSGDParameterServer and dist-keras' DynSGDWorker
+ *              (delta = W2 - W1): the worker commits the UN-normalised W - W_pulled, as
+ *              downpour-lambda does; server: center += it / (staleness + 1). (Before issue 32 the
+ *              worker divided by lambda first, a net 1 / (lambda (staleness + 1)) that neither the
+ *              thesis nor its code has; `pdl toy --rule dynsgd` always had the thesis' form.)
  *   adag       server (the thesis' Alg. 2 placement; per weight, as its code and prose do, where
  *              the text writes a squared norm):
  *                center += Delta / (gamma^-1 (center - stale_center_i)^2 + 1)
@@ -18,8 +22,10 @@
  *              p x n floats on the server, n per commit on the wire
  *   adag-alg1  the same; the worker sends its stale center with Delta (Alg. 1): 2n per commit,
  *              no per-worker memory on the server
- *   adag-agn   the worker scales locally against the current center, which it pulls before it
- *              commits, and the server adds: 3n per commit (pull, commit, pull), no memory
+ *   adag-agn   the thesis' Alg. 3: the worker pulls the current center once per window, scales its
+ *              Delta against it, commits, and goes on from that pulled center (which does not hold
+ *              its own commit); the server adds: 2n per commit (pull, commit), no memory. (Before
+ *              issue 32 it pulled a second time after the commit: 3n, and a base holding its commit.)
  * staleness = commits the server applied between worker i's pull and its commit. (DOWNPOUR with
  * window lambda with the EASGD paper's local SGD is `downpour --tau lambda` in easgd.c.)
  *
@@ -42,7 +48,7 @@ enum { H_AGN, H_DOWNPOUR_LAMBDA, H_DYNSGD, H_ADAG, H_ADAG_ALG1, H_ADAG_AGN };
 typedef struct {
   int variant, p, lambda;
   float gamma;
-  long total, commits, expected_commits;
+  long total, commits, expected_commits, pulls;   /* pulls: PULL and PUSH_PULL requests served */
   long *hist; double stale_sum;   /* staleness histogram [STALE_MAX] and sum */
   double stale_ss; long n_ss;     /* the same after the first p commits (steady state) */
   double uu, uv; float *u_prev;   /* H2: sum <u_t, u_t>, sum <u_{t+1}, u_t>; the previous update [n] */
@@ -62,7 +68,7 @@ static void agn_summary_json(json_t *j, const loop_t *L, void *arg) {
   json_int(j, "params", (long long)L->r->net.nparams);
   json_str(j, "worker_opt", c->worker_opt);
   if (H->variant >= H_ADAG) json_num(j, "gamma", H->gamma);
-  json_num(j, "steps_per_worker", steps); json_int(j, "master_clock", H->commits);
+  json_num(j, "steps_per_worker", steps); json_int(j, "master_clock", H->commits); json_int(j, "pulls", H->pulls);
   json_num(j, "time_per_step_s", steps > 0 ? L->t_end / steps : 0.0);
   json_num(j, "staleness_mean", H->commits ? H->stale_sum / (double)H->commits : NAN);
   json_num(j, "staleness_mean_steady", H->n_ss ? H->stale_ss / (double)H->n_ss : NAN);
@@ -110,7 +116,7 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
   loop_state(&L, "staleness_hist", H->hist, STALE_MAX * sizeof(long));
   loop_state(&L, "previous_update", H->u_prev, n * sizeof(float));
 #define STATE(f) loop_state(&L, #f, &H->f, sizeof H->f)
-  STATE(total); STATE(commits); STATE(stale_sum); STATE(stale_ss); STATE(n_ss); STATE(uu); STATE(uv); STATE(mom_n);
+  STATE(total); STATE(commits); STATE(pulls); STATE(stale_sum); STATE(stale_ss); STATE(n_ss); STATE(uu); STATE(uv); STATE(mom_n);
 #undef STATE
   loop_resume(&L);
   loop_begin(&L, x);
@@ -144,8 +150,8 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
       rt->ops->work(rt, 4.0 * n * (H->variant == H_AGN ? 5 : 8));
     }
     if (op == PS_PULL || op == PS_PUSH_PULL) {
-      ps_server_reply(&s, src, x);
-      if (q.steps >= 0) pulled_at[src] = H->commits;   /* steps -1: ADAG-AGN's look at the center, not a new base */
+      ps_server_reply(&s, src, x); H->pulls++;
+      pulled_at[src] = H->commits;                     /* the worker's new base */
       if (stale) { memcpy(stale + (size_t)(src - 1) * n, x, n * sizeof(float)); rt->ops->work(rt, 8.0 * n); }
     }
     if (pdl_stop_signal && !s.stop) s.stop = pdl_stop_signal;
@@ -190,14 +196,23 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
       if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; t++; break; }
     }
     loop_advance(&L, t, 0);
-    float inv = H->variant == H_DOWNPOUR_LAMBDA ? 1.0f : 1.0f / (float)ls;
-    for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;   /* Delta = (W - W_pulled) / lambda */
-    if (H->variant == H_ADAG_ALG1) memcpy(msg + n, W0, n * sizeof(float));
     q.steps = ls; q.loss_sum = lsum; q.clock = t;
-    if (H->variant == H_ADAG_AGN) {                        /* scale against the current center, then commit */
-      ps_req_t q0 = q; q0.steps = -1; q0.loss_sum = 0;
-      if ((stop = ps_pull(&pc, &q0))) break;
+    if (ls < lambda && !bad) break;   /* a last, partial window is not committed, as in dist-keras (a
+                                         worker commits when iteration % window == 0); its steps and
+                                         losses still reach the server with DONE */
+    /* Delta = (W - W_pulled) / lambda (AGN, ADAG); un-normalised for DOWNPOUR-lambda and DynSGD */
+    float inv = H->variant == H_DOWNPOUR_LAMBDA || H->variant == H_DYNSGD ? 1.0f : 1.0f / (float)ls;
+    for (size_t i = 0; i < n; i++) msg[i] = (W[i] - W0[i]) * inv;
+    if (H->variant == H_ADAG_ALG1) memcpy(msg + n, W0, n * sizeof(float));
+    if (H->variant == H_ADAG_AGN) {   /* Alg. 3: pull once, scale against that center, commit, and go on
+                                         from the center pulled (not from one that holds this commit) */
+      if ((stop = ps_pull(&pc, &q))) break;
       for (size_t i = 0; i < n; i++) { float e = pc.reply[i] - W0[i]; msg[i] /= ginv * e * e + 1.0f; }
+      q.steps = 0; q.loss_sum = 0;
+      ps_push(&pc, &q, msg);
+      if (bad) break;
+      rt->ops->work(rt, 4.0 * n * 3);
+      continue;                                            /* the next window starts at pc.reply */
     }
     if (bad) { ps_push(&pc, &q, msg); q.steps = 0; q.loss_sum = 0; break; }
     stop = ps_push_pull(&pc, &q, msg);                     /* Commit(Delta); W = Pull() */
@@ -228,10 +243,10 @@ AGN_ALGO(agn, "agn", H_AGN, agn_opts,
 AGN_ALGO(downpour_lambda, "downpour-lambda", H_DOWNPOUR_LAMBDA, agn_opts,
          "Hermans' DOWNPOUR: the worker's optimizer, the un-normalised W - W_pulled committed every lambda steps")
 AGN_ALGO(dynsgd, "dynsgd", H_DYNSGD, agn_opts,
-         "DynSGD: AGN's commits scaled by 1 / (staleness + 1) on the server")
+         "DynSGD (Hermans' Alg. and dist-keras): the un-normalised W - W_pulled, scaled by 1 / (staleness + 1) on the server")
 AGN_ALGO(adag, "adag", H_ADAG, adag_opts,
          "ADAG (Hermans, Alg. 2): per weight Delta / (gamma^-1 (center - stale center)^2 + 1); server keeps p centers")
 AGN_ALGO(adag_alg1, "adag-alg1", H_ADAG_ALG1, adag_opts,
          "ADAG, Alg. 1 placement: the worker sends its stale center with Delta (2n per commit)")
 AGN_ALGO(adag_agn, "adag-agn", H_ADAG_AGN, adag_opts,
-         "ADAG-AGN: the worker scales against the current center it pulls; the server adds (3n per commit)")
+         "ADAG-AGN (Alg. 3): the worker pulls once, scales against that center, commits; the server adds (2n per commit)")

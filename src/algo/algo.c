@@ -160,6 +160,7 @@ int algo_train(const train_cfg_t *c) {
   job->r.rank = pdl_mpi_rank(); job->r.nranks = R;
   if (job->r.rank != 0) results_close(&job->r.res);
   install_stop_handlers();
+  rt_real_set_coll(cf.coll);   /* checked by the parser: mpi or nccl */
   rt_real_run(A->node, job, &argc, &argv);
   watchdog_stop();
   run_free(&job->r);

@@ -407,7 +407,7 @@ static void gs_pair_json(json_t *x, const float *pair, int K) {
       pc[(size_t)j * K + i] = pj[i]; pm[(size_t)j * K + i] = pj[i] > 0 ? pj[K + i] / pj[i] : 0;
       pn[(size_t)j * K + i] = pj[2 * K + i];
     }
-  json_num_array(x, "pair_pulls", pc, (size_t)K * K, 1);
+  json_num_array(x, "pair_pulls", pc, (size_t)K * K, 12);   /* whole counts (issue 32: 1 digit wrote 46 as 5e+01) */
   json_num_array(x, "pair_mean_s", pm, (size_t)K * K, 6);
   json_num_array(x, "pair_min_s", pn, (size_t)K * K, 6);
   xfree(pc);

@@ -3,14 +3,16 @@
  *
  *   1-2  every process: forward and backward of its b examples (its slice of the global batch
  *        of R·b, so R processes see what one process with batch R·b sees), then the bundle
- *        [∇W | A | G] of every layer from that same mini-batch, scaled by 1/R;
+ *        [∇W | A | G] of every layer from that same mini-batch, scaled by 1/R (--kfac-fisher
+ *        sampled: G from a second backward, of labels drawn from the model; sample_labels);
  *   3    Reduce + Scatterv: the bundles summed over processes to each layer's owner
  *        (--kfac-comm reduce-scatterv: one MPI_Reduce_scatter over a buffer ordered by owner;
  *        allreduce: every process gets every sum, as with NCCL, which has no Scatterv);
  *   4-5  each owner: damped inverses of its layers' A and G, ΔW = G⁻¹ ∇W A⁻¹;
  *   6    Allgather of the ΔW (allgatherv; or an allreduce of a buffer zero outside the
  *        process's own layers, which sums to the same bits);
- *   7    every process: momentum SGD with the ΔW, the same on all of them.
+ *   7    every process: momentum SGD with the ΔW, the same on all of them (--momentum 0: the
+ *        paper's w <- w - η Δw, its Algorithm 1 line 7).
  *
  * Owners (--kfac-assign): `layer`, the paper's one layer per process in turn (layer l to process
  * l mod R; past R = layers the extra processes own nothing); `lpt`, ours (the paper's named
@@ -34,7 +36,7 @@
 typedef struct {
   double fb, factors, comm1, own, comm2, update;   /* seconds, this node, summed over updates */
   double owner_max, owner_mean;                      /* owner seconds over nodes (summary) */
-  int N, nl, comm_allreduce, assign_lpt;
+  int N, nl, comm_allreduce, assign_lpt, fisher_sampled;
   int owner[NET_MAX_LAYERS];
   double *load;                                      /* [N] inversion cost owned by each node */
   const char *rates;
@@ -122,6 +124,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_str(j, "kfac_inverse", kfac_inv_name(k->cfg.inverse));
   json_str(j, "kfac_comm", s->comm_allreduce ? "allreduce" : "reduce-scatterv");
   json_str(j, "kfac_assign", s->assign_lpt ? "lpt" : "layer");
+  json_str(j, "kfac_fisher", s->fisher_sampled ? "sampled" : "empirical");
   json_str(j, "kfac_sim_rates", s->rates);
   json_num(j, "msg1_bytes", s->msg1_bytes);
   json_num(j, "msg2_bytes", s->msg2_bytes);
@@ -145,13 +148,42 @@ typedef struct {
   const float *w; float *g, *bund, *mine, *myupd;
   const size_t *off_b, *off_w; size_t my_b0, my_w0;
   int me, N, b; long step; double loss, t_fb;
+  /* --kfac-fisher sampled: labels drawn from the model, the sampled loss's gradient (discarded) */
+  int sampled; uint64_t seed; int *ys; float *gs;
 } phase_t;
+
+/* --kfac-fisher sampled (Martens & Grosse 2015 §5): the label of each of this node's b examples
+ * drawn from the model's own distribution, y ~ softmax(output), by inversion of one uniform from
+ * a stream of its own: (--seed, the example's index in the run, update x global batch + its
+ * place in the global batch). So the draws depend on nothing but the seed and the example's
+ * place: not on the thread count, not on how R processes split the global batch, not on a
+ * resume. */
+static void sample_labels(const phase_t *p, const float *probs, int classes) {
+  for (int i = 0; i < p->b; i++) {
+    rng_t g;
+    rng_seed(&g, p->seed ^ 0x4b46414346495348ULL,   /* "KFACFISH": apart from the run's other streams */
+             (uint64_t)p->step * (uint64_t)p->b * (uint64_t)p->N + (uint64_t)p->me * p->b + (uint64_t)i);
+    double u = rng_uniform(&g), cum = 0;
+    const float *pr = probs + (size_t)i * classes;
+    int y = classes - 1;
+    for (int c = 0; c < classes - 1; c++) { cum += pr[c]; if (u < cum) { y = c; break; } }
+    p->ys[i] = y;
+  }
+}
 
 static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   phase_t *p = arg; kfac_t *k = p->k;
   double t0 = rt->ops->now(rt);
   vec_zero(p->g, p->rep->net->nparams);
   p->loss = replica_grad(p->rep, rt, p->w, p->g, 1.0f / (float)p->b);   /* the local mean gradient */
+  double fl_sampled = 0;
+  if (p->sampled) {   /* the G factors from the sampled labels' backward; Gw stays the data's */
+    const net_t *net = p->rep->net;
+    sample_labels(p, p->rep->ws.probs, net->classes);
+    vec_zero(p->gs, net->nparams);
+    net_backward(&p->rep->ws, p->w, p->gs, p->ys, p->b, 1.0f / (float)p->b);
+    fl_sampled = (net->flops_train - net->flops_fwd) * p->b;
+  }
   p->t_fb = rt->ops->now(rt) - t0;
   double fl0 = k->st.fl_factors;
   for (int l = 0; l < k->nl; l++) {
@@ -159,7 +191,7 @@ static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
     kfac_bundle(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);
     if (p->N > 1) vec_scale(B, 1.0f / (float)p->N, k->L[l].bundle);
   }
-  rt->ops->compute(rt, (k->st.fl_factors - fl0) / p->kr->factors);
+  rt->ops->compute(rt, fl_sampled + (k->st.fl_factors - fl0) / p->kr->factors);
 }
 
 static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
@@ -183,7 +215,7 @@ static void on_device(rt_t *rt, rt_fn fn, void *arg) {
 }
 
 /* kfac's own options (train_cfg_t.algo_opts; descriptors at the end of this file) */
-typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt; } kfac_opts_t;
+typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt, fisher_sampled; } kfac_opts_t;
 _Static_assert(sizeof(kfac_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "kfac_opts_t fits algo_opts");
 
 /* The buffers ordered by owner: step 3's bundles and step 6's ΔW (+ the CTL_F control floats per
@@ -234,7 +266,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   size_t n = r->net.nparams;
   kstats_t st; memset(&st, 0, sizeof st);
   const kfac_opts_t *ko = (const kfac_opts_t *)c->algo_opts;
-  st.N = N; st.comm_allreduce = ko->comm_allreduce; st.assign_lpt = ko->assign_lpt;
+  st.N = N; st.comm_allreduce = ko->comm_allreduce; st.assign_lpt = ko->assign_lpt; st.fisher_sampled = ko->fisher_sampled;
   loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, kfac_summary, &st);
   int threads = loop_threads(&L, 1);
   kfac_cfg_t kc = {ko->damping, ko->stat_decay, ko->inv_every, (kfac_inv_t)ko->inverse};
@@ -259,11 +291,21 @@ static void kfac_node(rt_t *rt, void *arg) {
   loop_state(&L, "w", w, n * sizeof(float));
   loop_state_optim(&L, "msgd", &o);
   loop_state_replica(&L, "replica", &rep);
+  /* the owner's state, so that a resume is bit-identical with --kfac-stat-decay and
+   * --kfac-inv-every too: its layers' running factors and held inverses, how many batches each
+   * has folded in and the update of its inverses (the refresh schedule's other input, the update
+   * count, is the loop's); a node that owns no layer saves an empty block */
+  int owned[NET_MAX_LAYERS];
+  for (int l = 0; l < k.nl; l++) owned[l] = st.owner[l] == me;
+  kfac_own(&k, owned);
+  loop_state(&L, "kfac.factors", k.own, k.own_n * sizeof(float));
+  loop_state(&L, "kfac.folded", k.folded, sizeof k.folded);
+  loop_state(&L, "kfac.inverted_at", k.inverted_at, sizeof k.inverted_at);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
-  /* (the owners' running factors and held inverses, used with --kfac-stat-decay or
-   * --kfac-inv-every, are not in the snapshot: a resumed run rebuilds them from its first batch) */
-  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0};
+  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0,
+                ko->fisher_sampled, c->seed, NULL, NULL};
+  if (ph.sampled) { ph.ys = xmalloc((size_t)b * sizeof(int)); ph.gs = xmalloc(n * sizeof(float)); }
   for (; step < r->total_steps; step++) {
     watchdog_context("kfac update %ld on node %d", step, me);
     /* 1-2: gradient and factors of this node's b examples */
@@ -309,7 +351,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
   loop_finish(&L, w, w);
-  replica_free(&rep); optim_free(&o); kfac_free(&k); kbuf_free(&B);
+  replica_free(&rep); optim_free(&o); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
   xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
 
@@ -317,19 +359,25 @@ static void kfac_node(rt_t *rt, void *arg) {
 static const char *const inverses[] = {"fast", "ref", "eig", "cuda", NULL};   /* kfac_inv_t's order */
 static const char *const comms[] = {"reduce-scatterv", "allreduce", NULL};
 static const char *const assigns[] = {"layer", "lpt", NULL};
+static const char *const fishers[] = {"empirical", "sampled", NULL};
 static const optdef_t
   od_damping = {"--kfac-damping", OD_FLOAT, 1e-12, 1e6, NULL, "0.03", "D", "Tikhonov damping, split between A and G by pi", KO(damping), 1, NULL},
   od_stat_decay = {"--kfac-stat-decay", OD_FLOAT, 0, 0.999999, NULL, "0", "E", "running average of the factors (0: this batch only, the paper)", KO(stat_decay), 1, NULL},
   od_inv_every = {"--kfac-inv-every", OD_INT, 1, 1 << 30, NULL, "1", "N", "invert the factors every N updates (1: the paper)", KO(inv_every), 1, NULL},
   od_inverse = {"--kfac-inverse", OD_ENUM, 0, 0, inverses, "fast", "I", "fast (float, ours) | ref (LAPACKE double) | eig | cuda (cuSOLVER)", KO(inverse), 1, NULL},
   od_comm = {"--kfac-comm", OD_ENUM, 0, 0, comms, "reduce-scatterv", "C", "reduce-scatterv (+ allgatherv) | allreduce (NCCL style)", KO(comm_allreduce), 1, NULL},
-  od_assign = {"--kfac-assign", OD_ENUM, 0, 0, assigns, "layer", "A", "layer owners: layer (l mod R, the paper) | lpt (by cost)", KO(assign_lpt), 1, NULL};
-static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse, NULL};
+  od_assign = {"--kfac-assign", OD_ENUM, 0, 0, assigns, "layer", "A", "layer owners: layer (l mod R, the paper) | lpt (by cost)", KO(assign_lpt), 1, NULL},
+  od_fisher = {"--kfac-fisher", OD_ENUM, 0, 0, fishers, "empirical", "F",
+               "G factors from: empirical (the data's labels, the paper's eq. 4) | sampled (y ~ the model, Martens & Grosse)",
+               KO(fisher_sampled), 1, NULL};
+/* (new options go last: a checkpoint written before one existed is then refused naming it) */
+static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
+                                            &od_fisher, NULL};
 static const optdef_t *const kfac_dist_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
-                                                 &od_comm, &od_assign, NULL};
+                                                 &od_comm, &od_assign, &od_fisher, NULL};
 const algo_t algo_kfac = {
   .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
-  .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD",
+  .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD (--momentum 0: the paper's Alg. 1)",
   .opts = kfac_opts,
 };
 const algo_t algo_kfac_dist = {

@@ -212,8 +212,9 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     st.total_sub += gathered;
     long eq_step = (long)(st.total_sub / (G * N));      /* SSGD-equivalent steps, for the warm-up */
     /* the update role computes on its own share of the thread budget, not on whatever count this
-     * thread last had (after an evaluation: all cores), which stalled every update ~10x */
-    cpu_set_threads(threads);
+     * thread last had (after an evaluation: all cores), which stalled every update ~10x; the
+     * setting of the optimizer's backend (optim_t.k: the CPU's) */
+    if (o.k->set_threads) o.k->set_threads(threads);
     optim_step(&o, w, buf, lr_at(c->lr, eq_step, c->warmup));   /* M = mu M - lambda D_A; w += M */
     if (st.local_sub > 0) st.S_bar = 1.0 + (double)(t + 1) / (st.local_sub / G);   /* eq. 1 */
     if (!st.fixed) st.S = (int)floor(st.S_bar);
@@ -309,6 +310,7 @@ static int pp_prepare(job_t *job) {
     die_usage("train: --probe is an analysis of one uninterrupted run; it does not go with --checkpoint");
   if (!emulate) return -1;
   if (!strcmp(c.runtime, "sim")) die_usage("train: --staleness emulate runs in one process; drop --runtime sim");
+  if (strcmp(c.coll, "mpi")) die_usage("train: --staleness emulate runs in one process, with no collectives; drop --coll %s", c.coll);
   run_setup(&job->r, &c, c.batch);
   int rc = pp_emulate(job, (int)job->param, job->algo->variant == PP_PREDICT);
   run_free(&job->r);

@@ -1,5 +1,6 @@
 /* coll.c — `pdl coll`: MPI/NCCL collective benchmark in the style of the OSU micro-benchmarks
- * and nccl-tests (see docs/COLLECTIVES.md).
+ * and nccl-tests (see docs/COLLECTIVES.md). Each call is the backend's run() (src/coll), the
+ * function the real runtime's collectives also end in (coll_seam_t, `pdl train --coll`).
  * Per size: validate first (inputs with a known exact result, every output element compared,
  * -c times), then warm up and time each call OSU's way (MPI_Wtime): a barrier before each call,
  * outside the timed region; each rank's mean over the timed calls is reduced to min/avg/max over ranks, and
@@ -49,7 +50,9 @@ static void help(void) {
   for (int i = 0; i < COLL_NOPS; i++)
     printf("                       %-30s busbw x %-9s %s\n", coll_ops[i].name, coll_ops[i].busbw, coll_ops[i].what);
   printf("  --backend mpi|nccl  MPI on host buffers (default) or NCCL on one CUDA device per rank;\n"
-         "                     without a device NCCL prints 'skipped: no CUDA device' and exits 0\n"
+         "                     without a device NCCL prints 'skipped: no CUDA device' and exits 0.\n"
+         "                     The calls are the ones pdl train --coll mpi|nccl makes (NCCL's\n"
+         "                     reduce_scatterv/allgatherv: one grouped ncclReduce/ncclBroadcast per block)\n"
          "  -m MIN:MAX         sizes in bytes, K/M/G = 2^10/2^20/2^30 (default 4:4M); one value = one size\n"
          "  -f FACTOR          size multiplier between rows (default 2)\n"
          "  -i ITERS           timed calls per size (default 100 up to 8 KiB, 20 above, as OSU lowers its\n"
@@ -165,9 +168,6 @@ static void parse(opts_t *o, int argc, char **argv) {
     die_usage("-m: sizes must be whole %s elements (multiples of %zu bytes), got %zu:%zu",
               o->dt == COLL_DOUBLE ? "double" : "float", es, o->min_b, o->max_b);
   if (o->op == COLL_MEMCPY && o->inplace) die_usage("--inplace: memcpy has no in-place form");
-  if (o->nccl && (o->op == COLL_REDUCE_SCATTERV || o->op == COLL_ALLGATHERV))
-    die_usage("--op %s: NCCL has no v collectives; use --op %s (the K-FAC workaround)", coll_ops[o->op].name,
-              o->op == COLL_REDUCE_SCATTERV ? "reduce_scatterv_via_allreduce" : "allgatherv_via_allreduce");
   parse_hooks(o);
 }
 

@@ -1,4 +1,4 @@
-/* inv.c — `pdl inverse`: speed of the SPD inversions of kfac/inv.h, measured in one run: the double
+/* inv.c — `pdl inverse`: speed of the SPD inversions of contract/inv.h, measured in one run: the double
  * LAPACKE oracle (ref_spd_inverse), the fast CPU path on 1 and on T threads (cpu_spd_inverse) and
  * cuSOLVER (cuda_spd_inverse) where a device exists, on the test matrices of ref_spd_random.
  * Each time is the median over --reps repeats; a repeat runs the call enough times to last
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/layers.h"
+#include "kernels/cpu/cpu_layers.h"
 #include "kernels/cpu/cpu.h"
-#include "kfac/inv.h"
+#include "reference/ref.h"
 #include "util/util.h"
 #if defined(PDL_HAVE_CUDA) && defined(PDL_HAVE_CUSOLVER)
 #include "kernels/cuda/cuda_inv.h"
@@ -31,7 +31,7 @@ static void usage(FILE *f) {
   fprintf(f,
 "usage: pdl inverse [--sizes N,N,...] [--cond C] [--reps R] [--threads T] [--json FILE]\n"
 "\n"
-"Times the SPD inversions of src/kfac/inv.h on A = Q diag(lambda) Q^T (Q random orthogonal,\n"
+"Times the SPD inversions of src/contract/inv.h on A = Q diag(lambda) Q^T (Q random orthogonal,\n"
 "eigenvalues log-spaced from 1 down to 1/C), in float except the reference:\n"
 "  ref    ref_spd_inverse: LAPACKE dpotrf + dpotri in double (one thread: OpenBLAS is\n"
 "         single-threaded in pdl), the oracle\n"

@@ -15,7 +15,8 @@
 #include "core/model.h"
 #include "core/run.h"
 #include "kernels/cpu/cpu.h"
-#include "kfac/inv.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "reference/ref.h"
 #include "kfac/kfac.h"
 #include "optim/optim.h"
 #include "util/util.h"
@@ -112,8 +113,8 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   random_batch(net, B, x, y);
   net_init_params(net, w, 1);
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
-  train_state_t d; train_state_init(&d, k, w, g, o.M, n);
-  train_state_upload(&d, w, o.M, n);
+  train_state_t d; train_state_init(&d, k, w, g, &o);
+  train_state_upload(&d, w, &o);
   SHAPE_ASSERT(fused || !d.device);
   workspace_t ws; ws_init(&ws, net, B, threads, k, 1);
   double v[64]; if (repeats > 64) repeats = 64;
@@ -124,8 +125,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
     do {
       net_forward(&ws, d.w, x, y, B, 1, NULL);
       net_step_t st;
-      if (fused && optim_fused_step(&o, &st, 1e-4f)) {   /* as pdl train: the update inside the backward */
-        st.v = d.v;
+      if (fused && optim_fused_step(d.o, &st, 1e-4f)) {   /* as pdl train: the update inside the backward */
         net_backward_step(&ws, d.w, d.g, y, B, 1.0f / B, &st);
       } else {
         net_backward(&ws, w, g, y, B, 1.0f / B);

@@ -16,8 +16,16 @@ int cmd_train(int argc, char **argv) {
   const algo_t *A = seq ? NULL : algo_find(c.algo);
   if (!seq && !A) algo_train(&c);   /* exits 2 with the list of algorithms */
   train_cfg_parse(&c, argc, argv, seq ? train_seq_opts : A->opts, algo_refuse_flag);
-  if (c.cuda_device >= 0 && !(seq && (k == OPT_SGD || k == OPT_MSGD)))
-    die_usage("train: --device cuda runs the sequential --algo sgd and msgd only yet, not '%s' (drop --device)", c.algo);
+  if (c.cuda_device >= 0 && !seq)   /* K-FAC's factors and inverses, and the node programs, run on the CPU */
+    die_usage("train: --device cuda trains the sequential optimizers only (--algo sgd, msgd, nag, adam, asgd, "
+              "mvasgd), not '%s': its %s runs on the CPU (drop --device)", c.algo,
+              strncmp(c.algo, "kfac", 4) ? "node program" : "preconditioning (factors, inverses)");
+  if (strcmp(c.coll, "mpi") && seq)
+    die_usage("train: --coll %s: --algo %s is sequential and makes no collective calls; --coll is for the distributed "
+              "algorithms", c.coll, c.algo);
+  if (strcmp(c.coll, "mpi") && strcmp(c.runtime, "real"))
+    die_usage("train: --coll %s: --runtime %s models its own collectives (a ring over the platform's links); --coll "
+              "chooses the real runtime's (drop --coll, or use --runtime real)", c.coll, c.runtime);
   if (seq) {
     if (strcmp(c.runtime, "real")) die_usage("train: --algo %s is sequential; --runtime sim needs a distributed algo", c.algo);
     if (c.timeout > 0) watchdog_start(c.timeout);   /* --timeout covers sequential runs too */

@@ -1,4 +1,7 @@
-/* coll.h — the collective benchmark core shared by the MPI and NCCL backends (pdl coll).
+/* coll.h — the collective layer: the MPI and NCCL backends, which `pdl coll` times, and the
+ * training seam over them (coll_seam_t, at the end), which the real runtime's collectives
+ * (src/rt/rt_real.c) call. Both end in the same backend->run(), so pdl coll measures the code
+ * training runs. This layer sits below src/rt: it includes src/util only.
  *
  * Size convention (nccl-tests'): every op works on a "full vector" of `count` elements
  * (bytes_total = count * element size): the allreduce/reduce/bcast buffer, the allgather
@@ -85,7 +88,10 @@ typedef struct {
 const coll_backend_t *coll_backend_mpi(void);
 /* NCCL backend: sets one device per rank and builds the communicator over MPI. Returns NULL
  * and writes the reason into why when there is no usable device on some rank (all ranks agree)
- * or the build has no NCCL. Dies with a message on real errors. */
+ * or the build has no NCCL. Dies with a message on real errors. NCCL has no v collectives: the
+ * backend builds reduce_scatterv from one ncclReduce per block (root = the block's rank) and
+ * allgatherv from one ncclBroadcast per block, each set in one NCCL group. Built against the
+ * stand-in kernels/cuda/emu/nccl.h (NCCL as MPI calls on host memory) it is $(BUILD)/nccl-emu/pdl. */
 const coll_backend_t *coll_backend_nccl(char *why, size_t why_len);
 
 /* Validation. coll_fill builds the host images of send and recv for one checked call (recv
@@ -96,5 +102,29 @@ void coll_fill(const coll_call_t *c, const coll_backend_t *b, void *h_send, void
 long long coll_check(const coll_call_t *c, const coll_backend_t *b, const void *h_recv);
 /* Where this rank's result lives in recv, in elements, and how many (0: nothing to check). */
 void coll_result_region(const coll_call_t *c, const coll_backend_t *b, size_t *off, size_t *len);
+
+
+/* ---- the training seam ----
+ * The collectives of the real runtime (src/rt/rt.h's allreduce, reduce, bcast, allgatherv,
+ * reduce_scatterv, barrier) on float host buffers, run by the backend --coll chose: "mpi" runs the
+ * planned call on the host buffers themselves (the MPI calls the runtime always made: the same
+ * results bit for bit); "nccl" stages through device buffers of the backend (upload the input,
+ * the collective on the device, download the output; grown as needed, never freed before close),
+ * since the algorithms' buffers are host memory today. Every call is backend->run() on a
+ * coll_call_t, the function pdl coll times. Called by one thread per process, all ranks in the
+ * same order (the runtime's contract). */
+typedef struct coll_seam coll_seam_t;
+/* name "mpi" or "nccl"; must be called by every rank (NCCL sets up collectively). Returns NULL
+ * with the reason in why when the backend is not available (no MPI build; no device or no NCCL
+ * build for nccl), on every rank alike. */
+coll_seam_t *coll_seam_open(const char *name, char *why, size_t why_len);
+const char *coll_seam_name(const coll_seam_t *s);     /* the backend's name */
+void coll_seam_allreduce(coll_seam_t *s, float *buf, size_t n);                 /* sum, in place */
+void coll_seam_reduce(coll_seam_t *s, float *buf, size_t n, int root);          /* sum at root only */
+void coll_seam_bcast(coll_seam_t *s, float *buf, size_t n, int root);
+void coll_seam_allgatherv(coll_seam_t *s, const float *mine, float *all, const size_t *counts);
+void coll_seam_reduce_scatterv(coll_seam_t *s, const float *buf, float *mine, const size_t *counts);
+void coll_seam_barrier(coll_seam_t *s);
+void coll_seam_close(coll_seam_t *s);                 /* frees the buffers, tears the backend down */
 
 #endif

@@ -4,7 +4,7 @@
  * workarounds are built from MPI_Allreduce exactly as the NCCL backend builds them. MPI counts
  * are int: pdl coll caps sizes so they fit. */
 #include "coll/coll.h"
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 #include "util/util.h"
 #include <string.h>
 

@@ -1,14 +1,19 @@
-/* coll_nccl.c — the NCCL backend of pdl coll: device buffers, one CUDA device per rank (the
- * rank's index among the ranks of its node, modulo the devices it sees; two ranks on one GPU
- * are refused), the communicator bootstrapped over MPI (rank 0's
+/* coll_nccl.c — the NCCL backend of pdl coll and of training's --coll nccl: device buffers, one
+ * CUDA device per rank (the rank's index among the ranks of its node, modulo the devices it
+ * sees; two ranks on one GPU are refused), the communicator bootstrapped over MPI (rank 0's
  * ncclUniqueId broadcast with MPI_Bcast), one non-blocking stream; every call is synchronised
- * on that stream before it returns. NCCL has no v collectives: reduce_scatterv and allgatherv
- * are not offered (the K-FAC workarounds *_via_allreduce are). "No device" is
+ * on that stream before it returns. "No device" is
  * cudaGetDeviceCount failing or returning 0 on any rank; all ranks agree before anything else
  * is tried, so one rank without a GPU makes the whole run skip instead of hanging.
- * Plain C against cuda_runtime.h and nccl.h; compiled only with PDL_HAVE_NCCL. */
+ * NCCL has no v collectives; the uneven-block ops that training needs (src/algo/kfac_dist.c) are
+ * built from grouped calls, one per rank's block: reduce_scatterv = ncclReduce of block r to root
+ * r, allgatherv = ncclBroadcast of block r from root r (in place when the send block is this
+ * rank's slot of recv). The training seam (coll_seam.c) and pdl coll run them alike.
+ * Plain C against cuda_runtime.h and nccl.h; compiled only with PDL_HAVE_NCCL. Against the
+ * stand-ins of kernels/cuda/emu (NCCL as MPI on host memory) it is the emulated build,
+ * $(BUILD)/nccl-emu/pdl, that checks this file without a GPU. */
 #include "coll/coll.h"
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 #include "util/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,25 +47,35 @@ static void fail_job(void) {
   fprintf(stderr, "pdl: rank %d: NCCL error in %s at %s:%d: %s %s(device %d)\n", pdl_mpi_rank(), #call, \
           __FILE__, __LINE__, ncclGetErrorString(r_), NCCL_LAST(g_comm), g_dev); fail_job(); } } while (0)
 
+/* The CUDA device is current per host thread: a thread other than the one that set the backend
+ * up (a runtime role calling a collective) makes g_dev current before its first CUDA call. */
+static _Thread_local int t_dev = -1;
+static void on_device(void) {
+  if (t_dev != g_dev) { CHECK_CUDA(cudaSetDevice(g_dev)); t_dev = g_dev; }
+}
+
 static ncclDataType_t nccl_type(coll_dtype_t dt) { return dt == COLL_DOUBLE ? ncclFloat64 : ncclFloat32; }
 
-static int nccl_supports(coll_op_t op) { return op != COLL_REDUCE_SCATTERV && op != COLL_ALLGATHERV; }
+static int nccl_supports(coll_op_t op) { (void)op; return 1; }
 
 static void *nccl_alloc(size_t bytes) {
   void *p = NULL;
+  on_device();
   CHECK_CUDA(cudaMalloc(&p, bytes ? bytes : 64));
   return p;
 }
-static void nccl_release(void *p) { if (p) CHECK_CUDA(cudaFree(p)); }
+static void nccl_release(void *p) { on_device(); if (p) CHECK_CUDA(cudaFree(p)); }
 /* Copies go on our own stream and are waited for: the stream is non-blocking, so a plain
  * cudaMemcpy on the legacy default stream would not be ordered before the next collective
  * (pageable host-to-device copies may return before the DMA has landed). */
 static void nccl_upload(void *dst, const void *src, size_t bytes) {
+  on_device();
   CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
 }
 static void nccl_download(void *dst, const void *src, size_t bytes) {
   ncclResult_t async = ncclSuccess;
+  on_device();
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
   CHECK_NCCL(ncclCommGetAsyncError(g_comm, &async));
   CHECK_NCCL(async);
@@ -75,6 +90,7 @@ static void nccl_run(const coll_call_t *c) {
   size_t r = (size_t)c->rank, mine = c->counts[r], d = c->displs[r];
   char *recv = c->recv;
   const void *in = c->inplace ? (const void *)recv : c->send;
+  on_device();
   switch (c->op) {
   case COLL_ALLREDUCE: case COLL_RSV_VIA_ALLREDUCE:
     CHECK_NCCL(ncclAllReduce(in, recv, c->count, t, ncclSum, g_comm, g_stream)); break;
@@ -96,10 +112,30 @@ static void nccl_run(const coll_call_t *c) {
     if (!c->inplace && mine) CHECK_CUDA(cudaMemcpyAsync(recv + d * es, c->send, mine * es, cudaMemcpyDeviceToDevice, g_stream));
     CHECK_NCCL(ncclAllReduce(recv, recv, c->count, t, ncclSum, g_comm, g_stream));
     break;
+  case COLL_REDUCE_SCATTERV:
+    /* block q of the input summed to rank q; in place the result stays at this rank's slot */
+    CHECK_NCCL(ncclGroupStart());
+    for (int q = 0; q < c->nranks; q++) {
+      const char *src = (const char *)in + c->displs[q] * es;
+      void *dst = c->inplace ? (void *)(recv + c->displs[q] * es) : (void *)recv;  /* used at root q only */
+      CHECK_NCCL(ncclReduce(src, dst, c->counts[q], t, ncclSum, q, g_comm, g_stream));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    break;
+  case COLL_ALLGATHERV:
+    /* block q from rank q into its slot of recv on every rank */
+    CHECK_NCCL(ncclGroupStart());
+    for (int q = 0; q < c->nranks; q++) {
+      char *slot = recv + c->displs[q] * es;
+      const void *src = (size_t)q == r && !c->inplace ? c->send : (const void *)slot;
+      CHECK_NCCL(ncclBroadcast(src, slot, c->counts[q], t, q, g_comm, g_stream));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    break;
   case COLL_MEMCPY:
     CHECK_CUDA(cudaMemcpyAsync(recv, c->send, c->count * es, cudaMemcpyDeviceToDevice, g_stream)); break;
-  case COLL_REDUCE_SCATTERV: case COLL_ALLGATHERV: case COLL_NOPS:
-    die("%s is not an NCCL collective", coll_ops[c->op].name);
+  case COLL_NOPS:
+    die("internal: COLL_NOPS is not a collective");
   }
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
 }
@@ -161,11 +197,16 @@ const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
     exit(1);
   }
   CHECK_CUDA(cudaSetDevice(g_dev));
+  t_dev = g_dev;
   {
     struct cudaDeviceProp prop;
     CHECK_CUDA(cudaGetDeviceProperties(&prop, g_dev));
     char desc[192];
+#ifdef PDL_NCCL_EMULATED
+    snprintf(desc, sizeof desc, "%.160s (NCCL stand-in over MPI)", prop.name);
+#else
     snprintf(desc, sizeof desc, "%.160s, sm_%d%d", prop.name, prop.major, prop.minor);
+#endif
     json_meta_set_gpu(desc); /* the results lines name the GPU used */
   }
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));

@@ -1,6 +1,8 @@
-/* backend.c — the backend registry (model.h kernels_for): the one place outside the tests that
- * names a kernel backend. Everything that trains or evaluates asks it for a table by device. */
+/* backend.c — the backend registry (contract/kernels.h kernels_for): the one place outside the
+ * tests that names a kernel backend. Everything that trains, evaluates or steps an optimizer asks
+ * it for a table by device. */
 #include "core/model.h"
+#include "kernels/cpu/cpu_layers.h"
 #include <stdio.h>
 #include "util/util.h"
 #ifdef PDL_HAVE_CUDA

@@ -22,7 +22,7 @@
 #define PDL_MODEL_H
 #include <stddef.h>
 #include <stdint.h>
-#include "core/layers.h"
+#include "contract/kernels.h"
 #include "core/rng.h"
 
 typedef enum { L_CONV, L_POOL, L_FC, L_ACT, L_DROPOUT, L_SOFTMAX } ltype_t;
@@ -63,80 +63,6 @@ double net_memory_bytes(const net_t *net, int batch);
 void net_check_memory(const net_t *net, int batch);
 void net_init_params(const net_t *net, float *params, uint64_t seed);
 
-/* Kernel implementation table: the only door from model.c into a backend (kernels_cpu in
- * kernels/cpu/cpu_table.c, kernels_ref in reference/ref_table.c; a device backend adds its own).
- * model.c never names a backend: it calls these entries, and asks the table for scratch sizes and
- * workspace memory. Signatures of the layer entries are those of core/layers.h. */
-typedef struct {
-  const char *name;
-  /* every layer (required) */
-  void (*conv_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
-  void (*conv_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
-  void (*fc_forward)(float *, const float *, const float *, const float *, int, int, int);
-  void (*fc_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int);
-  void (*maxpool_forward)(float *, const float *, int, int, int, int, int, int);
-  void (*maxpool_backward)(float *, const float *, const float *, const float *, int, int, int, int, int, int);
-  void (*act_forward)(float *, const float *, size_t, float);
-  void (*act_backward)(float *, const float *, const float *, size_t, float);
-  void (*dropout_forward)(float *, const float *, const float *, size_t);
-  void (*dropout_backward)(float *, const float *, const float *, size_t);
-  double (*softmax_xent_forward)(float *, const float *, const int *, int, int);
-  void (*softmax_xent_backward)(float *, const float *, const int *, int, int, float);
-  /* fused layers (optional: NULL means the backend has none, and model.c runs the layers one by
-   * one; a backend's fused entry must give what the unfused sequence gives): conv + leaky ReLU,
-   * and conv + leaky ReLU + 2x2 max-pool where conv_act_pool_fusable says so for the shapes */
-  void (*conv_act_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int,
-                           float, float *, float *);
-  void (*conv_act_backward)(float *, float *, float *, const float *, const float *, const float *, const float *, int,
-                            int, int, int, int, int, int, float, float *, const float *);
-  int (*conv_act_pool_fusable)(int, int, int, int, int, int, int, int);
-  void (*conv_act_pool_forward)(float *, uint8_t *, const float *, const float *, const float *, int, int, int, int,
-                                int, int, float, int, float *, float *);
-  void (*conv_act_pool_backward)(float *, float *, float *, const float *, const float *, const uint8_t *,
-                                 const float *, const float *, int, int, int, int, int, int, float, int, float *,
-                                 const float *);
-  /* optional with the fused conv entries: the floats of a conv layer's keep, their last argument
-   * (cpu_conv_keep_floats; NULL: the fused entries are always given keep NULL) */
-  size_t (*conv_keep_floats)(int Ci, int H, int W, int Co, int k, int pad);
-  /* the parameter update that net_backward_step fuses into the backward pass: sgd_step (required
-   * by net_backward_step) as cpu_sgd_step, and optionally an fc backward with it fused in, as
-   * cpu_fc_backward_sgd (NULL: fc_backward, then sgd_step on the layer's weights and bias) */
-  void (*sgd_step)(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
-  void (*fc_backward_sgd)(float *, float *, float *, float *, float *, float *, float *, const float *, const float *,
-                          int, int, int, float, float, float);
-  /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
-  size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
-  /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */
-  void (*set_threads)(int nthreads);
-  /* wait for the calling thread's queued kernel work (an asynchronous backend; NULL: its calls
-   * are done when they return). model.c calls it around each layer only when profiling
-   * (workspace_t.prof), so that a layer's time is its own. */
-  void (*sync)(void);
-  /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
-   * upload copies host memory into workspace memory, download the reverse. host_memory = 1 says
-   * workspace memory is host memory (model.c may then read it directly, e.g. the probabilities
-   * for the argmax); a device backend sets 0 and model.c goes through download/upload. */
-  void *(*alloc)(size_t bytes);
-  void (*release)(void *p);
-  void (*upload)(void *dst, const void *src, size_t bytes);
-  void (*download)(void *dst, const void *src, size_t bytes);
-  int host_memory;
-} kernels_t;
-/* The layer entries of a backend whose functions follow layers.h's naming (P = cpu_, ref_), and
- * the host-memory entries: for designated initializers of a kernels_t. */
-#define KERNELS_LAYERS(P) \
-  .conv_forward = P##conv_forward, .conv_backward = P##conv_backward, .fc_forward = P##fc_forward, \
-  .fc_backward = P##fc_backward, .maxpool_forward = P##maxpool_forward, .maxpool_backward = P##maxpool_backward, \
-  .act_forward = P##act_forward, .act_backward = P##act_backward, .dropout_forward = P##dropout_forward, \
-  .dropout_backward = P##dropout_backward, .softmax_xent_forward = P##softmax_xent_forward, \
-  .softmax_xent_backward = P##softmax_xent_backward, .sgd_step = P##sgd_step
-#define KERNELS_HOST_MEMORY \
-  .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .host_memory = 1
-extern const kernels_t kernels_cpu, kernels_ref;
-/* The backend registry (backend.c), the one place outside the tests that names a backend: the
- * table for `device` (-1: the CPU; N: CUDA device N, checked, else dies naming `flag` and why;
- * a build without CUDA dies saying so). desc (may be NULL) gets a one-line description. */
-const kernels_t *kernels_for(int device, const char *flag, char *desc, size_t len);
 
 typedef struct {
   const net_t *net;

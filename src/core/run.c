@@ -12,29 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, float *M, size_t n) {
-  d->k = k; d->w = w; d->g = g; d->v = M; d->device = !k->host_memory;
-  if (!d->device) return;
-  d->w = k->alloc(n * sizeof(float));
-  d->g = k->alloc(n * sizeof(float)); /* zero-filled, as net_backward_step wants it */
-  d->v = M ? k->alloc(n * sizeof(float)) : NULL;
-}
-void train_state_upload(train_state_t *d, const float *w, const float *M, size_t n) {
-  if (!d->device) return;
-  d->k->upload(d->w, w, n * sizeof(float));
-  if (d->v) d->k->upload(d->v, M, n * sizeof(float));
-}
-void train_state_download(const train_state_t *d, float *w, float *M, size_t n) {
-  if (!d->device) return;
-  d->k->download(w, d->w, n * sizeof(float));
-  if (d->v) d->k->download(M, d->v, n * sizeof(float));
-}
-void train_state_free(train_state_t *d) {
-  if (!d->device) return;
-  d->k->release(d->w); d->k->release(d->g);
-  if (d->v) d->k->release(d->v);
-}
-
 int parse_device(const char *flag, const char *v) {
   if (!strcmp(v, "cpu")) return -1;
   if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))
@@ -49,6 +26,7 @@ void train_cfg_defaults(train_cfg_t *c) {
   snprintf(c->net, sizeof c->net, "ppasgd-cifar");
   snprintf(c->algo, sizeof c->algo, "msgd");
   snprintf(c->runtime, sizeof c->runtime, "real");
+  snprintf(c->coll, sizeof c->coll, "mpi");
   snprintf(c->staleness, sizeof c->staleness, "auto");
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
   c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3; c->cuda_device = -1;
@@ -72,6 +50,7 @@ static void set_device(const optdef_t *d, void *area, const char *v) {
   ((train_cfg_t *)area)->cuda_device = parse_device(d->name, v);
 }
 static const char *const runtimes[] = {"real", "sim", NULL};
+static const char *const colls[] = {"mpi", "nccl", NULL};
 static const optdef_t
   od_data = {"--data", OD_STR, 0, 0, NULL, "fashion-mnist", "D", "fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]", CFG(data), 0, NULL},
   od_net = {"--net", OD_STR, 0, 0, NULL, "ppasgd-cifar", "N", "preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10'", CFG(net), 0, NULL},
@@ -85,7 +64,7 @@ static const optdef_t
   od_steps = {"--steps", OD_LONG, 1, (double)(1L << 40), NULL, NULL, "K", "updates (overrides --epochs)", CFG(steps), 0, NULL},
   od_seed = {"--seed", OD_LONG, 0, 0, NULL, "1", "S", "seed for init, shuffling, dropout", CFG(seed), 0, set_seed},
   od_threads = {"--threads", OD_INT, 1, 1024, NULL, "cores / replicas", "T", "OpenMP threads per replica", CFG(threads), 0, NULL},
-  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (sequential sgd and msgd only yet; evaluation on the CPU)", CFG(cuda_device), 0, set_device},
+  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers; evaluation on the CPU)", CFG(cuda_device), 0, set_device},
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
@@ -96,13 +75,16 @@ static const optdef_t
   od_diverge = {"--diverge-loss", OD_DOUBLE, 0, 1e30, NULL, "1000", "X", "stop as diverged when the train loss exceeds X or is NaN", CFG(diverge_loss), 0, NULL},
   od_tag = {"--tag", OD_STR, 0, 0, NULL, NULL, "T", "free-form label copied into every JSON line", CFG(tag), 0, NULL},
   od_timeout = {"--timeout", OD_DOUBLE, 0, 1e7, NULL, NULL, "S", "watchdog: fail a run that makes no progress for S seconds", CFG(timeout), 0, NULL},
-  od_runtime = {"--runtime", OD_STR, 0, 0, runtimes, "real", "R", "real (pthreads + MPI ranks) | sim (SimGrid, real numerics)", CFG(runtime), 0, NULL};
+  od_runtime = {"--runtime", OD_STR, 0, 0, runtimes, "real", "R", "real (pthreads + MPI ranks) | sim (SimGrid, real numerics)", CFG(runtime), 0, NULL},
+  /* not in the checkpoint header (resume 0): the state is the same whichever backend summed it,
+   * so a resume may switch backends; sums agree bit for bit at 2 ranks, within rounding above */
+  od_coll = {"--coll", OD_STR, 0, 0, colls, "mpi", "C", "the real runtime's collectives: mpi (MPI on host buffers) | nccl (NCCL on one CUDA device per rank, host buffers staged through it; exits 2 without a device); distributed algorithms on --runtime real only", CFG(coll), 0, NULL};
 const optdef_t od_with_replacement = {"--with-replacement", OD_BOOL, 0, 0, NULL, NULL, NULL,
   "draw mini-batches with replacement (default: shuffled epochs)", CFG(with_replacement), 1, NULL};
 const optdef_t *const train_opts[] = {
   &od_data, &od_net, &od_algo, &od_batch, &od_lr, &od_momentum, &od_wd, &od_warmup, &od_epochs, &od_steps, &od_seed,
   &od_threads, &od_device, &od_eval_every, &od_train_subset, &od_test_subset, &od_results, &od_checkpoint, &od_resume,
-  &od_quiet, &od_diverge, &od_tag, &od_timeout, &od_runtime, NULL};
+  &od_quiet, &od_diverge, &od_tag, &od_timeout, &od_runtime, &od_coll, NULL};
 const optdef_t *const train_seq_opts[] = {&od_with_replacement, NULL};
 
 void *train_cfg_area(train_cfg_t *c, const optdef_t *d) { return d->area == OD_ALGO ? (void *)c->algo_opts : (void *)c; }
@@ -219,6 +201,7 @@ void run_json_common(run_t *r, json_t *j, const char *event) {
   json_int(j, "ranks", r->nranks);
   json_str(j, "runtime", r->simulated ? "sim" : "real");
   json_bool(j, "simulated", r->simulated);
+  if (strcmp(c->coll, "mpi")) json_str(j, "coll", c->coll);   /* only when not the default */
   if (c->tag[0]) json_str(j, "tag", c->tag);
   json_meta(j);
 }

@@ -33,6 +33,7 @@ typedef struct {
   /* distributed: the options the algorithm families share (their descriptors, which say which
    * algorithm reads which, are in src/algo/opts.c; an algorithm lists them in algo_t.opts) */
   char runtime[16];        /* "real" | "sim" */
+  char coll[8];            /* --coll: the real runtime's collective backend, "mpi" | "nccl" */
   char platform[256];      /* sim platform spec */
   char device_rate[64];    /* sim device rate: number (GFLOP/s) or name */
   int grad_threads;        /* G */
@@ -102,19 +103,28 @@ void run_free(run_t *r);
 void run_json_common(run_t *r, json_t *j, const char *event);
 /* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
  * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
-/* The training state on a backend: parameters, gradients (zero between steps) and momentum
- * (NULL: plain SGD). On a host-memory backend they are the caller's arrays themselves; on a device
- * backend (kernels_t.host_memory 0) device copies, brought over by train_state_upload (after
- * initialising or resuming) and back by train_state_download (to evaluate, checkpoint, finish). */
+/* The training state on a backend (train_state.c): parameters, gradients (zero between steps) and
+ * the optimizer the steps run. On a host-memory backend they are the caller's w, g and optimizer
+ * themselves; on a device backend (kernels_t.host_memory 0) device copies (the optimizer one of
+ * optim_init_on's on that backend, every state vector in device memory), brought over by
+ * train_state_upload (after initialising or resuming) and back by train_state_download (to
+ * evaluate, checkpoint, finish). */
 typedef struct {
   const kernels_t *k;
-  float *w, *g, *v;
+  float *w, *g;
+  optim_t *o;      /* the caller's optimizer, or &dev */
+  optim_t dev;
   int device;
 } train_state_t;
-void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, float *M, size_t n);
-void train_state_upload(train_state_t *d, const float *w, const float *M, size_t n);
-void train_state_download(const train_state_t *d, float *w, float *M, size_t n);
+void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, optim_t *o);
+void train_state_upload(train_state_t *d, const float *w, const optim_t *o);
+void train_state_download(const train_state_t *d, float *w, optim_t *o);
 void train_state_free(train_state_t *d);
+/* One sequential training step on the batch (x, y) of B at lr, on d's backend: net_forward at the
+ * optimizer's gradient point, then net_backward_step with the update fused in (sgd, msgd), or
+ * net_backward and optim_step (the other kinds). Returns the batch's mean loss. The same on every
+ * backend, so pdl train --device and the tests run one code path. */
+double train_state_step(train_state_t *d, workspace_t *ws, const float *x, const int *y, int B, float lr);
 
 /* --device cpu|cuda[:N]: -1 for cpu, else N (cuda = cuda:0); bad values die_usage naming flag. */
 int parse_device(const char *flag, const char *v);

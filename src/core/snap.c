@@ -68,6 +68,13 @@ static void check_opts(const char *path, const char *file, const char *run) {
     const char *fe = strchr(file, '\n'), *re = strchr(run, '\n');
     size_t fl = fe ? (size_t)(fe - file) : strlen(file), rl = re ? (size_t)(re - run) : strlen(run);
     if (fl != rl || memcmp(file, run, fl)) {
+      if (!fl != !rl) {   /* one list ends first: an option added (or removed) since the checkpoint */
+        const char *x = fl ? file : run, *xeq = memchr(x, '=', fl ? fl : rl);
+        int xn = xeq ? (int)(xeq - x) : (int)(fl ? fl : rl);
+        die("checkpoint %s: %s %.*s (written by %s pdl?); start over without --resume", path,
+            fl ? "the checkpoint records an option this run does not have," : "the checkpoint does not record this run's option",
+            xn, x, fl ? "a newer" : "an older");
+      }
       const char *feq = memchr(file, '=', fl), *req = memchr(run, '=', rl);
       if (feq && req && feq - file == req - run && !memcmp(file, run, (size_t)(feq - file)))
         die("checkpoint %s: %.*s is '%.*s' in the checkpoint but '%.*s' in this run", path, (int)(feq - file), file,
@@ -169,8 +176,20 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
     die("checkpoint %s: checksum mismatch (corrupted or truncated)", path);
   snap_hdr_t h; memcpy(&h, buf, sizeof h);
   check_header(path, &h, r, node, nnodes);
-  if (h.nsec != s->n) die("checkpoint %s: %d sections, this run keeps %d (a different pdl version?)", path, h.nsec, s->n);
   size_t off = sizeof h, end = len - 4;
+  if (h.nsec != s->n) {   /* name the first section that differs: the state one side lacks */
+    int i = 0; size_t o = off;
+    snap_rec_t rec;
+    for (; i < s->n && i < h.nsec && end - o >= sizeof rec; i++) {
+      memcpy(&rec, buf + o, sizeof rec);
+      if (strncmp(rec.name, s->sec[i].name, sizeof rec.name) || rec.bytes > end - o - sizeof rec) break;
+      o += sizeof rec + (size_t)rec.bytes;
+    }
+    if (i < s->n)
+      die("checkpoint %s: %d sections, this run keeps %d; it lacks '%s' (state that a different pdl version did not "
+          "save); start over without --resume", path, h.nsec, s->n, s->sec[i].name);
+    die("checkpoint %s: %d sections, this run keeps %d (a different pdl version?)", path, h.nsec, s->n);
+  }
   for (int i = 0; i < s->n; i++) {
     snap_sec_t *x = &s->sec[i];
     snap_rec_t rec;

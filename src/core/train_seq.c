@@ -1,9 +1,10 @@
 /* train_seq.c — sequential training: one replica, one optimizer (sgd, msgd, nag, adam, asgd,
  * mvasgd). Bit-identical for a seed and thread count. Saves a checkpoint each epoch, at the last update and on
  * SIGINT/SIGTERM when --checkpoint is given; results lines are fsync'ed as written.
- * --device cuda (sgd, msgd): the same loop through kernels_cuda with the parameters, gradients
- * and momentum in device memory (the update fused into the backward, as on the CPU); they come
- * back to the host (w, o.M) only to evaluate (on the CPU), to checkpoint and at the end. */
+ * --device cuda (every optimizer): the same loop (train_state_step) through kernels_cuda, with the
+ * parameters, gradients and the optimizer's state in device memory and its updates run by the
+ * table (sgd and msgd fused into the backward, as on the CPU); they come back to the host (w and
+ * the optimizer o) only to evaluate (on the CPU), to checkpoint and at the end. */
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include "core/run.h"
 #include "rt/watchdog.h"
 
-/* The backend of --device (the registry, model.h kernels_for). */
+/* The backend of --device (the registry, contract/kernels.h kernels_for). */
 static const kernels_t *backend(const train_cfg_t *c) {
   char desc[256];
   const kernels_t *k = kernels_for(c->cuda_device, "--device", desc, sizeof desc);
@@ -31,7 +32,7 @@ int train_sequential(run_t *r) {
   int *y = xmalloc((size_t)B * sizeof(int));
   net_init_params(net, w, c->seed);
   optim_t o; optim_init(&o, kind, n, c->momentum, c->wd);
-  train_state_t d; train_state_init(&d, backend(c), w, g, o.M, n);
+  train_state_t d; train_state_init(&d, backend(c), w, g, &o);
   workspace_t ws; ws_init(&ws, net, B, r->threads, d.k, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
 
@@ -47,7 +48,7 @@ int train_sequential(run_t *r) {
     if (!c->quiet) fprintf(stderr, "pdl: resumed from %s at update %ld%s\n", c->checkpoint, step,
                            step == r->total_steps ? " (the run is complete: evaluating it)" : "");
   }
-  train_state_upload(&d, w, o.M, n);
+  train_state_upload(&d, w, &o);
   int resumed_complete = step > 0 && step == r->total_steps;
   if (r->rank == 0) {
     json_t j; run_json_common(r, &j, "config");
@@ -65,16 +66,7 @@ int train_sequential(run_t *r) {
     watchdog_context("sequential %s: step %ld of %ld", c->algo, step, r->total_steps);
     while (step == hang_at) sleep(1);
     sampler_next(&s, B, x, y);
-    const float *gp = d.device ? d.w : optim_grad_point(&o, w);  /* device: sgd/msgd, whose point is w */
-    double loss = net_forward(&ws, gp, x, y, B, 1, NULL) / B;
-    net_step_t st;   /* sgd/msgd: each layer's update runs inside the backward pass (same result) */
-    if (optim_fused_step(&o, &st, lr_at(c->lr, step, c->warmup))) {
-      st.v = d.v; /* the optimizer's momentum, or its device copy */
-      net_backward_step(&ws, d.w, d.g, y, B, 1.0f / (float)B, &st);
-    } else {
-      net_backward(&ws, gp, g, y, B, 1.0f / (float)B);
-      optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
-    }
+    double loss = train_state_step(&d, &ws, x, y, B, lr_at(c->lr, step, c->warmup));
     loss_acc += loss; loss_n++;
     r->updates = step + 1;
     r->epochs_done = (double)(step + 1) / (double)r->steps_per_epoch;
@@ -82,7 +74,7 @@ int train_sequential(run_t *r) {
     int epoch_end = (step + 1) % r->steps_per_epoch == 0;
     if (epoch_end || (c->eval_every && (step + 1) % c->eval_every == 0) || step + 1 == r->total_steps) {
       r->train_loss = loss_acc / (double)loss_n; loss_acc = 0; loss_n = 0;
-      train_state_download(&d, w, o.M, n);
+      train_state_download(&d, w, &o);
       run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
     } else if (!c->quiet) {
       progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
@@ -91,11 +83,11 @@ int train_sequential(run_t *r) {
     if (c->checkpoint[0] && (epoch_end || step + 1 == r->total_steps)) {   /* and the final state, mid-epoch too */
       pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
       pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
-      train_state_download(&d, w, o.M, n);
+      train_state_download(&d, w, &o);
       checkpoint_save(c->checkpoint, r, w, &o, &pos);
     }
   }
-  train_state_download(&d, w, o.M, n); /* what follows reads w (and o.M) on the host */
+  train_state_download(&d, w, &o); /* what follows reads w (and o) on the host */
   if (pdl_stop_signal) {
     if (c->checkpoint[0]) {
       pos.step = step; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;

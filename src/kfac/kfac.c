@@ -8,7 +8,8 @@
 #include <omp.h>
 #include <string.h>
 #include "kernels/cpu/cpu.h"
-#include "kfac/inv.h"
+#include "kernels/cpu/cpu_layers.h"
+#include "reference/ref.h"
 #ifdef PDL_HAVE_CUSOLVER
 #include "kernels/cuda/cuda_inv.h"
 #include "kernels/cuda/cuda_layers.h"
@@ -47,7 +48,7 @@ void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads)
     K->w_off = L->w_off; K->b_off = L->b_off;
     K->bundle = (size_t)K->dg * K->da + (size_t)K->da * K->da + (size_t)K->dg * K->dg;
     K->cost = pow((double)K->da, 3) + pow((double)K->dg, 3);
-    k->inverted_at[k->nl] = -1;
+    k->inverted_at[k->nl] = -1; k->folded[k->nl] = 0;
     if (K->da > k->max_da) k->max_da = K->da;
     if (K->dg > k->max_dg) k->max_dg = K->dg;
     if (K->conv) {   /* a group's patches [da][cols] and its gradients [dg][cols] */
@@ -66,8 +67,24 @@ void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads)
   k->inv_scratch = xmalloc((cpu_spd_inverse_scratch_floats(m) + 16) * sizeof(float));
 }
 
+void kfac_own(kfac_t *k, const int *mine) {
+  size_t n = 0;
+  for (int l = 0; l < k->nl; l++)
+    if (mine[l]) n += 2 * ((size_t)k->L[l].da * k->L[l].da + (size_t)k->L[l].dg * k->L[l].dg);
+  k->own_n = n;
+  k->own = xcalloc(n ? n : 1, sizeof(float));
+  float *p = k->own;
+  for (int l = 0; l < k->nl; l++) {
+    if (!mine[l]) continue;
+    size_t aa = (size_t)k->L[l].da * k->L[l].da, gg = (size_t)k->L[l].dg * k->L[l].dg;
+    SHAPE_ASSERT(!k->A[l]);
+    k->A[l] = p; p += aa; k->G[l] = p; p += gg; k->Ai[l] = p; p += aa; k->Gi[l] = p; p += gg;
+  }
+}
+
 void kfac_free(kfac_t *k) {
-  for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
+  if (k->own) xfree(k->own);
+  else for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
   xfree(k->part); xfree(k->col); xfree(k->tmp); xfree(k->dmp); xfree(k->inv_scratch);
 #ifdef PDL_HAVE_CUSOLVER
   if (k->dev_n) { cuda_free(k->dev_a); cuda_free(k->dev_inv); }   /* (no CUDA call without a device) */
@@ -258,14 +275,18 @@ int kfac_owner_update(kfac_t *k, int l, const float *bundle, long step, float *d
   int da = K->da, dg = K->dg;
   const float *Gw = bundle, *Ab = bundle + (size_t)dg * da, *Gb = Ab + (size_t)da * da;
   if (!k->Ai[l]) {
+    SHAPE_ASSERT(!k->own);   /* (kfac_own allocated every layer this process updates) */
     k->A[l] = xmalloc((size_t)da * da * sizeof(float)); k->G[l] = xmalloc((size_t)dg * dg * sizeof(float));
     k->Ai[l] = xmalloc((size_t)da * da * sizeof(float)); k->Gi[l] = xmalloc((size_t)dg * dg * sizeof(float));
+  }
+  if (!k->folded[l]) {   /* the first batch: the running factors start from it */
     memcpy(k->A[l], Ab, (size_t)da * da * sizeof(float)); memcpy(k->G[l], Gb, (size_t)dg * dg * sizeof(float));
   } else {
     float e = k->cfg.stat_decay, f = 1.0f - e;
     for (size_t i = 0; i < (size_t)da * da; i++) k->A[l][i] = e * k->A[l][i] + f * Ab[i];
     for (size_t i = 0; i < (size_t)dg * dg; i++) k->G[l][i] = e * k->G[l][i] + f * Gb[i];
   }
+  k->folded[l]++;
   int info = 0;
   if (k->inverted_at[l] < 0 || step % k->cfg.inv_every == 0) {
     double t0 = now_s();

@@ -18,7 +18,11 @@
  * (factored Tikhonov damping with the trace split, Martens & Grosse 2015 §6.3, as in the authors'
  * later chainerkfac code), then momentum SGD on ΔW (optim.c's msgd; weight decay added to ΔW).
  * Defaults follow the paper: factors from the current mini-batch only (stat_decay 0) and inverted
- * every iteration (inv_every 1); both are options.
+ * every iteration (inv_every 1); both are options. g_t is the gradient of the loss of the
+ * example's label from the data (the empirical Fisher, the paper's eq. 4), or of a label drawn
+ * from the model (--kfac-fisher sampled, Martens & Grosse §5: the caller backpropagates it before
+ * kfac_bundle, the gradient Gw staying the data's). The paper's literal Algorithm 1 (w -= lr ΔW)
+ * is the momentum step with μ 0 and no weight decay.
  *
  * The distributed form splits the work by layer: every process computes its mini-batch's bundle
  * of each layer, [Gw | A | G] (kfac_bundle), the bundles are summed over processes to their
@@ -58,9 +62,12 @@ typedef struct {
   int nl;
   kfac_layer_t L[NET_MAX_LAYERS];
   int max_da, max_dg;
-  /* owner state of layer l (allocated on first use): running factors and damped inverses */
+  /* owner state of layer l (kfac_own, or allocated on first use): running factors and damped
+   * inverses; with `folded` and `inverted_at` all that a bit-identical resume needs (kfac_own) */
   float *A[NET_MAX_LAYERS], *G[NET_MAX_LAYERS], *Ai[NET_MAX_LAYERS], *Gi[NET_MAX_LAYERS];
   long inverted_at[NET_MAX_LAYERS];      /* update of the inverses held (-1: none) */
+  long folded[NET_MAX_LAYERS];           /* mini-batch bundles folded into A and G (0: none yet) */
+  float *own; size_t own_n;              /* kfac_own: one block holding every owned layer's A, G, Ai, Gi */
   float *tmp, *dmp, *inv_scratch;        /* [max_dg][max_da]; a damped factor; the inversion's scratch */
   float *part;                           /* per-thread partial factors */
   float *col;                            /* per-thread im2col patches */
@@ -74,9 +81,17 @@ typedef struct {
 void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads);
 void kfac_free(kfac_t *k);
 
+/* Allocates the owner state of the layers with mine[l] != 0 up front, as one block of k->own_n
+ * floats at k->own (A, G, Ai, Gi of each such layer in layer order, zeros), so that a checkpoint
+ * can hold it: that block with k->folded and k->inverted_at is the whole state of the owner's
+ * updates (running factors, the inverses held between refreshes, and when they were made; the
+ * update count that schedules the refreshes is the caller's). Call once, before any update. */
+void kfac_own(kfac_t *k, const int *mine);
+
 /* Layer l's bundle [Gw | A | G] of a mini-batch of B: Gw from the flat gradient g (the batch mean),
  * A and G from ws after net_forward(train = 1) and net_backward(scale s) on that batch, with
- * ws->unfused set (the per-example loss gradients are da / s). */
+ * ws->unfused set (the per-example loss gradients are da / s; of whichever labels that backward
+ * was given: the data's, or --kfac-fisher sampled's). */
 void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
 
 /* The owner's work for layer l at update `step`, from the mean bundle: folds A and G into the

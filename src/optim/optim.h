@@ -7,11 +7,15 @@
  *   mvasgd  SGD + constant moving-rate averaging z = (1-a) z + a w; evaluated at z
  * L2 weight decay wd adds wd*w to the gradient. The gradient g is used as given (callers
  * pass the batch mean). Learning rate per step from lr_at(): constant, or linearly warmed
- * up from lr/warmup to lr over the first `warmup` steps, then held. */
+ * up from lr/warmup to lr over the first `warmup` steps, then held.
+ * Every update runs through a kernel table (contract/kernels.h: sgd_step, adam_step, nag_point,
+ * avg_step, copy): optim_init's is the CPU's (kernels_for(-1)), optim_init_on takes one, e.g. a
+ * device backend's, whose memory then holds the state vectors and must hold w and g. */
 #ifndef PDL_OPTIM_H
 #define PDL_OPTIM_H
 #include <stddef.h>
 #include <stdio.h>
+#include "contract/kernels.h"
 
 typedef enum { OPT_SGD, OPT_MSGD, OPT_NAG, OPT_ADAM, OPT_ASGD, OPT_MVASGD } opt_kind_t;
 
@@ -24,12 +28,19 @@ typedef struct {
   float *V;        /* Adam's second moment */
   float *Z;        /* averaged iterate (asgd/mvasgd) */
   float *what;     /* nag: point where the next gradient is taken */
+  const kernels_t *k; /* the backend of the updates; M, V, Z, what are its memory (k->alloc) */
 } optim_t;
 
 int optim_parse(const char *name, opt_kind_t *kind); /* 0 on success */
 const char *optim_name(opt_kind_t kind);
 void optim_init(optim_t *o, opt_kind_t kind, size_t n, float mu, float wd);
+/* The same on backend k (optim_init: the CPU's). */
+void optim_init_on(optim_t *o, opt_kind_t kind, size_t n, float mu, float wd, const kernels_t *k);
 void optim_free(optim_t *o);
+/* dst = src: the step count, the hyper-parameters and every state vector, across backends (same
+ * kind and n; one of the two in host memory): a device optimizer's state comes to the host to be
+ * evaluated or checkpointed, and goes back after a resume. */
+void optim_transfer(optim_t *dst, const optim_t *src);
 /* The parameters at which the next gradient must be computed (w, or w_hat for NAG). */
 const float *optim_grad_point(const optim_t *o, const float *w);
 /* The parameters to evaluate (test error): w, or the average for asgd/mvasgd. */
@@ -47,7 +58,8 @@ int optim_fused_step(optim_t *o, struct net_step *st, float lr);
 void optim_refresh(optim_t *o, const float *w);
 float lr_at(float lr, long step, long warmup);
 
-/* Checkpoint I/O of the state vectors that exist for this kind (fwrite/fread, checked). */
+/* Checkpoint I/O of the state vectors that exist for this kind (fwrite/fread, checked); host
+ * memory only (optim_transfer a device optimizer's state first). */
 int optim_save(const optim_t *o, FILE *f);
 int optim_load(optim_t *o, FILE *f);
 

@@ -1,8 +1,10 @@
 /* rt.h — the runtime seam. Every distributed algorithm is written once, as the programs of
  * its roles, against these operations; two runtimes implement them:
  *   real (src/rt/rt_real.c): a node is an MPI rank (or the only process without mpirun);
- *        roles inside a node are pthreads; collectives and point-to-point map to MPI; time is
- *        the wall clock; rt_compute() is a no-op (the work already took its time).
+ *        roles inside a node are pthreads; collectives go through the collective layer's seam
+ *        (src/coll/coll.h: MPI on host memory, or NCCL staged through device memory, chosen by
+ *        --coll), point-to-point maps to MPI; time is the wall clock; rt_compute() is a no-op
+ *        (the work already took its time).
  *   sim  (src/sim, libpdlsim.so, dlopen'ed): a node is a SimGrid host; roles are S4U actors on
  *        that node's hosts (device d of node i is its own host, with the device's FLOP rate);
  *        messages take the network model's time with contention; rt_compute(flops) advances the
@@ -13,8 +15,9 @@
  *    rt->ops->thread_start) and passes that role's own rt_t.
  *  - Collectives (allreduce, reduce, bcast, allgatherv, reduce_scatterv, barrier) are called
  *    by exactly ONE role per node, by all nodes, in the same order. Sums are of floats; the
- *    reduction order is the runtime's (MPI's algorithm or the sim's ring), so results agree
- *    across runtimes within float rounding, not bit for bit.
+ *    reduction order is the runtime's (MPI's or NCCL's algorithm, or the sim's ring), so results
+ *    agree across runtimes and --coll backends within float rounding, not bit for bit (at 2
+ *    nodes every sum is a + b: bit for bit).
  *  - send/recv are between the main roles of two nodes (tag < 1024), blocking, matched in
  *    order per (src, tag); recv_any receives from any node and reports the source.
  *  - Shared memory inside a node is visible to all its roles; guard it with rt mutexes
@@ -74,6 +77,10 @@ typedef struct {
 } rt_sim_cfg_t;
 
 int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv);
+/* --coll: the collective backend rt_real_run's collectives run on, "mpi" (default) or "nccl";
+ * 2 for another name. rt_real_run exits 2 on every rank, naming --coll and why, when the backend
+ * cannot start (nccl without a CUDA device, or a build without NCCL). */
+int rt_real_set_coll(const char *name);
 const rt_ops_t *rt_real_ops(void);
 /* Starts the real runtime's clock (now() = 0) for a caller that runs roles itself, in this
  * process, without rt_real_run (the emulated-staleness mode). */

@@ -1,19 +1,27 @@
 /* rt_real.c — the real runtime (see src/rt/rt.h): a node is an MPI rank (or the only process
  * without mpirun / without MPI), roles inside a node are pthreads, time is the wall clock.
  * MPI is initialised with MPI_THREAD_FUNNELED: by the seam's contract only a node's main role
- * communicates, so no two threads of a rank ever call MPI. Collectives map 1:1 to MPI
- * (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgatherv, MPI_Reduce_scatter); the parameter
- * server of the algorithms is point-to-point (send/recv/recv_any), see src/algo/ps.c. */
+ * communicates, so no two threads of a rank ever call MPI. Collectives go through the collective
+ * layer's training seam (src/coll/coll.h, coll_seam_t) on the backend rt_real_set_coll chose
+ * (--coll): mpi (default) makes the MPI calls on the algorithm's host buffers (MPI_Allreduce,
+ * MPI_Reduce, MPI_Bcast, MPI_Allgatherv, MPI_Reduce_scatter), nccl stages them through device
+ * buffers and runs NCCL; either is the backend->run() that pdl coll times. The parameter server
+ * of the algorithms is point-to-point (send/recv/recv_any), MPI always, see src/algo/ps.c. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "rt/mpi_util.h"
+#include "coll/coll.h"
+#include "coll/mpi_util.h"
 #include "rt/rt.h"
 #include "util/util.h"
 
 static double g_t0;
-static int *g_counts, *g_displs;   /* [nnodes] scratch for the v-collectives, sized once */
+static char g_coll_name[8] = "mpi";   /* --coll */
+#ifdef PDL_HAVE_MPI
+static coll_seam_t *g_coll;           /* open while rt_real_run runs */
+#endif
 
 static double r_now(rt_t *rt) { (void)rt; return now_s() - g_t0; }
 void rt_real_clock_start(void) { g_t0 = now_s(); }
@@ -47,27 +55,31 @@ static int r_recv_any(rt_t *rt, void *buf, size_t bytes, int tag) {
   CHECK_MPI(MPI_Recv(buf, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &st));
   return st.MPI_SOURCE;
 }
+/* One node without rt_real_run (the emulated-staleness mode) has no seam open: its collectives
+ * are the one-node results (nothing to sum), made locally. */
 static void r_allreduce(rt_t *rt, float *buf, size_t n) {
-  if (rt->nnodes > 1) CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  if (rt->nnodes > 1) coll_seam_allreduce(g_coll, buf, n);
 }
 static void r_reduce(rt_t *rt, float *buf, size_t n, int root) {
-  if (rt->nnodes == 1) return;
-  if (rt->node == root) CHECK_MPI(MPI_Reduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD));
-  else CHECK_MPI(MPI_Reduce(buf, NULL, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD));
+  if (rt->nnodes > 1) coll_seam_reduce(g_coll, buf, n, root);
 }
 static void r_bcast(rt_t *rt, float *buf, size_t n, int root) {
-  if (rt->nnodes > 1) CHECK_MPI(MPI_Bcast(buf, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD));
+  if (rt->nnodes > 1) coll_seam_bcast(g_coll, buf, n, root);
 }
 static void r_allgatherv(rt_t *rt, const float *mine, float *all, const size_t *counts) {
-  int off = 0;
-  for (int i = 0; i < rt->nnodes; i++) { g_counts[i] = (int)counts[i]; g_displs[i] = off; off += (int)counts[i]; }
-  CHECK_MPI(MPI_Allgatherv(mine, g_counts[rt->node], MPI_FLOAT, all, g_counts, g_displs, MPI_FLOAT, MPI_COMM_WORLD));
+  if (g_coll) coll_seam_allgatherv(g_coll, mine, all, counts);
+  else if (rt->nnodes == 1) memmove(all, mine, counts[0] * sizeof(float));
+  else die("internal: allgatherv on %d nodes outside rt_real_run", rt->nnodes);
 }
 static void r_reduce_scatterv(rt_t *rt, const float *buf, float *mine, const size_t *counts) {
-  for (int i = 0; i < rt->nnodes; i++) g_counts[i] = (int)counts[i];
-  CHECK_MPI(MPI_Reduce_scatter(buf, mine, g_counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  if (g_coll) coll_seam_reduce_scatterv(g_coll, buf, mine, counts);
+  else if (rt->nnodes == 1) memmove(mine, buf, counts[0] * sizeof(float));
+  else die("internal: reduce_scatterv on %d nodes outside rt_real_run", rt->nnodes);
 }
-static void r_barrier(rt_t *rt) { (void)rt; CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+static void r_barrier(rt_t *rt) {
+  if (g_coll) coll_seam_barrier(g_coll);
+  else if (rt->nnodes > 1) die("internal: barrier on %d nodes outside rt_real_run", rt->nnodes);
+}
 #else
 static void r_send(rt_t *rt, int dst, const void *buf, size_t bytes, int tag) {
   (void)rt; (void)dst; (void)buf; (void)bytes; (void)tag; die("send: built without MPI (one node only)");
@@ -92,19 +104,36 @@ static const rt_ops_t real_ops = {
 
 const rt_ops_t *rt_real_ops(void) { return &real_ops; }
 
+int rt_real_set_coll(const char *name) {
+  if (strcmp(name, "mpi") && strcmp(name, "nccl")) return 2;
+  snprintf(g_coll_name, sizeof g_coll_name, "%s", name);
+  return 0;
+}
+
 int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
 #ifdef PDL_HAVE_MPI
   pdl_mpi_init(argc, argv, MPI_THREAD_FUNNELED);
+  char why[512];
+  g_coll = coll_seam_open(g_coll_name, why, sizeof why);
+  if (!g_coll) {   /* every rank alike (coll_backend_nccl agrees over MPI first) */
+    if (pdl_mpi_rank() == 0) fprintf(stderr, "pdl: --coll %s: %s%s\n", g_coll_name, why,
+                                     strcmp(g_coll_name, "mpi") ? " (the default --coll mpi needs no device)" : "");
+    fflush(stderr);
+    pdl_mpi_finalize();
+    exit(PDL_EXIT_USAGE);
+  }
 #else
   (void)argc; (void)argv;
+  if (strcmp(g_coll_name, "mpi")) die_usage("--coll %s: this build has no MPI (built with NO_MPI=1), so no NCCL bootstrap", g_coll_name);
 #endif
   rt_t rt = {&real_ops, pdl_mpi_rank(), pdl_mpi_size(), -1, 1, NULL};
-  g_counts = xcalloc((size_t)rt.nnodes, sizeof(int));
-  g_displs = xcalloc((size_t)rt.nnodes, sizeof(int));
   rt.ops->barrier(&rt);
   g_t0 = now_s();
   node_main(&rt, arg);
   rt.ops->barrier(&rt);
-  xfree(g_counts); xfree(g_displs);
+#ifdef PDL_HAVE_MPI
+  coll_seam_close(g_coll);
+  g_coll = NULL;
+#endif
   return 0;
 }

@@ -2,7 +2,7 @@
  * last progress are shared with it under g_mu. The condition variable runs on CLOCK_MONOTONIC
  * so a wall-clock jump neither fires nor hides a timeout. */
 #include "rt/watchdog.h"
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@ void die_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 
 void *xmalloc(size_t bytes);            /* dies on failure; 64-byte aligned */
 void *xcalloc(size_t n, size_t size);   /* zeroed, 64-byte aligned */
 void xfree(void *p);
-/* Host memory as a kernels_t backend's workspace memory (core/model.h): zeroed bytes, free, copy. */
+/* Host memory as a kernels_t backend's workspace memory (contract/kernels.h): zeroed bytes, free, copy. */
 void *host_alloc(size_t bytes);
 void host_release(void *p);
 void host_copy(void *dst, const void *src, size_t bytes);

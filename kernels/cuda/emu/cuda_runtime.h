@@ -1,6 +1,11 @@
 // cuda_runtime.h (emulated) — host stand-in for the CUDA runtime subset kernels/cuda uses, so the GPU
 // code can be run and checked (with ASan/UBSan) on a machine without a GPU. Not built by make; see run.sh.
+// The host API part (devices, streams, memory) is C as well as C++, for the C files that call it
+// (src/coll/coll_nccl.c with the nccl.h stand-in, built by make as $(BUILD)/nccl-emu/pdl); the kernel
+// launch part below it is C++ only. One device, whose "device memory" is host memory; none when
+// CUDA_VISIBLE_DEVICES is set and empty, as with the real runtime.
 #pragma once
+#ifdef __cplusplus
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,38 +19,55 @@ inline std::mutex emu_launch_mutex; // launches from several host threads run on
 using std::min;
 using std::max;
 using std::isfinite; // a device function of the CUDA math headers, in the global namespace
+#define EMU_API inline
+#define EMU_VAR inline
+#else
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define EMU_API static inline
+#define EMU_VAR static
+#endif
+#include <unistd.h>
 typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
+enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorNoDevice = 100 };
 typedef struct emu_stream *cudaStream_t;
-enum { cudaStreamDefault = 0 };
+enum { cudaStreamDefault = 0, cudaStreamNonBlocking = 1 };
 typedef int cudaMemcpyKind;
 enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 struct cudaDeviceProp { char name[256]; int major, minor; size_t totalGlobalMem; };
+EMU_API const char *cudaGetErrorName(cudaError_t e) { return e == cudaErrorNoDevice ? "cudaErrorNoDevice" : e ? "cudaErrorInvalidValue" : "cudaSuccess"; }
+EMU_API const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorNoDevice ? "no CUDA-capable device is detected" : e ? "invalid value" : "no error"; }
+EMU_VAR int emu_streams;
+EMU_API int emu_no_device(void) { const char *v = getenv("CUDA_VISIBLE_DEVICES"); return v && !*v; }
+EMU_API cudaError_t cudaGetDeviceCount(int *n) { if (emu_no_device()) { *n = 0; return cudaErrorNoDevice; } *n = 1; return 0; }
+EMU_API cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
+EMU_API cudaError_t cudaSetDevice(int d) { return d == 0 ? 0 : 1; }
+EMU_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) { (void)d; strcpy(p->name, "host emulator"); p->major = 0; p->minor = 0; p->totalGlobalMem = 1ull << 30; return 0; }
+/* every process has its own emulated device (its own memory), so its own bus id */
+EMU_API cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d) { if (d != 0 || len < 1) return 1; snprintf(bus, (size_t)len, "emu:%ld", (long)getpid()); return 0; }
+EMU_API cudaError_t cudaGetLastError(void) { return 0; }
+EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int f) { (void)f; *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
+EMU_API cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; --emu_streams; return 0; }
+EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? 0 : 1; }
+EMU_API cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 1; }
+EMU_API cudaError_t cudaFree(void *p) { free(p); return 0; }
+EMU_API cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st) { (void)k; if (!st) return 1; memcpy(d, s, n); return 0; }
+EMU_API cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { if (!st) return 1; memset(d, v, n); return 0; }
+
+#ifdef __cplusplus
 struct dim3 { unsigned x = 0, y = 0, z = 0; };
 inline thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 #define __global__
 #define __device__
 #define __shared__ static
-inline const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorInvalidValue" : "cudaSuccess"; }
-inline const char *cudaGetErrorString(cudaError_t e) { return e ? "invalid value" : "no error"; }
-inline int emu_streams;
-inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return 0; }
-inline cudaError_t cudaGetDevice(int *d) { *d = 0; return 0; }
-inline cudaError_t cudaSetDevice(int d) { return d == 0 ? 0 : 1; }
-inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) { strcpy(p->name, "host emulator"); p->major = 0; p->minor = 0; p->totalGlobalMem = 1ull << 30; return 0; }
-inline cudaError_t cudaGetLastError() { return 0; }
 /* the round-to-nearest intrinsics: each a plain float operation here (g++ does not contract
  * across these calls at -O1 without -ffp-contract=fast on x86-64 SSE) */
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
-inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int) { *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
-inline cudaError_t cudaStreamDestroy(cudaStream_t) { --emu_streams; return 0; }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? 0 : 1; }
-inline cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 1; }
-inline cudaError_t cudaFree(void *p) { free(p); return 0; }
-inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t st) { if (!st) return 1; memcpy(d, s, n); return 0; }
-inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { if (!st) return 1; memset(d, v, n); return 0; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
 
 // Launch: blockDim.x fibers (ucontext) on the launching host thread, run round-robin by a small
 // scheduler; each fiber is one CUDA thread and walks the blocks in order; a block-wide barrier
@@ -172,3 +194,4 @@ template <class... P> emu_launcher<P...> emu_launch(void (*k)(P...), unsigned g,
   if (shm != 0 || !s) abort();
   return emu_launcher<P...>{k, g, b};
 }
+#endif  // __cplusplus

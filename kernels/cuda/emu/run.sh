@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kernels/cuda/emu/run.sh — run tests/test_cuda_layers and tests/test_cuda_inv against kernels/cuda on
+# kernels/cuda/emu/run.sh — run tests/test_cuda_layers, test_cuda_inv and test_cuda_net against kernels/cuda on
 # the CPU, for machines without a GPU. The .cu sources are compiled by g++ with the stand-in headers
 # of this folder (kernel<<<g, b, shm, s>>>(args) rewritten to emu_launch(kernel, g, b, shm, s)(args));
 # each launch runs blockDim.x fibers (ucontext, one host thread) over the blocks in order, yielding at barriers for __syncthreads
@@ -28,8 +28,11 @@ gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"em
   -o "$out/test_cuda_inv_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_inv_emu"
 # Whole training steps through kernels_cuda (cuda_table.c, model.c) against kernels_ref: a small
-# net and a few steps (tests/test_cuda_net.c with PDL_CUDA_EMU).
-gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_CUDA_EMU \
-  -Isrc -I. tests/test_cuda_net.c kernels/cuda/cuda_table.c src/core/model.c reference/*.c src/core/rng.c \
-  src/util/util.c "$out/layers.o" "$out/context.o" -o "$out/test_cuda_net_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
+# net and a few steps; every optimizer through the table (optim.c, train_state.c: pdl train
+# --device's step) against optim_step on kernels_cpu, which the registry (backend.c) hands the
+# optimizers (tests/test_cuda_net.c with PDL_CUDA_EMU).
+gcc -std=c11 $san -fopenmp -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_CUDA_EMU \
+  -Isrc -I. tests/test_cuda_net.c kernels/cuda/cuda_table.c src/core/model.c src/core/backend.c \
+  src/core/train_state.c src/optim/optim.c kernels/cpu/*.c reference/*.c src/core/rng.c src/util/util.c \
+  "$out/layers.o" "$out/context.o" -o "$out/test_cuda_net_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_net_emu"

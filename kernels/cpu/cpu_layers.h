@@ -1,61 +1,26 @@
-/* layers.h — forward/backward of every layer, declared once for each implementation:
- *   ref_*  in reference/     naive loops, the oracle (never used for training speed)
- *   cpu_*  in kernels/cpu/   im2col + OpenBLAS sgemm, OpenMP, vectorised element-wise
- *   cuda_* in kernels/cuda/  (device pointers; see kernels/cuda/cuda_layers.h)
- * Signatures are identical between implementations. Conventions:
- *   - tensors are NCHW float32, row-major; outputs first; gradient buffers prefixed d.
- *   - parameter gradients (dw, db) are ACCUMULATED (+=) so sub-batches can be summed in place;
- *     input gradients (din) are OVERWRITTEN (=), which spares a memset of every activation
- *     gradient each step. din may be NULL (first layer: input gradient not needed).
- *   - conv: stride 1, square kernel k, zero padding pad; Ho = H + 2*pad - k + 1.
- *     weights w[Co][Ci][k][k], bias b[Co].
- *   - fc: w[N][M] (out x in), b[N]; out[B][N] = in[B][M] * w^T + b.
- *   - maxpool: non-overlapping s x s windows; Ho = ceil_mode ? ceil(H/s) : floor(H/s); windows
- *     clipped at the border in ceil mode. Backward routes dout to the first maximum of each
- *     window (recomputed from in, so no index buffer is kept).
- *   - act: leaky ReLU out = in > 0 ? in : slope*in (slope 0.01 = the papers' max(a, 0.01a),
- *     slope 0 = ReLU). Backward uses out's sign, so in-place (out == in) forward is allowed.
- *   - dropout: out = in * mask, mask[i] in {0, 1/(1-p)} drawn by the caller (model.c) so the
- *     random stream stays in one place.
- *   - softmax_xent: probs = softmax(logits); returns the SUM over the batch of -log p[label]
- *     (callers divide); backward dlogits = (probs - onehot) * scale (overwritten).
- *   - scratch: per-call work memory supplied by the caller, size from *_scratch_floats().
- *     The reference ignores it. */
-#ifndef PDL_LAYERS_H
-#define PDL_LAYERS_H
+/* cpu_layers.h — the fast CPU backend's entry points (kernels/cpu/): the layer, update and
+ * inversion contracts instantiated with cpu_ (contract/layers.h, contract/inv.h), the table
+ * kernels_cpu (cpu_table.c; the rest of the tree gets it from kernels_for), and what only this
+ * backend has: the fc backward with the update fused, the fused conv kernels, the conv scratch and
+ * keep sizes, the inversion's scratch and the OpenMP thread count. Internal helpers of the
+ * kernels/cpu files are in cpu.h. */
+#ifndef PDL_KERNELS_CPU_LAYERS_H
+#define PDL_KERNELS_CPU_LAYERS_H
 #include <stddef.h>
 #include <stdint.h>
+#include "contract/inv.h"
+#include "contract/kernels.h"
+#include "contract/layers.h"
 
-#define PDL_DECLARE_LAYERS(P) \
-  void P##conv_forward(float *out, const float *in, const float *w, const float *b, \
-                       int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch); \
-  void P##conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, \
-                        const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, \
-                        float *scratch); \
-  void P##fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N); \
-  void P##fc_backward(float *din, float *dw, float *db, const float *dout, const float *in, \
-                      const float *w, int B, int M, int N); \
-  void P##maxpool_forward(float *out, const float *in, int B, int C, int H, int W, int s, int ceil_mode); \
-  void P##maxpool_backward(float *din, const float *dout, const float *in, const float *out, \
-                           int B, int C, int H, int W, int s, int ceil_mode); \
-  void P##act_forward(float *out, const float *in, size_t n, float slope); \
-  void P##act_backward(float *din, const float *dout, const float *out, size_t n, float slope); \
-  void P##dropout_forward(float *out, const float *in, const float *mask, size_t n); \
-  void P##dropout_backward(float *din, const float *dout, const float *mask, size_t n); \
-  double P##softmax_xent_forward(float *probs, const float *logits, const int *labels, int B, int N); \
-  void P##softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int N, \
-                                float scale);
-
-PDL_DECLARE_LAYERS(ref_)
 PDL_DECLARE_LAYERS(cpu_)
+/* optim_step's updates (contract/layers.h); the expressions are those of the contract, written
+ * once in cpu_elem.c (-std=c11: no FMA contraction), so every caller rounds alike. */
+PDL_DECLARE_UPDATES(cpu_)
+PDL_DECLARE_INV(cpu_)
+/* Scratch (floats) cpu_spd_inverse needs for order n, for any thread count. */
+size_t cpu_spd_inverse_scratch_floats(int n);
 
-/* The parameter update of optim_step's sgd and msgd (optim/optim.h) on n parameters, element by
- * element: gi = g + wd w (when wd != 0); then v = mu v - lr gi, w += v (v != NULL) or w -= lr gi
- * (v == NULL, plain SGD); g = 0. optim_step calls cpu_sgd_step, and the expressions are written
- * once here (-std=c11: no FMA contraction), so every caller rounds alike. net_backward_step
- * (core/model.h) runs it on each layer's parameters as soon as their gradient is complete. */
-void cpu_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
-void ref_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
+extern const kernels_t kernels_cpu;
 /* fc backward with that update fused: what cpu_fc_backward(din, dw, db, dout, in, w, B, M, N)
  * followed by cpu_sgd_step on (w, dw, vw, N*M) and (b, db, vb, N) gives, bit for bit (vw and vb
  * NULL together: plain SGD). dw and db must be zero on entry; they are zero on return. At batch 1

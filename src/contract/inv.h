@@ -1,10 +1,12 @@
-/* inv.h — inversion of symmetric positive-definite (SPD) matrices, the K-FAC factor inverses,
- * declared once for each implementation:
- *   ref_*  in reference/inv_ref.c    LAPACKE in double (dpotrf + dpotri): the oracle
- *   cpu_*  in kernels/cpu/cpu_inv.c  float, potrf + trtri + lauum as 2x2-block recursions on
- *                                    single-threaded OpenBLAS sgemm/ssyrk/strmm, threaded by our
- *                                    OpenMP (kernels/cpu/cpu.h)
- *   cuda_* in kernels/cuda/cuda_inv.cu  cuSOLVER potrf + potri (device pointers; cuda_inv.h)
+/* inv.h — the inversion contract: inversion of symmetric positive-definite (SPD) matrices, the
+ * K-FAC factor inverses, declared once through PDL_DECLARE_INV for each implementation (each
+ * instantiates it in its own header, beside what only it has):
+ *   ref_*  reference/inv_ref.c (reference/ref.h)  LAPACKE in double (dpotrf + dpotri): the oracle
+ *   cpu_*  kernels/cpu/cpu_inv.c (kernels/cpu/cpu_layers.h)  float, potrf + trtri + lauum as
+ *                                    2x2-block recursions on single-threaded OpenBLAS
+ *                                    sgemm/ssyrk/strmm, threaded by our OpenMP (kernels/cpu/cpu.h)
+ *   cuda_* kernels/cuda/cuda_inv.cu (cuda_inv.h)  cuSOLVER potrf + potri (device pointers)
+ * Below both src/ and kernels/ (ci/layering.py): it includes nothing of the project.
  *
  * =================================================================================================
  * CONVENTION
@@ -50,34 +52,9 @@
  *   potri's steps; the explicit Schur-complement recursion tried first failed at kappa = 1e6
  *   (see kernels/cpu/cpu_inv.c).
  * ================================================================================================= */
-#ifndef PDL_KFAC_INV_H
-#define PDL_KFAC_INV_H
-#include <stddef.h>
-#include <stdint.h>
+#ifndef PDL_CONTRACT_INV_H
+#define PDL_CONTRACT_INV_H
 
 #define PDL_DECLARE_INV(P) int P##spd_inverse(float *inv, const float *a, int n, float *scratch);
-
-PDL_DECLARE_INV(ref_)
-PDL_DECLARE_INV(cpu_)
-
-/* Scratch (floats) cpu_spd_inverse needs for order n, for any thread count. */
-size_t cpu_spd_inverse_scratch_floats(int n);
-
-/* The eigen variant of the reference (LAPACKE_dsyevd in double): inv = V diag(1/w) V^T.
- * Same convention; returns 0, -1 (NaN/Inf), k > 0 when the k smallest eigenvalues are <= 0 (k =
- * their count; not potrf's k, which counts leading minors), or -2 when dsyevd does not converge. */
-int ref_spd_inverse_eig(float *inv, const float *a, int n, float *scratch);
-
-/* The reference's double core (dpotrf + dpotri, both triangles written, inv == a allowed; same
- * returns): the oracle itself checked against exact inverses in double, and for double callers. */
-int ref_spd_inverse_f64(double *inv, const double *a, int n);
-
-/* A test matrix: a = Q diag(lambda) Q^T in double, Q orthogonal and Haar-distributed (Householder
- * QR of a Gaussian matrix, LAPACKE_dgeqrf + dorgqr, signs fixed by R's diagonal), eigenvalues
- * log-spaced lambda_i = cond^(-i/(n-1)), i = 0..n-1 (1 down to 1/cond; n = 1 gives [1], cond
- * cannot be met), formed by dsyrk and mirrored so a is exactly symmetric. inv_exact, when
- * not NULL, receives Q diag(1/lambda) Q^T, the exact inverse up to double rounding.
- * Deterministic for (n, cond, seed). */
-void ref_spd_random(double *a, double *inv_exact, int n, double cond, uint64_t seed);
 
 #endif

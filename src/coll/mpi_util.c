@@ -1,6 +1,6 @@
 /* mpi_util.c — see mpi_util.h. The state below is written by the main thread only (init and
  * finalize); other threads (the watchdog) only read it. */
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef PDL_HAVE_CUDA

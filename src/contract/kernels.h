@@ -1,0 +1,98 @@
+/* kernels.h — the backend contract: kernels_t, the table of one kernel backend's entry points
+ * (every layer's forward and backward, the optimizers' updates, the optional fused layers, scratch
+ * sizes, threads and workspace memory), and kernels_for, the registry that hands out a table by
+ * device. It sits below both src/core and kernels/ (ci/layering.py): the core calls a backend only
+ * through a table, each backend fills one in, and neither includes the other's headers. */
+#ifndef PDL_CONTRACT_KERNELS_H
+#define PDL_CONTRACT_KERNELS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "contract/layers.h"
+
+/* Kernel implementation table: the only door from the core (model.c, optim.c) into a backend
+ * (kernels_cpu in kernels/cpu/cpu_table.c, kernels_ref in reference/ref_table.c, kernels_cuda in
+ * kernels/cuda/cuda_table.c). The core never names a backend: it calls these entries, and asks the
+ * table for scratch sizes and workspace memory. Signatures of the layer and update entries are
+ * those of contract/layers.h. */
+typedef struct {
+  const char *name;
+  /* every layer (required) */
+  void (*conv_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
+  void (*conv_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int, int, int, int, int, float *);
+  void (*fc_forward)(float *, const float *, const float *, const float *, int, int, int);
+  void (*fc_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int);
+  void (*maxpool_forward)(float *, const float *, int, int, int, int, int, int);
+  void (*maxpool_backward)(float *, const float *, const float *, const float *, int, int, int, int, int, int);
+  void (*act_forward)(float *, const float *, size_t, float);
+  void (*act_backward)(float *, const float *, const float *, size_t, float);
+  void (*dropout_forward)(float *, const float *, const float *, size_t);
+  void (*dropout_backward)(float *, const float *, const float *, size_t);
+  double (*softmax_xent_forward)(float *, const float *, const int *, int, int);
+  void (*softmax_xent_backward)(float *, const float *, const int *, int, int, float);
+  /* fused layers (optional: NULL means the backend has none, and model.c runs the layers one by
+   * one; a backend's fused entry must give what the unfused sequence gives): conv + leaky ReLU,
+   * and conv + leaky ReLU + 2x2 max-pool where conv_act_pool_fusable says so for the shapes */
+  void (*conv_act_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int,
+                           float, float *, float *);
+  void (*conv_act_backward)(float *, float *, float *, const float *, const float *, const float *, const float *, int,
+                            int, int, int, int, int, int, float, float *, const float *);
+  int (*conv_act_pool_fusable)(int, int, int, int, int, int, int, int);
+  void (*conv_act_pool_forward)(float *, uint8_t *, const float *, const float *, const float *, int, int, int, int,
+                                int, int, float, int, float *, float *);
+  void (*conv_act_pool_backward)(float *, float *, float *, const float *, const float *, const uint8_t *,
+                                 const float *, const float *, int, int, int, int, int, int, float, int, float *,
+                                 const float *);
+  /* optional with the fused conv entries: the floats of a conv layer's keep, their last argument
+   * (cpu_conv_keep_floats; NULL: the fused entries are always given keep NULL) */
+  size_t (*conv_keep_floats)(int Ci, int H, int W, int Co, int k, int pad);
+  /* the optimizers' updates (contract/layers.h, PDL_DECLARE_UPDATES; required): sgd_step is also
+   * what net_backward_step fuses into the backward pass, and fc_backward_sgd (optional) an fc
+   * backward with it fused in, as cpu_fc_backward_sgd (NULL: fc_backward, then sgd_step on the
+   * layer's weights and bias) */
+  void (*sgd_step)(float *w, float *g, float *v, size_t n, float lr, float mu, float wd);
+  void (*adam_step)(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
+                    float wd);
+  void (*nag_point)(float *what, const float *w, const float *m, size_t n, float mu);
+  void (*avg_step)(float *z, const float *w, size_t n, float r, int ema);
+  void (*fc_backward_sgd)(float *, float *, float *, float *, float *, float *, float *, const float *, const float *,
+                          int, int, int, float, float, float);
+  /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
+  size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
+  /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */
+  void (*set_threads)(int nthreads);
+  /* wait for the calling thread's queued kernel work (an asynchronous backend; NULL: its calls
+   * are done when they return). model.c calls it around each layer only when profiling
+   * (workspace_t.prof), so that a layer's time is its own. */
+  void (*sync)(void);
+  /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
+   * upload copies host memory into workspace memory, download the reverse, copy workspace memory
+   * into workspace memory (queued like a kernel). host_memory = 1 says
+   * workspace memory is host memory (model.c may then read it directly, e.g. the probabilities
+   * for the argmax); a device backend sets 0 and model.c goes through download/upload. */
+  void *(*alloc)(size_t bytes);
+  void (*release)(void *p);
+  void (*upload)(void *dst, const void *src, size_t bytes);
+  void (*download)(void *dst, const void *src, size_t bytes);
+  void (*copy)(void *dst, const void *src, size_t bytes);
+  int host_memory;
+} kernels_t;
+/* The layer and update entries of a backend whose functions follow contract/layers.h's naming
+ * (P = cpu_, ref_), and
+ * the host-memory entries: for designated initializers of a kernels_t. */
+#define KERNELS_LAYERS(P) \
+  .conv_forward = P##conv_forward, .conv_backward = P##conv_backward, .fc_forward = P##fc_forward, \
+  .fc_backward = P##fc_backward, .maxpool_forward = P##maxpool_forward, .maxpool_backward = P##maxpool_backward, \
+  .act_forward = P##act_forward, .act_backward = P##act_backward, .dropout_forward = P##dropout_forward, \
+  .dropout_backward = P##dropout_backward, .softmax_xent_forward = P##softmax_xent_forward, \
+  .softmax_xent_backward = P##softmax_xent_backward, .sgd_step = P##sgd_step, .adam_step = P##adam_step, \
+  .nag_point = P##nag_point, .avg_step = P##avg_step
+/* (host_alloc, host_release, host_copy: util/util.h, included where the table is defined) */
+#define KERNELS_HOST_MEMORY \
+  .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .copy = host_copy, \
+  .host_memory = 1
+/* The backend registry (src/core/backend.c), the one place outside the tests that names a backend: the
+ * table for `device` (-1: the CPU; N: CUDA device N, checked, else dies naming `flag` and why;
+ * a build without CUDA dies saying so). desc (may be NULL) gets a one-line description. */
+const kernels_t *kernels_for(int device, const char *flag, char *desc, size_t len);
+
+#endif

@@ -1,0 +1,75 @@
+/* layers.h — the layer and update contract: forward/backward of every layer and the optimizers'
+ * element-wise parameter updates, declared once through macros that each backend instantiates
+ * with its prefix in its own header:
+ *   ref_*  reference/ref.h             naive loops, the oracle (never used for training speed)
+ *   cpu_*  kernels/cpu/cpu_layers.h    im2col + OpenBLAS sgemm, OpenMP, vectorised element-wise
+ *   cuda_* kernels/cuda/cuda_layers.h  (device pointers)
+ * This header sits below both src/core and kernels/ (ci/layering.py): it includes nothing of the
+ * project, and no backend's own entry points (fused kernels, scratch sizes, threads) live here.
+ * Signatures are identical between implementations. Conventions:
+ *   - tensors are NCHW float32, row-major; outputs first; gradient buffers prefixed d.
+ *   - parameter gradients (dw, db) are ACCUMULATED (+=) so sub-batches can be summed in place;
+ *     input gradients (din) are OVERWRITTEN (=), which spares a memset of every activation
+ *     gradient each step. din may be NULL (first layer: input gradient not needed).
+ *   - conv: stride 1, square kernel k, zero padding pad; Ho = H + 2*pad - k + 1.
+ *     weights w[Co][Ci][k][k], bias b[Co].
+ *   - fc: w[N][M] (out x in), b[N]; out[B][N] = in[B][M] * w^T + b.
+ *   - maxpool: non-overlapping s x s windows; Ho = ceil_mode ? ceil(H/s) : floor(H/s); windows
+ *     clipped at the border in ceil mode. Backward routes dout to the first maximum of each
+ *     window (recomputed from in, so no index buffer is kept).
+ *   - act: leaky ReLU out = in > 0 ? in : slope*in (slope 0.01 = the papers' max(a, 0.01a),
+ *     slope 0 = ReLU). Backward uses out's sign, so in-place (out == in) forward is allowed.
+ *   - dropout: out = in * mask, mask[i] in {0, 1/(1-p)} drawn by the caller (model.c) so the
+ *     random stream stays in one place.
+ *   - softmax_xent: probs = softmax(logits); returns the SUM over the batch of -log p[label]
+ *     (callers divide); backward dlogits = (probs - onehot) * scale (overwritten).
+ *   - scratch: per-call work memory supplied by the caller, size from the backend's
+ *     conv_scratch_floats (contract/kernels.h). The reference ignores it. */
+#ifndef PDL_CONTRACT_LAYERS_H
+#define PDL_CONTRACT_LAYERS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define PDL_DECLARE_LAYERS(P) \
+  void P##conv_forward(float *out, const float *in, const float *w, const float *b, \
+                       int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch); \
+  void P##conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, \
+                        const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, \
+                        float *scratch); \
+  void P##fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N); \
+  void P##fc_backward(float *din, float *dw, float *db, const float *dout, const float *in, \
+                      const float *w, int B, int M, int N); \
+  void P##maxpool_forward(float *out, const float *in, int B, int C, int H, int W, int s, int ceil_mode); \
+  void P##maxpool_backward(float *din, const float *dout, const float *in, const float *out, \
+                           int B, int C, int H, int W, int s, int ceil_mode); \
+  void P##act_forward(float *out, const float *in, size_t n, float slope); \
+  void P##act_backward(float *din, const float *dout, const float *out, size_t n, float slope); \
+  void P##dropout_forward(float *out, const float *in, const float *mask, size_t n); \
+  void P##dropout_backward(float *din, const float *dout, const float *mask, size_t n); \
+  double P##softmax_xent_forward(float *probs, const float *logits, const int *labels, int B, int N); \
+  void P##softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int N, \
+                                float scale);
+
+/* The optimizers' updates (optim/optim.h runs them through the table), element by element on n
+ * parameters in the backend's memory. Each expression is written once here, and every backend
+ * evaluates it in this order with each operation rounded on its own (C: -std=c11, no FMA
+ * contraction; CUDA: the __f*_rn intrinsics), so the backends give the same bits for the same
+ * inputs:
+ *   sgd_step   gi = g + wd w (when wd != 0, else gi = g); then v = mu v - lr gi, w += v
+ *              (v != NULL: msgd, nag) or w -= lr gi (v == NULL: sgd); g = 0.
+ *              net_backward_step (core/model.h) runs it on each layer as soon as its gradient
+ *              is complete.
+ *   adam_step  gi = g + wd w (when wd != 0); m = b1 m + (1 - b1) gi;
+ *              v = b2 v + ((1 - b2) gi) gi; w -= (a m) / (sqrt(v) + eps); g = 0
+ *              (a: the step size with the bias corrections, computed by the caller).
+ *   nag_point  what = w + mu m (the point NAG differentiates next).
+ *   avg_step   the averaged iterate: z += r (w - z) (ema 0: Polyak, asgd with r = 1/t) or
+ *              z = (1 - r) z + r w (ema 1: constant moving rate, mvasgd). */
+#define PDL_DECLARE_UPDATES(P) \
+  void P##sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd); \
+  void P##adam_step(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps, \
+                    float wd); \
+  void P##nag_point(float *what, const float *w, const float *m, size_t n, float mu); \
+  void P##avg_step(float *z, const float *w, size_t n, float r, int ema);
+
+#endif
