@@ -258,6 +258,23 @@ static void owner_times(rt_t *rt, kstats_t *st) {
   xfree(ow);
 }
 
+/* The node's snapshot: w, the momentum, the replica, and the owner's state, so that a resume is
+ * bit-identical with --kfac-stat-decay and --kfac-inv-every too: its layers' running factors and
+ * held inverses, how many batches each has folded in and the update of its inverses (the refresh
+ * schedule's other input, the update count, is the loop's); a node that owns no layer saves an
+ * empty block. */
+static void kfac_state(loop_t *L, kfac_t *k, const int *owner, int me, float *w, size_t n, optim_t *o, replica_t *rep) {
+  loop_state(L, "w", w, n * sizeof(float));
+  loop_state_optim(L, "msgd", o);
+  loop_state_replica(L, "replica", rep);
+  int owned[NET_MAX_LAYERS];
+  for (int l = 0; l < k->nl; l++) owned[l] = owner[l] == me;
+  kfac_own(k, owned);
+  loop_state(L, "kfac.factors", k->own, k->own_n * sizeof(float));
+  loop_state(L, "kfac.folded", k->folded, sizeof k->folded);
+  loop_state(L, "kfac.inverted_at", k->inverted_at, sizeof k->inverted_at);
+}
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -275,12 +292,10 @@ static void kfac_node(rt_t *rt, void *arg) {
   assign(&k, N, st.assign_lpt, st.owner, st.load);
   krates_t kr; load_rates(r, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
-
   kbuf_t B; kbuf_init(&B, &k, st.owner, N, me, st.comm_allreduce || N == 1);
   size_t *cnt_b = B.cnt_b, *cnt_w = B.cnt_w, tot_b = B.tot_b, tot_w = B.tot_w;
   float *bund = B.bund, *mine = B.mine, *upd = B.upd, *myupd = B.myupd;
   st.msg1_bytes = 4.0 * (double)tot_b; st.msg2_bytes = 4.0 * (double)tot_w;
-
   replica_t rep;
   replica_init(&rep, r, b, threads, me, N, 0, (uint64_t)me);
   rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
@@ -288,19 +303,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float)), *dw = xcalloc(n, sizeof(float));
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
-  loop_state(&L, "w", w, n * sizeof(float));
-  loop_state_optim(&L, "msgd", &o);
-  loop_state_replica(&L, "replica", &rep);
-  /* the owner's state, so that a resume is bit-identical with --kfac-stat-decay and
-   * --kfac-inv-every too: its layers' running factors and held inverses, how many batches each
-   * has folded in and the update of its inverses (the refresh schedule's other input, the update
-   * count, is the loop's); a node that owns no layer saves an empty block */
-  int owned[NET_MAX_LAYERS];
-  for (int l = 0; l < k.nl; l++) owned[l] = st.owner[l] == me;
-  kfac_own(&k, owned);
-  loop_state(&L, "kfac.factors", k.own, k.own_n * sizeof(float));
-  loop_state(&L, "kfac.folded", k.folded, sizeof k.folded);
-  loop_state(&L, "kfac.inverted_at", k.inverted_at, sizeof k.inverted_at);
+  kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
   phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0,
