@@ -2,7 +2,10 @@
 # t_bench_hermans.sh — `make bench-hermans QUICK=1` end to end, into a temporary results/plots root:
 # every H row and the Booth row exist with a verdict, the simulated rows say so, the plots are
 # rendered, and the deterministic checks hold (round-robin-free homogeneous staleness near n - 1);
-# the summarizer over the QUICK runs copied as three seeds gives the 3-seed claims 3 seeds and the spread.
+# the summarizer over the QUICK runs copied as three seeds gives the 3-seed claims 3 seeds and the spread;
+# H3b (issue 32) is judged on the center's training accuracy with Adam AEASGD workers, the thesis' per-cell
+# figures beside ours on the cells its table has (checked with the QUICK cells copied as n, lambda in
+# {10, 20}); H3c is judged on the early phase.
 # pdl-test: long
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -18,7 +21,10 @@ done
 grep '^| H[123]' "$tab" 2>/dev/null | grep -v 'lambda=\(10\|20\) diverges' | grep -q '| no results' && notok "no missing rows" "$(grep '| no results' "$tab")" || ok "no row reports missing results"
 grep '^| H1 staleness' "$tab" 2>/dev/null | grep -q 'SIMULATED' && ok "H1 row says SIMULATED" || notok "H1 simulated label" "$(grep '^| H1' "$tab")"
 grep '^| H1 staleness' "$tab" 2>/dev/null | grep -q '| consistency check (true by construction: .*; the rule holds[;)]' && ok "homogeneous staleness near n - 1 (a consistency check)" || notok "H1 verdict" "$(grep '^| H1 stal' "$tab")"
-grep '^| H3 AGN vs AEASGD' "$tab" 2>/dev/null | grep -q '| not comparable (' && ok "H3b not comparable" || notok "H3b verdict" "$(grep '^| H3 AGN' "$tab")"
+grep '^| H3 AGN vs AEASGD' "$tab" 2>/dev/null | grep "training accuracy" | grep "adam workers lr 1e-3 and alpha 0.05" | grep -Eq '\| (agrees|disagrees|inconclusive)[ |]' \
+  && ok "H3b judged: training accuracy, Adam AEASGD workers, alpha 0.05" || notok "H3b verdict" "$(grep '^| H3 AGN' "$tab")"
+grep '^| H3c at n=' "$tab" 2>/dev/null | grep -c 'worst train loss in the first 25%' | grep -q '^2$' && ok "H3c rows give the early phase's worst train loss" \
+  || notok "H3c early phase" "$(grep '^| H3c' "$tab")"
 grep '^| Booth' "$tab" 2>/dev/null | grep -q 'agrees' && ok "Booth: asynchronous EASGD converges" || notok "Booth" "$(grep '^| Booth' "$tab")"
 for p in staleness momentum curves efficiency throughput adag-scaling; do
   [ -s "$T/out/hermans-$p.png" ] && [ -s "$T/out/hermans-$p.pdf" ] && ok "plot hermans-$p png+pdf" || notok "plot hermans-$p" "missing"
@@ -62,4 +68,14 @@ sys.exit(1 if bad else 0)
 PY
 grep '^H3 AGN vs AEASGD' "$R3/rows.tsv" | grep -q 'to .*3 seeds)' && ok "H3b's table cell gives the spread over 3 seeds" \
   || notok "H3b cell" "$(grep '^H3 AGN' "$R3/rows.tsv")"
+# the thesis beside ours: the QUICK grid's 4 cells renamed to (10, 10), (10, 20), (20, 10), (20, 20)
+RT=$T/thesis/hermans; mkdir -p "$RT/runs"; cp "$RUNS"/*.jsonl "$RT/runs/"; rm -f "$RT/runs"/h3b-*.jsonl
+set -- $(ls "$RUNS"/h3b-agn-*.jsonl | sed 's/.*h3b-agn-//; s/\.jsonl$//' | sort -V)
+for c in "$1:n10-l10" "$2:n10-l20" "$3:n20-l10" "$4:n20-l20"; do
+  for a in agn aeasgd; do cp "$RUNS/h3b-$a-${c%%:*}.jsonl" "$RT/runs/h3b-$a-${c#*:}.jsonl"; done
+done
+python3 bench/hermans/summarize.py "$RT" "$RT/runs" "${sargs[@]}" > "$T/st.out" 2>&1
+grep '^H3 AGN vs AEASGD' "$RT/rows.tsv" 2>/dev/null | grep -q "beside the thesis' table on the same 4 cells (AGN ahead in 3 of them): ours (thesis) n10/l10 [0-9.]* (1.009), n10/l20 [0-9.]* (1.003), n20/l10 [0-9.]* (0.983), n20/l20 [0-9.]* (1.022); the same side of 1 in [0-4] of 4" \
+  && awk '!/^#/ {print NF}' "$RT/h3b-efficiency.dat" | sort -u | grep -qx 4 \
+  && ok "H3b: the thesis' per-cell figures beside ours on the cells its table has" || notok "H3b beside the thesis" "$(grep '^H3 AGN' "$RT/rows.tsv"; tail -3 "$T/st.out")"
 finish

@@ -8,6 +8,10 @@
 #     (async EASGD / DOWNPOUR with --ps-order round-robin: bit for bit; EASGD-sync: collectives
 #     sum in runtime-specific order, so within float rounding);
 #   DOWNPOUR with a huge learning rate is stopped and reported as diverged at a step;
+#   easgd --worker-opt (issue 32, Hermans' AEASGD): the default is Alg. 1's SGD (== --worker-opt sgd
+#     bit for bit); with adam the first window's commit is the hand-computed x0 + alpha (x_3 - x0),
+#     x_3 from core adam, on both runtimes; p = 3 round-robin: sim == real bit for bit, != sgd; Adam's
+#     state survives a SIGINT + resume (bit-identical end) and a resume with another --worker-opt is refused;
 #   bad flags exit 2.
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -22,7 +26,7 @@ same() { # same NAME A B: bit-identical parameter dumps
 # x~ = x0, d = alpha (x_1 - x0), so the center ends at x0 + alpha (x_1 - x0) = x0 - alpha eta g0.
 PDL_DUMP_PARAMS=$T/x0.bin "$PDL" train "${S[@]}" --algo sgd --lr 0 --steps 1 >/dev/null
 PDL_DUMP_PARAMS=$T/x1.bin "$PDL" train "${S[@]}" --algo sgd --lr 0.1 --steps 1 >/dev/null
-hand() { python3 - "$T/x0.bin" "$T/x1.bin" "$1" 0.3 <<'PY'
+hand() { python3 - "$T/x0.bin" "${2:-$T/x1.bin}" "$1" 0.3 <<'PY'
 import struct, sys
 def r(p):
     d = open(p, 'rb').read(); return struct.unpack('%df' % (len(d) // 4), d)
@@ -76,6 +80,48 @@ tail -1 "$T/easgd-sim.out" | grep -q '"runtime":"sim","simulated":true' && ok "s
 tp=$(tail -1 "$T/easgd-sim.out" | jget time_s)
 python3 -c "import sys; sys.exit(0 if 0 < float('$tp') < 10 else 1)" && ok "sim time is the simulated time ($tp s)" || notok "sim time" "$tp"
 
+# --- easgd --worker-opt (Hermans' AEASGD: Adam workers) ----------------------------------------------
+# default = sgd: Alg. 1 as before (the hand step above), and an explicit --worker-opt sgd is the same run
+PDL_DUMP_PARAMS=$T/easgd-sgd-sim.bin "$PDL" train "${S[@]}" "${K[@]}" --runtime sim --platform "links:k=4,bw=1Gbps,lat=0.05ms" \
+  --algo easgd --worker-opt sgd --tau 3 --lr 0.05 --ps-order round-robin >/dev/null 2>&1
+same "easgd --worker-opt sgd == easgd without it (the default is Alg. 1) bit for bit" "$T/easgd-sim.bin" "$T/easgd-sgd-sim.bin"
+# p = 1, tau = 3, K = 4: the elastic step at t = 0 moves nothing, the worker takes 3 Adam steps from x0,
+# then at t = 3 commits alpha (x_3 - x0): the center ends at x0 + alpha (x_3 - x0), x_3 = core adam's
+PDL_DUMP_PARAMS=$T/x3adam.bin "$PDL" train "${S[@]}" --algo adam --lr 0.01 --steps 3 >/dev/null
+for rtm in real sim; do
+  A=(--algo easgd --worker-opt adam --tau 3 --alpha 0.3 --lr 0.01 --steps 4)
+  if [ $rtm = real ]; then PDL_DUMP_PARAMS=$T/adam-$rtm.bin MPIRUN -np 2 "$PDL" train "${S[@]}" "${A[@]}" >"$T/adam-$rtm.out" 2>&1
+  else PDL_DUMP_PARAMS=$T/adam-$rtm.bin "$PDL" train "${S[@]}" "${SIM[@]}" "${A[@]}" >"$T/adam-$rtm.out" 2>&1; fi
+  read -r err moved < <(hand "$T/adam-$rtm.bin" "$T/x3adam.bin" 2>/dev/null)
+  if [ -n "$err" ] && within "$err" 1e-6 && ! within "$moved" 1e-3 && tail -1 "$T/adam-$rtm.out" | grep -q '"worker_opt":"adam"'; then
+    ok "easgd --worker-opt adam ($rtm): center = x0 + alpha (x_3 - x0), x_3 three core Adam steps (max err $err)"
+  else notok "easgd --worker-opt adam hand step ($rtm)" "err=$err moved=$moved $(tail -2 "$T/adam-$rtm.out")"; fi
+done
+PDL_DUMP_PARAMS=$T/easgd-adam-real.bin MPIRUN -np 4 "$PDL" train "${S[@]}" "${K[@]}" --algo easgd --worker-opt adam --tau 3 --lr 0.01 \
+  --alpha 0.05 --ps-order round-robin >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/easgd-adam-sim.bin "$PDL" train "${S[@]}" "${K[@]}" --runtime sim --platform "links:k=4,bw=1Gbps,lat=0.05ms" \
+  --algo easgd --worker-opt adam --tau 3 --lr 0.01 --alpha 0.05 --ps-order round-robin >/dev/null 2>&1
+same "easgd --worker-opt adam p=3 tau=3 round-robin: sim center == real center bit for bit" "$T/easgd-adam-real.bin" "$T/easgd-adam-sim.bin"
+PDL_DUMP_PARAMS=$T/easgd-sgd2-sim.bin "$PDL" train "${S[@]}" "${K[@]}" --runtime sim --platform "links:k=4,bw=1Gbps,lat=0.05ms" \
+  --algo easgd --tau 3 --lr 0.01 --alpha 0.05 --ps-order round-robin >/dev/null 2>&1
+[ -s "$T/easgd-sgd2-sim.bin" ] && ! cmp -s "$T/easgd-adam-sim.bin" "$T/easgd-sgd2-sim.bin" && ok "easgd --worker-opt adam differs from sgd" \
+  || notok "easgd adam vs sgd" "the same parameters (or no dump)"
+
+# Adam's state is the worker's checkpointed optimizer state: a sim run (round-robin) stopped by SIGINT
+# and resumed ends bit-identical to the uninterrupted one; a resume with another --worker-opt is refused
+R=(train "${S[@]}" --algo easgd --worker-opt adam --lr 0.01 --alpha 0.05 --runtime sim --platform "links:k=3,bw=1Gbps,lat=0.05ms"
+   --ps-order round-robin --steps 1200 --eval-every 100 --tau 4)
+PDL_DUMP_PARAMS=$T/ra.bin "$PDL" "${R[@]}" >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/rb.bin "$PDL" "${R[@]}" --results "$T/rb.jsonl" --checkpoint "$T/rck" >/dev/null 2>&1 & p=$!
+for i in $(seq 200); do c=$(grep -c '"event":"eval"' "$T/rb.jsonl" 2>/dev/null); [ "${c:-0}" -ge 3 ] && break; sleep 0.05; done
+kill -INT $p 2>/dev/null; wait $p
+st=$(tail -1 "$T/rb.jsonl" | jget steps_per_worker)
+PDL_DUMP_PARAMS=$T/rb.bin "$PDL" "${R[@]}" --results "$T/rb.jsonl" --checkpoint "$T/rck" --resume >/dev/null 2>&1
+if [ -s "$T/rb.bin" ] && cmp -s "$T/ra.bin" "$T/rb.bin" && python3 -c "import sys; sys.exit(0 if 0 < float('${st:-0}') < 1200 else 1)"; then
+  ok "easgd --worker-opt adam (sim): SIGINT at $st steps per worker + resume == uninterrupted, bit for bit"
+else notok "easgd adam resume" "stopped at '$st' steps; $(maxdiff "$T/ra.bin" "$T/rb.bin" 2>/dev/null)"; fi
+expect_exit 1 "resume with another --worker-opt (the checkpoint names adam)" "$PDL" "${R[@]/adam/sgd}" --checkpoint "$T/rck" --resume
+
 # --- divergence -------------------------------------------------------------------------------------
 out=$("$PDL" train "${S[@]}" --steps 200 "${SIM[@]}" --platform "links:k=3,bw=1Gbps,lat=0.05ms" --algo downpour --tau 16 --lr 50 2>/dev/null | tail -1)
 if [ "$(echo "$out" | jget diverged)" = True ] && [ "$(echo "$out" | jget diverged_at)" -lt 200 ]; then
@@ -86,6 +132,8 @@ else notok "divergence" "$out"; fi
 expect_exit 2 "easgd without a server node" "$PDL" train "${S[@]}" --algo easgd --steps 2
 expect_exit 2 "--ps-order bad" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --ps-order fifo
 expect_exit 2 "--tau 0" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --tau 0
+expect_exit 2 "eamsgd --worker-opt (its local step is Nesterov by definition)" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo eamsgd --worker-opt adam
+expect_exit 2 "easgd --worker-opt bad" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --worker-opt rmsprop
 expect_exit 2 "--alpha 2" "$PDL" train "${S[@]}" "${SIM[@]}" --platform "links:k=2,bw=1Gbps" --algo easgd --alpha 2
 expect_exit 2 "sim platform of one node" "$PDL" train "${S[@]}" --runtime sim --platform "links:k=1,bw=1Gbps" --algo downpour
 expect_exit 2 "seq-nag on two nodes" "$PDL" train "${S[@]}" --runtime sim --platform "links:k=2,bw=1Gbps" --algo seq-nag --steps 2

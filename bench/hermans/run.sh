@@ -10,11 +10,21 @@
 #           1 server host of RATE GFLOP/s each on links of BW / LAT (SimGrid; the numerics are
 #           real, time is simulated); the server's throughput on the REAL runtime (MPI ranks here).
 #           H1/H2 (staleness, momentum: many commits, few epochs): the thesis' MLP (`hermans-mlp`),
-#           a quarter epoch per run. H3 (convergence over (n, lambda)): what matters is how many
+#           a quarter epoch per run. H3a (DOWNPOUR at n = 10, 20 and lambda > 1 at n = 10): the
+#           thesis' net and the thesis' 5 epochs split over n workers ("DOWNPOUR ... will only use
+#           5 epochs", thesis Ch. 4 sec:agn_experimental_validation), NET_H3A = hermans-mlp,
+#           EPOCHS_H3A = 5 (issue 32, item 3).
+#           H3b/H3c (convergence over (n, lambda)): what matters is how many
 #           commits each worker makes (local steps / lambda), so we keep the thesis' structure,
 #           EPOCHS_H3 = 20 epochs split over n workers (thesis: 40), on the MLP at 1/8 width
 #           (NET_H3 = 784-128-256-128-10: 40 epochs of the full MLP for 37 runs would take ~15 h
 #           here); the grid {10, 20, 30, 40}^2 (GRID_N, GRID_L; the thesis' step of 5 doubles it).
+#           H3b's AEASGD is the thesis' (experiments/easgd_experiments.py: dist-keras AEASGD,
+#           worker_optimizer 'adam', learning_rate 0.01, rho 5): Adam workers at AGN's lr (Keras'
+#           default 1e-3) and alpha = rho * learning_rate = 0.05 (H3B_ALPHA); its temporal
+#           efficiency integrates the center's training accuracy (eval lines' train_err: the first
+#           NTEST training examples). H3c evaluates EVALS_H3C (50) times per run, so the early phase
+#           (the first 25%) on which ADAG vs AGN is judged has points in it.
 # SEEDS (full bench "1 2 3", QUICK 1): the seeds of the runs the claims with seeds = 3 in
 # bench/claims/hermans.toml read (issue 31): h1-n* (H3a-full), h3a (H3a sub-claims), the whole h3b
 # grid (H3b) and h3c's AGN and ADAG (H3c); 3 + 5 + 32 + 2 = 42 runs per seed. Seed 1 keeps the plain
@@ -22,12 +32,18 @@
 # adding a seed reuses the runs of the others; the done marks of h1, h3a, h3b, h3c name their seeds.
 # Seed 1 only: h1het (H1-het), h2 (H2), h3c's DynSGD (shown, read by no claim), Booth and the server
 # throughput (deterministic or seeds = 1 in the registry).
-# Budget: the full bench took 10.6 min at 1 seed on 2 cores. Timed here (AMD EPYC, one core, CPU
+# Budget (before issue 32's items 2-4): the full bench took 10.6 min at 1 seed on 2 cores. Timed here (AMD EPYC, one core, CPU
 # seconds): an H3 grid cell 17.6 s (AGN) + 14.7 s (AEASGD), h3a at lambda = 1 23 s, h1-n10 on the
 # full MLP 34 s (n = 20, 40 diverge within seconds); a seed adds ~700 CPU s, ~6 min on 2 cores, so
 # seeds 2 and 3 bring the bench to ~23 min, inside the ~45 min budget: nothing a claim reads was
 # shrunk (no subgrid for the extra seeds; the grid, epochs and nets are those of seed 1). Only the
-# runs no 3-seed claim reads stay at seed 1 (above).
+# runs no 3-seed claim reads stay at seed 1 (above). Issue 32 moves H3a to the full MLP for 5 epochs.
+# Timed here (CPU s, one core, 10000 + 10000 examples per evaluation, 1.75 s each): n = 10, lambda = 1
+# trains 11.6 s a quarter epoch, so 5 epochs + 11 evaluations ~250 s; lambda = 5 and 10 (fewer
+# commits) ~17 s a half epoch, ~175-195 s a run (they do not stop: the center's loss swings to ~100
+# and back, under the 1000 bound); n = 20 diverges within seconds. ~800 CPU s of H3a per seed
+# against ~115 for the 1/8-width h3a it replaces: +~2100 CPU s over 3 seeds, and H3c's 50
+# evaluations +~90: ~+18 min on 2 cores, ~41 min in all (estimated from these timings, not run).
 # QUICK=1 (make test): 1/8-width MLP everywhere, few epochs, a 2 x 2 grid, n up to 16 (~20 s).
 set -u
 cd "$(dirname "$0")/../.."
@@ -35,19 +51,23 @@ source bench/lib.sh
 bench_init hermans
 if [ -n "$QUICK" ]; then
   NET=${NET:-"relu F128 F256 F128 S10"}; NET_H3=${NET_H3:-$NET}; EPOCHS=${EPOCHS:-1}; GRID_N=${GRID_N:-"4 8"}; GRID_L=${GRID_L:-"2 4"}
+  NET_H3A=${NET_H3A:-$NET_H3}; EPOCHS_H3A=${EPOCHS_H3A:-$EPOCHS}
   H1_N=${H1_N:-"4 8"}; H2_N=${H2_N:-"2 4 8"}; H3A_N=${H3A_N:-8}; H3A_NDIV=${H3A_NDIV:-16}; H3A_L=${H3A_L:-"4"}
-  H3C_N=${H3C_N:-8}; TP_N=${TP_N:-"1 2 4"}; NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-16000}; SEEDS=${SEEDS:-1}
+  H3C_N=${H3C_N:-8}; TP_N=${TP_N:-"1 2 4"}; NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-16000}; SEEDS=${SEEDS:-1}; EVALS_H3C=${EVALS_H3C:-20}
 else
   NET=${NET:-hermans-mlp}; NET_H3=${NET_H3:-"relu F128 F256 F128 S10"}; EPOCHS=${EPOCHS:-20}
+  NET_H3A=${NET_H3A:-$NET}; EPOCHS_H3A=${EPOCHS_H3A:-5}   # the thesis' DOWNPOUR runs: its net, 5 epochs
   GRID_N=${GRID_N:-"10 20 30 40"}; GRID_L=${GRID_L:-"10 20 30 40"}
   H1_N=${H1_N:-"10 20 40"}; H2_N=${H2_N:-"2 4 8 16 32"}; H3A_N=${H3A_N:-10}; H3A_NDIV=${H3A_NDIV:-20}; H3A_L=${H3A_L:-"5 10 20"}
   H3C_N=${H3C_N:-30}; TP_N=${TP_N:-"1 2 4 8 16 32 40"}; NTEST=${NTEST:-10000}; TRAIN=${TRAIN:-0}; SEEDS=${SEEDS:-"1 2 3"}
 fi
 DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-128}; LR=${LR:-0.001}; GAMMA=${GAMMA:-1e-4}
 RATE=${RATE:-100Gf}; BW=${BW:-10Gbps}; LAT=${LAT:-0.1ms}; JOBS=${JOBS:-2}
+H3B_ALPHA=${H3B_ALPHA:-0.05}; EVALS_H3C=${EVALS_H3C:-50}   # AEASGD's alpha = rho * learning_rate = 5 * 0.01 (the thesis)
 SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
 # runs live in a directory named by the settings, so runs of other settings are never mixed in
-SIG=$(echo "$NET $NET_H3 $EPOCHS $GRID_N $GRID_L $H1_N $H2_N $H3A_N $H3A_NDIV $H3A_L $H3C_N $NTEST $TRAIN $DATA $BATCH $LR $GAMMA $RATE $BW $LAT" | md5sum | cut -c1-8)
+SIG=$(echo "$NET $NET_H3 $EPOCHS $GRID_N $GRID_L $H1_N $H2_N $H3A_N $H3A_NDIV $H3A_L $H3C_N $NTEST $TRAIN $DATA $BATCH $LR $GAMMA $RATE $BW $LAT" \
+      "$NET_H3A $EPOCHS_H3A aeasgd=adam,alpha=$H3B_ALPHA,te=train $EVALS_H3C" | md5sum | cut -c1-8)
 RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
 
@@ -57,7 +77,7 @@ h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in 
   rm -f "$RUNS/$name.jsonl"
   local ntrain=${TRAIN/#0/60000} total ev
   total=$(python3 -c "print(max(1, int($ep * $ntrain / $BATCH)))")
-  ev=$(( total / 10 > 0 ? total / 10 : 1 ))
+  ev=$(( total / ${H_EVALS:-10} > 0 ? total / ${H_EVALS:-10} : 1 ))   # H_EVALS evaluations after the one at step 0
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   local plat="links:k=$((n + 1)),bw=$BW,lat=$LAT,rate=$RATE" gam=()
   case $algo in adag*) gam=(--gamma "$GAMMA") ;; esac   # only ADAG reads gamma (pdl refuses unread flags)
@@ -90,27 +110,29 @@ h2() { # implicit momentum at the center: DOWNPOUR (lambda = 1, plain SGD worker
   done
   mv "$f.tmp" "$f"
 }
-h3a() { # DOWNPOUR (lambda = 1) at n = 10 and 20; n = 10 at larger lambda
-  local H_NET=$NET_H3
+h3a() { # DOWNPOUR (lambda = 1) at n = 10 and 20; n = 10 at larger lambda: the thesis' net and epochs
+  local H_NET=$NET_H3A
   local l s x names=()
   for s in $SEEDS; do x=$(sfx "$s")
-    SEED=$s h_run "h3a-n$H3A_N-l1$x" downpour-lambda "$H3A_N" 1 "$EPOCHS"; SEED=$s h_run "h3a-n$H3A_NDIV-l1$x" downpour-lambda "$H3A_NDIV" 1 "$EPOCHS"
+    SEED=$s h_run "h3a-n$H3A_N-l1$x" downpour-lambda "$H3A_N" 1 "$EPOCHS_H3A"; SEED=$s h_run "h3a-n$H3A_NDIV-l1$x" downpour-lambda "$H3A_NDIV" 1 "$EPOCHS_H3A"
     names+=("h3a-n$H3A_N-l1$x" "h3a-n$H3A_NDIV-l1$x")
-    for l in $H3A_L; do SEED=$s h_run "h3a-n$H3A_N-l$l$x" downpour-lambda "$H3A_N" "$l" "$EPOCHS"; names+=("h3a-n$H3A_N-l$l$x"); done
+    for l in $H3A_L; do SEED=$s h_run "h3a-n$H3A_N-l$l$x" downpour-lambda "$H3A_N" "$l" "$EPOCHS_H3A"; names+=("h3a-n$H3A_N-l$l$x"); done
   done
   h_wait "${names[@]}"
 }
-h3b() { # AGN vs asynchronous EASGD over the (n, lambda) grid
+h3b() { # AGN vs asynchronous EASGD over the (n, lambda) grid; AEASGD as the thesis ran it: Adam workers
+       # (lr LR, as AGN's) and alpha = H3B_ALPHA
   local H_NET=$NET_H3
   local n l s x names=()
   for s in $SEEDS; do x=$(sfx "$s"); for n in $GRID_N; do for l in $GRID_L; do
-    SEED=$s h_run "h3b-agn-n$n-l$l$x" agn "$n" "$l" "$EPOCHS"; SEED=$s h_run "h3b-aeasgd-n$n-l$l$x" easgd "$n" "$l" "$EPOCHS" --lr 0.05
+    SEED=$s h_run "h3b-agn-n$n-l$l$x" agn "$n" "$l" "$EPOCHS"; SEED=$s h_run "h3b-aeasgd-n$n-l$l$x" easgd "$n" "$l" "$EPOCHS" --worker-opt adam --alpha "$H3B_ALPHA"
     names+=("h3b-agn-n$n-l$l$x" "h3b-aeasgd-n$n-l$l$x")
   done; done; done
   h_wait "${names[@]}"
 }
-h3c() { # AGN alone vs ADAG at n = 30 (lambda = (n + #layers) / 2, the thesis' heuristic)
-  local H_NET=$NET_H3
+h3c() { # AGN alone vs ADAG at n = 30 (lambda = (n + #layers) / 2, the thesis' heuristic); EVALS_H3C
+        # evaluations per run: the early phase is judged
+  local H_NET=$NET_H3 H_EVALS=$EVALS_H3C
   local l=$(( (H3C_N + 4) / 2 )) s x names=("h3c-dynsgd-n$H3C_N")
   for s in $SEEDS; do x=$(sfx "$s")
     SEED=$s h_run "h3c-agn-n$H3C_N$x" agn "$H3C_N" "$l" "$EPOCHS"; SEED=$s h_run "h3c-adag-n$H3C_N$x" adag "$H3C_N" "$l" "$EPOCHS"
@@ -143,7 +165,8 @@ throughput() { # the server on the REAL runtime: commits/s and bytes/s vs n (MPI
 ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of h1, h3a, h3b, h3c name their seeds
 done_or_run h1-$SIG$ST h1 && done_or_run h2-$SIG h2 && done_or_run h3a-$SIG$ST h3a && done_or_run h3b-$SIG$ST h3b && done_or_run h3c-$SIG$ST h3c \
   && done_or_run booth booth && done_or_run throughput throughput || exit 1
-python3 bench/hermans/summarize.py "$RES" "$RUNS" "${QUICK:+quick}" "$NET" "$DATA" "$RATE" "$BW" "$LAT" "$EPOCHS" "$NET_H3" "$SEEDS" || exit 1
+python3 bench/hermans/summarize.py "$RES" "$RUNS" "${QUICK:+quick}" "$NET" "$DATA" "$RATE" "$BW" "$LAT" "$EPOCHS" "$NET_H3" "$SEEDS" \
+  "$NET_H3A" "$EPOCHS_H3A" "$NTEST" || exit 1
 while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
 for p in staleness momentum curves efficiency throughput adag-scaling; do render_plot "plots/hermans-$p.gp"; done
 table_print

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS NET_H3 [SEEDS] — reads the runs
+"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS NET_H3 [SEEDS [NET_H3A EPOCHS_H3A NTEST]] — reads the runs
 of bench/hermans/run.sh and writes the .dat files plots/hermans-*.gp read, and rows.tsv (id, thesis,
 ours, data set, real/simulated, verdict) for the table. This script derives metrics only; every
 verdict comes from bench/verdict.py applying bench/claims/hermans.toml (verdicts.json/.md beside
 rows.tsv). SEEDS ("1 2 3"; default "1"): the seeds run.sh ran; seed 1's runs have plain names, seed
 s > 1's the suffix "-sS" (h3b-agn-n10-l10-s2). The claims the registry asks 3 seeds for (H3a, H3b,
 H3c) get one set of metrics per seed that has the runs; the text, the plots and the seed-1 claims
-(H1, H2, ...) read seed 1. Stdlib only."""
+(H1, H2, ...) read seed 1. NET_H3A, EPOCHS_H3A: H3a's net and epochs (default NET_H3, EPOCHS); NTEST: the
+evaluation subsets' size (the center's training accuracy is taken on the first NTEST training
+examples; default 10000). Stdlib only."""
 import glob
 import json
 import math
@@ -14,17 +16,19 @@ import os
 import re
 import sys
 
-if len(sys.argv) not in (11, 12) or sys.argv[1] in ("-h", "--help"):
+if len(sys.argv) not in (11, 12, 15) or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
     sys.exit(0 if len(sys.argv) == 2 else 2)
 RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS, NET_H3 = sys.argv[1:11]
 SEEDS = [int(x) for x in (sys.argv[11].split() if len(sys.argv) > 11 else ["1"])] or [1]
+NET_H3A, EPOCHS_H3A, NTEST = sys.argv[12:15] if len(sys.argv) > 12 else (NET_H3, EPOCHS, "10000")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import verdict  # noqa: E402
 V = verdict.Session("hermans", RES, quick=bool(QUICK))
 SIM = "SIMULATED: n worker hosts + 1 server of %s on %s / %s links (SimGrid), real numerics" % (RATE, BW, LAT)
 DS = "%s%s, net %s, a quarter epoch per run" % (DATA, " (subset, QUICK)" if QUICK else "", NET)
 DS3 = "%s%s, net %s, %s epochs split over the n workers" % (DATA, " (subset, QUICK)" if QUICK else "", NET_H3, EPOCHS)
+DS3A = "%s%s, net %s, %s epochs split over the n workers" % (DATA, " (subset, QUICK)" if QUICK else "", NET_H3A, EPOCHS_H3A)
 rows = []
 
 
@@ -177,15 +181,15 @@ def h3a_failed(ks):
     """claim()'s metrics (one per seed) and seeds for the sub-claim on cell ks[0] ("failed" per seed)."""
     return dict(zip(("metrics", "seeds"), per_seed(lambda sd: {"failed": div(ks[0], h3a_s[sd])} if ks and ks[0] in h3a_s[sd] else None)))
 for cid, ks, lab in (("H3a-n10-l1", k10, "n=%d, lambda=1 converges" % n_min), ("H3a-n20-l1", k20, "n=%d, lambda=1 diverges" % n_max)):
-    row("H3a DOWNPOUR %s (net %s)" % (lab, NET_H3), "lambda=1 converges at n=10, diverges at n=20", ours3a, DS3, SIM,
-        V.claim(cid, **h3a_failed(ks), mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab, plot="plots/out/hermans-curves.png"))
+    row("H3a DOWNPOUR %s (net %s)" % (lab, NET_H3A), "lambda=1 converges at n=10, diverges at n=20", ours3a, DS3A, SIM,
+        V.claim(cid, **h3a_failed(ks), mode=SIM, data_set=DS3A, label="H3a DOWNPOUR " + lab, plot="plots/out/hermans-curves.png"))
 for cid, want in (("H3a-n10-l5", 5), ("H3a-n10-l10", 10), ("H3a-n10-l20", 20)):
     idx = {5: 0, 10: 1, 20: 2}[want]
     l = ls[idx] if idx < len(ls) else None
     ks = [k for k in h3a if l is not None and nl(k) == (n_min, l)]
     lab = "n=%d, lambda=%s diverges" % (n_min, l if l is not None else want)
-    row("H3a DOWNPOUR %s" % lab, "at n=10 DOWNPOUR diverges for lambda = 5, 10, 20", ours3a, DS3, SIM,
-        V.claim(cid, **h3a_failed(ks), mode=SIM, data_set=DS3, label="H3a DOWNPOUR " + lab))
+    row("H3a DOWNPOUR %s" % lab, "at n=10 DOWNPOUR diverges for lambda = 5, 10, 20", ours3a, DS3A, SIM,
+        V.claim(cid, **h3a_failed(ks), mode=SIM, data_set=DS3A, label="H3a DOWNPOUR " + lab))
 # the full-width evidence: the H1 runs (AGN with lambda = 1 = DOWNPOUR with lambda = 1) on NET
 def h3a_full(sd):
     d = h1 if sd == 1 else runs("h1-n", sd)
@@ -200,8 +204,19 @@ row("H3a DOWNPOUR full width (net %s): n=%s" % (NET, "/".join(map(str, ns))), "l
     full or "not run", DS, SIM, V.claim("H3a-full", mf, seeds=sf, mode=SIM, data_set=DS))
 
 # ---- H3b: AGN vs AEASGD, temporal efficiency ---------------------------------------------------
+# The thesis' eq. (temporal efficiency): E(a, b) = int_0^m f_a(t) dt / int_0^m f_b(t) dt, f the
+# training accuracy, m the shorter of the two training times. Ours: f = the center's accuracy on the
+# first NTEST training examples (eval lines' train_err), t the simulated time, trapezoids between
+# the evaluations (the start and every tenth of the run).
+# The thesis' own per-cell figures on our grid (chapter_accumulated_gradient_normalization.tex,
+# table:agn_temporal_efficiency, the 7 x 7 grid of n, lambda in 10..40 step 5): AGN ahead (> 1) in
+# 10 of these 16 cells = 62.5% (69.73% over its 7 x 7 grid, as its caption states).
+THESIS_TE = {(10, 10): 1.009, (10, 20): 1.003, (10, 30): 0.988, (10, 40): 0.990,
+             (20, 10): 0.983, (20, 20): 1.022, (20, 30): 1.007, (20, 40): 0.997,
+             (30, 10): 0.926, (30, 20): 1.045, (30, 30): 1.012, (30, 40): 1.005,
+             (40, 10): 1.044, (40, 20): 1.027, (40, 30): 0.997, (40, 40): 1.009}
 def area(ev, tmax):
-    pts = sorted((d["time_s"], 1.0 - d["test_err"]) for d in ev if d.get("test_err") is not None)
+    pts = sorted((d["time_s"], 1.0 - d["train_err"]) for d in ev if d.get("train_err") is not None)
     a = 0.0
     for (t0, y0), (t1, y1) in zip(pts, pts[1:]):
         if t0 >= tmax:
@@ -211,8 +226,8 @@ def area(ev, tmax):
         a += 0.5 * (y0 + y1) * (t1 - t0)
     return a
 def h3b(sd):
-    """[n, lambda, temporal efficiency AGN / AEASGD] per grid cell of seed sd, the cells AGN wins, the cells."""
-    grid, wins, total = [], 0, 0
+    """{(n, lambda): temporal efficiency AGN / AEASGD} of seed sd's grid cells."""
+    cells = {}
     for k in sorted(runs("h3b-agn-", sd)):
         n, l = int(k.split("-n")[1].split("-")[0]), int(k.split("-l")[1])
         ke = "h3b-aeasgd-n%d-l%d" % (n, l)
@@ -221,45 +236,105 @@ def h3b(sd):
             continue
         T = min(max(d["time_s"] for d in ea), max(d["time_s"] for d in ee))
         a, b = area(ea, T), area(ee, T)
-        r = a / b if b > 0 else float("nan")
-        grid.append([n, l, r]); total += 1; wins += r > 1
-    return grid, wins, total
-grid, wins, total = h3b(1)
-mb, sb = per_seed(lambda sd: (lambda g: {"wins": g[1], "total": g[2]} if g[2] else None)(h3b(sd)))
-dat("h3b-efficiency.dat", "n lambda temporal_efficiency(AGN / AEASGD)", grid)
-row("H3 AGN vs AEASGD", "AGN ahead of asynchronous EASGD in 69.73% of the (n, lambda) configurations (temporal efficiency)",
-    "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s%s" % (wins, total, 100.0 * wins / max(1, total),
-    sorted({int(g[0]) for g in grid}), sorted({int(g[1]) for g in grid}),
-    seeds_txt(sb, ": AGN ahead in %s" % ", ".join("%d of %d" % (m["wins"], m["total"]) for m in mb or []))) if total else "not run",
-    DS3 + "; AGN with Adam lr 1e-3, AEASGD with its local SGD lr 0.05 (EASGD paper Alg. 1)", SIM,
-    V.claim("H3b", mb if total else None, seeds=sb if total else None, mode=SIM, data_set=DS3,
+        cells[(n, l)] = a / b if b > 0 else float("nan")
+    return cells
+def h3b_metrics(cells):
+    """wins (cells AGN is ahead), total, and on the cells the thesis' table has: how many, and in how
+    many ours and the thesis' agree on who is ahead (shown; the rule reads wins and total)."""
+    if not cells:
+        return None
+    common = [c for c in cells if c in THESIS_TE]
+    return {"wins": sum(1 for r in cells.values() if r > 1), "total": len(cells),
+            "thesis_cells": len(common), "thesis_wins": sum(1 for c in common if THESIS_TE[c] > 1),
+            "same_side": sum(1 for c in common if (cells[c] > 1) == (THESIS_TE[c] > 1))}
+h3b_s = {sd: h3b(sd) for sd in SEEDS}
+cells1 = h3b_s.get(1) or h3b(1)
+mb, sb = per_seed(lambda sd: h3b_metrics(h3b_s[sd]))
+wins = sum(1 for r in cells1.values() if r > 1); total = len(cells1)
+# one .dat row per cell: n lambda ours (mean over the seeds that ran it) thesis (0: not in its table)
+grid = []
+for c in sorted(cells1):
+    rs = [h3b_s[sd][c] for sd in SEEDS if c in h3b_s[sd]]
+    grid.append([c[0], c[1], sum(rs) / len(rs), THESIS_TE.get(c, 0.0)])
+dat("h3b-efficiency.dat", "n lambda temporal_efficiency(AGN / AEASGD, training accuracy, mean over %d seed(s)) thesis(0: not in its table)" % len(sb or [1]), grid)
+aea = next(iter(runs("h3b-aeasgd-").values()), {})
+tcells = [c for c in sorted(cells1) if c in THESIS_TE]
+ours3b = "not run"
+if total:
+    ours3b = "AGN ahead in %d of %d configurations (%.0f%%); grid n x lambda in %s x %s%s" % (
+        wins, total, 100.0 * wins / total, sorted({c[0] for c in cells1}), sorted({c[1] for c in cells1}),
+        seeds_txt(sb, ": AGN ahead in %s" % ", ".join("%d of %d" % (m["wins"], m["total"]) for m in mb or [])))
+    if tcells:
+        ours3b += ("; beside the thesis' table on the same %d cells (AGN ahead in %d of them): ours (thesis) %s; "
+                   "the same side of 1 in %d of %d" % (
+            len(tcells), sum(1 for c in tcells if THESIS_TE[c] > 1),
+            ", ".join("n%d/l%d %.3f (%.3f)" % (c[0], c[1], g[2], THESIS_TE[c]) for c in tcells for g in grid if (g[0], g[1]) == c),
+            sum(1 for g in grid if (g[0], g[1]) in THESIS_TE and (g[2] > 1) == (g[3] > 1)), len(tcells)))
+DS3B = DS3 + ("; temporal efficiency on the center's training accuracy (the first %s training examples), simulated time; "
+              "AGN with Adam lr 1e-3, AEASGD with %s workers lr 1e-3 and alpha %s (the thesis' rho 5 x learning_rate 0.01)" % (
+                  NTEST, aea.get("worker_opt", "?"), "%.3g" % aea["alpha"] if "alpha" in aea else "?"))
+row("H3 AGN vs AEASGD", "AGN ahead of asynchronous EASGD in 69.73% of the (n, lambda) configurations (temporal efficiency); "
+    "on our 4 x 4 grid the thesis' own table gives 10 of 16 = 62.5%", ours3b, DS3B, SIM,
+    V.claim("H3b", mb if total else None, seeds=sb if total else None, mode=SIM, data_set=DS3B,
             plot="plots/out/hermans-efficiency.png"))
 
 # ---- H3c: AGN alone vs ADAG at n = 30 ----------------------------------------------------------
+# Judged on the early phase (issue 32, item 4): the thesis' figure shows AGN's center diverging in
+# the initial phase and recovering, ADAG's not. Per run: the center's training loss at step 0 and
+# its worst (largest) training loss over the evaluations after step 0 in the first EARLY of the
+# planned epochs; "diverged early" = that worst loss above the loss at step 0 (or the run stopped).
+EARLY = 0.25
 h3c = runs("h3c-")
+def early(name):
+    """(loss at step 0, worst loss after step 0 in the first EARLY of the run) of run `name`; None without evals."""
+    ev = [d for d in evals(name) if d.get("train_loss") is not None]
+    if not ev:
+        return None
+    ep = float(EPOCHS)
+    start = [d["train_loss"] for d in ev if d["updates"] == 0]
+    phase = [d["train_loss"] for d in ev if 0 < d["updates"] and d["epoch"] <= EARLY * ep + 1e-9]
+    if not start or not phase:
+        return None
+    bad_ = [x for x in phase if not (x == x and x < 1e300)]
+    return start[0], (float("inf") if bad_ else max(phase))
 def c_desc(k):
-    s = h3c[k]
-    return "%s: %s, test err %.3f" % (s["algo"], "diverged at commit %s" % s.get("diverged_at") if s["diverged"] else "converged", s["test_err"])
+    s = h3c[k]; e = early(k)
+    return "%s: %s, test err %.3f%s" % (s["algo"], "diverged at commit %s" % s.get("diverged_at") if s["diverged"] else "converged",
+                                       s["test_err"], "; worst train loss in the first %d%% %.3f (start %.3f)" % (100 * EARLY, e[1], e[0]) if e else "")
 agn = [k for k in h3c if "-agn-" in k]; adag = [k for k in h3c if "-adag-" in k]
 bad = lambda s_: bool(s_["diverged"] or s_["test_err"] > FAILED_ERR)
 n3 = h3c[agn[0]]["workers"] if agn else "?"
 h3c_s = {sd: runs("h3c-", sd) for sd in SEEDS}
-for cid, ks, lab in (("H3c-agn", agn, "AGN alone diverges"), ("H3c-adag", adag, "ADAG does not diverge")):
-    key = "agn_failed" if cid == "H3c-agn" else "adag_failed"
-    mc, sc = per_seed(lambda sd: {key: bad(h3c_s[sd][ks[0]])} if ks and ks[0] in h3c_s[sd] else None)
-    row("H3c at n=%s: %s" % (n3, lab), "with n = 30, AGN alone diverges early and ADAG does not",
-        ("; ".join(c_desc(k) for k in sorted(h3c)) + seeds_txt(sc, ": %s failed in %d, test err %.3f-%.3f" % (
-            h3c[ks[0]]["algo"], sum(m[key] for m in mc), min(h3c_s[sd][ks[0]]["test_err"] for sd in sc),
-            max(h3c_s[sd][ks[0]]["test_err"] for sd in sc)) if sc else "")) or "not run",
-        DS3 + "; lambda = (n + 4) / 2, gamma 1e-4", SIM,
+def c_metrics(sd, key, ks):
+    if not ks or ks[0] not in h3c_s[sd]:
+        return None
+    e = early(ks[0] + sfx(sd))
+    m = {key + "_failed": bad(h3c_s[sd][ks[0]])}
+    if e:
+        m.update({key + "_loss0": e[0], key + "_early_max": min(e[1], 1e308)})
+    return m
+for cid, ks, lab in (("H3c-agn", agn, "AGN alone diverges early"), ("H3c-adag", adag, "ADAG does not diverge early")):
+    key = "agn" if cid == "H3c-agn" else "adag"
+    mc, sc = per_seed(lambda sd: c_metrics(sd, key, ks))
+    spread = ""
+    if sc and len(sc) > 1:
+        ems = [m.get(key + "_early_max") for m in mc]
+        spread = seeds_txt(sc, ": %s worst early train loss %s; failed at the end in %d" % (
+            h3c[ks[0]]["algo"], ", ".join("%.3f" % x if x is not None else "-" for x in ems), sum(m[key + "_failed"] for m in mc)))
+    row("H3c at n=%s: %s" % (n3, lab), "with n = 30, AGN alone diverges early (then recovers) and ADAG does not",
+        ("; ".join(c_desc(k) for k in sorted(h3c)) + spread) or "not run",
+        DS3 + "; lambda = (n + 4) / 2, gamma 1e-4; early phase: the first %d%% of the epochs, the center's train loss on the "
+              "first %s training examples" % (100 * EARLY, NTEST), SIM,
         V.claim(cid, mc if ks else None, seeds=sc if ks else None, mode=SIM, data_set=DS3, label="H3c at n=%s: %s" % (n3, lab)))
 mid = sorted(grid, key=lambda g: (abs(g[0] - 20), abs(g[1] - 20)))[:1]   # the thesis' example n = 20, lambda = 20
 pick = list(h3c) + list(h3a) + (["h3b-agn-n%d-l%d" % (mid[0][0], mid[0][1]), "h3b-aeasgd-n%d-l%d" % (mid[0][0], mid[0][1])] if mid else [])
 for k in pick:
     ev = evals(k)
     if ev:
-        dat("curve-%s.dat" % k, "time_s test_acc epoch",
-            [[float(d["time_s"]), 1.0 - (d["test_err"] if d["test_err"] is not None else 1.0), float(d["epoch"])] for d in ev])
+        dat("curve-%s.dat" % k, "time_s test_acc epoch train_acc(the center, first %s training examples) train_loss" % NTEST,
+            [[float(d["time_s"]), 1.0 - (d["test_err"] if d["test_err"] is not None else 1.0), float(d["epoch"]),
+              1.0 - (d["train_err"] if d.get("train_err") is not None else 1.0),
+              float(d["train_loss"]) if d.get("train_loss") is not None else float("nan")] for d in ev])
 with open(os.path.join(RES, "curves.txt"), "w") as f:
     f.write(" ".join(sorted(os.path.basename(p)[6:-4] for p in glob.glob(os.path.join(RES, "curve-*.dat")))) + "\n")
 row("H3 ADAG scaling", "ADAG's scaling factor for gamma in {1e-3, 1e-4, 1e-5}", "plotted: 1 / (gamma^-1 e^2 + 1) against the per-weight distance e",

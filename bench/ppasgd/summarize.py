@@ -2,7 +2,10 @@
 """summarize.py RESDIR TABLE_TSV [quick] - derives gnuplot .dat files from results/ppasgd/*.jsonl
 and appends the P1-P4 paper-vs-ours rows to TABLE_TSV (id, paper, ours, data set, real/simulated,
 verdict). Reads results only; never runs anything. Missing experiments give a 'not run' row. It derives
-metrics only: every verdict comes from bench/verdict.py applying bench/claims/ppasgd.toml."""
+metrics only: every verdict comes from bench/verdict.py applying bench/claims/ppasgd.toml.
+SEEDS (environment, default "1"): the seeds bench/ppasgd/run.sh ran for P2 and P3; seed 1's runs have
+plain names, seed s > 1's the suffix "-sS" (p2-ppasgd-S9-s2). P2 and P3 hand the engine one set of
+metrics per seed that has the runs; the rows' text, the .dat files and the plots read seed 1."""
 import glob, json, math, os, sys
 
 if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
@@ -15,7 +18,31 @@ import verdict  # noqa: E402
 V = verdict.Session("ppasgd", res, quick=quick)
 TARGET2 = float(os.environ.get("TARGET2", "0.4"))
 TARGET4 = float(os.environ.get("TARGET4", "0.35"))
+SEEDS = [int(x) for x in os.environ.get("SEEDS", "1").split()] or [1]
 rows = []
+
+
+def sfx(seed):
+    """The run-name suffix of seed `seed` (bench/ppasgd/run.sh: seed 1 plain, others "-sS")."""
+    return "" if seed == 1 else "-s%d" % seed
+
+
+def per_seed(f):
+    """(metrics per seed, seeds) over SEEDS, f(seed) -> metrics or None (that seed lacks the runs)."""
+    got = [(sd, f(sd)) for sd in SEEDS]
+    got = [(sd, m) for sd, m in got if m is not None]
+    return [m for _, m in got], [sd for sd, _ in got]
+
+
+def seeds_txt(seeds, extra=""):
+    """' (seed 1 shown; N seeds...)' where more than one seed has the runs, else ''."""
+    return " (seed 1 shown; %d seeds%s)" % (len(seeds), extra) if len(seeds) > 1 else ""
+
+
+def rng(xs, f="%.3f"):
+    """'lo-hi' of the numbers in xs (None left out), 'never' when none."""
+    xs = [x for x in xs if x is not None]
+    return (f + "-" + f) % (min(xs), max(xs)) if xs else "never"
 
 
 def load(name):
@@ -92,6 +119,27 @@ for name in ["p2-ssgd"] + ["p2-%s-S%d" % (a, S) for S in (3, 9, 27) for a in ("a
     dat(name, "epoch test_err updates", [(e["epoch"], e["test_err"], e["updates"]) for e in r["evals"]
                                          if e.get("test_err") is not None])
 ss = curves.get("p2-ssgd")
+
+
+def p2_metrics(a, p):
+    """P2's metrics of one seed's ASGD and PP-ASGD runs at one S."""
+    ua, _ = first_reach(a["evals"], TARGET2, "updates")
+    up, _ = first_reach(p["evals"], TARGET2, "updates")
+    fa, fp = a["summary"]["test_err"], p["summary"]["test_err"]
+    mean = lambda ev: sum(e["test_err"] for e in ev) / max(1, len(ev))
+    sp = (ua / up) if ua and up else None
+    return {"mean_err_pp": mean(p["evals"]), "mean_err_asgd": mean(a["evals"]), "faster": bool((up and not ua) or (sp and sp >= 2)),
+            "final_pp": fp if fp is not None else 1, "final_asgd": fa if fa is not None else 1}
+
+
+def p2_seed(S, sd):
+    if sd == 1:
+        a, p = curves.get("p2-asgd-dist-S%d" % S), curves.get("p2-ppasgd-S%d" % S)
+    else:
+        a, p = load("p2-asgd-dist-S%d%s" % (S, sfx(sd))), load("p2-ppasgd-S%d%s" % (S, sfx(sd)))
+    return p2_metrics(a, p) if a and p and a["summary"] and p["summary"] else None
+
+
 for S in (3, 9, 27):
     a, p = curves.get("p2-asgd-dist-S%d" % S), curves.get("p2-ppasgd-S%d" % S)
     claim = {3: "S=3: PP-ASGD and ASGD alike", 9: "S=9: PP-ASGD lower for the first 7 epochs",
@@ -109,16 +157,26 @@ for S in (3, 9, 27):
         TARGET2, ua if ua else "never", up if up else "never", (" (%.1fx)" % sp) if sp else "",
         fa if fa is not None else float("nan"), " (diverged)" if a["summary"].get("diverged") else "",
         fp if fp is not None else float("nan"), " (diverged)" if p["summary"].get("diverged") else "", ma, mp)
-    faster = bool((up and not ua) or (sp and sp >= 2))
+    m2, s2 = per_seed(lambda sd: p2_seed(S, sd))
+    ours += seeds_txt(s2, ": final err ASGD %s, PP %s; mean err over curve ASGD %s, PP %s" % (
+        rng([m["final_asgd"] for m in m2]), rng([m["final_pp"] for m in m2]),
+        rng([m["mean_err_asgd"] for m in m2]), rng([m["mean_err_pp"] for m in m2])))
     row("P2 S=%d" % S, claim, ours, dset(a), "real (emulated staleness)",
-        V.claim("P2-S%d" % S, {"mean_err_pp": mp, "mean_err_asgd": ma, "faster": faster, "final_pp": fp if fp is not None else 1,
-                               "final_asgd": fa if fa is not None else 1},
-                mode="real (emulated staleness)", data_set=dset(a), plot="plots/out/ppasgd-p2.png"))
+        V.claim("P2-S%d" % S, m2, seeds=s2, mode="real (emulated staleness)", data_set=dset(a), plot="plots/out/ppasgd-p2.png"))
+
+
+def p2_ssgd(sd):
+    r = ss if sd == 1 else load("p2-ssgd" + sfx(sd))
+    return {"updates_to_target": first_reach(r["evals"], TARGET2, "updates")[0]} if r and r["summary"] else None
+
+
 if ss:
     us, _ = first_reach(ss["evals"], TARGET2, "updates")
+    mS, sS = per_seed(p2_ssgd)
     row("P2 SSGD", "SSGD drops fastest early", "SSGD reaches err %.2f after %s updates; final %.3f" % (
-        TARGET2, us if us else "never", ss["summary"]["test_err"]), dset(ss), "real",
-        V.claim("P2-SSGD", {"updates_to_target": us}, mode="real", data_set=dset(ss), plot="plots/out/ppasgd-p2.png"))
+        TARGET2, us if us else "never", ss["summary"]["test_err"]) + seeds_txt(sS, ": updates to err %.2f %s" % (
+            TARGET2, rng([m["updates_to_target"] for m in mS], "%d"))), dset(ss), "real",
+        V.claim("P2-SSGD", mS, seeds=sS, mode="real", data_set=dset(ss), plot="plots/out/ppasgd-p2.png"))
 
 # ---- P3 ----
 a, p = load("p3-asgd-dist"), load("p3-ppasgd")
@@ -133,8 +191,16 @@ if a and p:
         sa.get("S_bar", float("nan")), sp_.get("S_bar", float("nan")), TARGET4,
         "%.3g s" % ta if ta else "never", "%.3g s" % tp if tp else "never", (" (%.1fx)" % (ta / tp)) if ta and tp else "")
     m3 = "SIMULATED time (SimGrid, 4x8 devices at %s GFLOP/s), real numerics" % sa.get("device_rate", "?")
+
+    def p3_seed(sd):
+        ra, rp = (a, p) if sd == 1 else (load("p3-asgd-dist" + sfx(sd)), load("p3-ppasgd" + sfx(sd)))
+        if not (ra and rp and ra["summary"] and rp["summary"]):
+            return None
+        return {"t_asgd": first_reach(ra["evals"], TARGET4)[0], "t_pp": first_reach(rp["evals"], TARGET4)[0]}
+    m3s, s3 = per_seed(p3_seed)
+    ours += seeds_txt(s3, ": ASGD/PP %s" % rng([m["t_asgd"] / m["t_pp"] if m["t_asgd"] and m["t_pp"] else None for m in m3s], "%.2fx"))
     row("P3", "32 GPUs, S_bar ~ 8.5: PP-ASGD ~2x faster than ASGD to top-5 err 0.2",
-        ours, dset(a), m3, V.claim("P3", {"t_asgd": ta, "t_pp": tp}, mode=m3, data_set=dset(a), plot="plots/out/ppasgd-p3.png"))
+        ours, dset(a), m3, V.claim("P3", m3s, seeds=s3, mode=m3, data_set=dset(a), plot="plots/out/ppasgd-p3.png"))
 else:
     row("P3", "PP-ASGD ~2x faster than ASGD", "not run", "-", "SIMULATED", V.claim("P3"))
 

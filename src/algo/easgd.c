@@ -9,6 +9,13 @@
  *
  *   easgd        Alg. 1: if tau | t_i { x~ pulled; d = alpha (x_i - x~); x_i -= d; master
  *                x~ += d (PUSH) }; x_i -= eta (g(x_i) + l2 x_i); t_i++.
+ *                --worker-opt (easgd only; default sgd, Alg. 1 as above): the worker's own step
+ *                between elastic steps is msgd / nag (mu = --momentum) or adam instead, as
+ *                dist-keras' AEASGDWorker runs Keras' train_on_batch with the worker optimizer
+ *                (Hermans' AEASGD: Adam, alpha = rho * learning_rate = 5 * 0.01). The elastic step
+ *                is unchanged and the optimizer's state (momentum, Adam's moments and step count)
+ *                is kept across it, as Keras' set_weights keeps it; NAG re-derives its look-ahead
+ *                point from the moved x_i.
  *   eamsgd       Alg. 2: the same elastic step, then the core's Nesterov step with mu = delta:
  *                v = delta v - eta g(x_i + delta v); x_i += v.
  *   easgd-sync   eq. 5-6 with period tau, through collectives (bcast x~, reduce the d_i): every
@@ -40,6 +47,7 @@
  * counts local steps summed over workers, "master_clock" commits. Time: simulated on the sim
  * runtime; wall minus evaluation on the real one (the server pauses serving while it evaluates). */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include "algo/algo.h"
 #include "algo/ps.h"
@@ -49,8 +57,14 @@ typedef enum { K_EASGD, K_EASGD_SYNC, K_EAMSGD, K_DOWNPOUR, K_MDOWNPOUR, K_ADOWN
 
 #define MVADOWNPOUR_RATE 0.001f   /* the paper's constant moving rate (Sec. 5.2) */
 
+/* easgd's own option (OD_ALGO, in train_cfg_t.algo_opts): the workers' local optimizer. Its own
+ * descriptor, not the shared od_worker_opt (opts.c): that one defaults to adam (agn's workers). */
+typedef struct { char worker_opt[16]; } ea_opts_t;
+
 typedef struct {
   ea_kind_t kind;
+  opt_kind_t wopt;       /* the workers' local optimizer: sgd (Alg. 1), nag (EAMSGD), --worker-opt (easgd) */
+  float wmu;             /* its momentum: delta (EAMSGD), --momentum (easgd with msgd / nag) */
   int p, tau;
   float alpha, delta;
   long K;                /* local steps per worker */
@@ -69,6 +83,13 @@ static void ea_setup(ea_t *A, const job_t *job, int nnodes) {
   A->alpha = c->alpha >= 0 ? c->alpha : c->beta / (float)A->p;   /* alpha = beta / p */
   A->delta = c->delta;
   A->K = r->total_steps;
+  A->wopt = A->kind == K_EAMSGD ? OPT_NAG : OPT_SGD;
+  A->wmu = A->delta;
+  if (A->kind == K_EASGD) {
+    const ea_opts_t *o = (const ea_opts_t *)c->algo_opts;
+    if (optim_parse(o->worker_opt, &A->wopt)) die_usage("train: --worker-opt '%s'", o->worker_opt);
+    if (A->wopt != OPT_SGD) A->wmu = c->momentum;
+  }
 }
 
 /* ---- what the server adds to the eval lines and the summary ---------------------------------- */
@@ -96,6 +117,7 @@ static void ea_summary_json(json_t *j, const loop_t *L, void *arg) {
   double steps = (double)A->total / A->p;
   json_int(j, "nodes", L->rt->nnodes); json_int(j, "workers", A->p); json_int(j, "tau", A->tau);
   json_num(j, "alpha", A->alpha); json_num(j, "beta", A->p * A->alpha); json_num(j, "delta", A->delta);
+  if (A->kind == K_EASGD) json_str(j, "worker_opt", optim_name(A->wopt));
   json_num(j, "steps_per_worker", steps); json_int(j, "master_clock", A->master_clock);
   json_num(j, "time_per_step_s", steps > 0 ? L->t_end / steps : 0.0);
   json_str(j, "eval_point", A->kind == K_ADOWNPOUR || A->kind == K_MVADOWNPOUR ? "average" : "center");
@@ -178,7 +200,7 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
   rep.overlap = 1;   /* sim: gradients on the helper pool; safe, nothing writes x or g while the role computes */
-  optim_t o; optim_init(&o, A->kind == K_EAMSGD ? OPT_NAG : OPT_SGD, n, A->delta, c->wd);
+  optim_t o; optim_init(&o, A->wopt, n, A->wmu, c->wd);   /* SGD (Alg. 1), NAG (EAMSGD) or --worker-opt */
   ps_client_t pc; ps_client_init(&pc, rt, n);
   ps_req_t q; memset(&q, 0, sizeof q);
   double lsum = 0; int ls = 0, stop = 0, bad = 0, stopped = 0;
@@ -197,7 +219,7 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
       const float *xc = pc.reply;
       float alpha = A->alpha;
       for (size_t i = 0; i < n; i++) { buf[i] = alpha * (x[i] - xc[i]); x[i] -= buf[i]; }   /* x_i -= alpha (x_i - x) */
-      if (A->kind == K_EAMSGD) optim_refresh(&o, x);
+      if (o.kind == OPT_NAG) optim_refresh(&o, x);  /* the look-ahead from the moved x_i; other state kept */
       q.steps = 0; q.loss_sum = 0;
       ps_push(&pc, &q, buf);                         /* x~ += alpha (x_i - x) */
       rt->ops->work(rt, 4.0 * n * 5);
@@ -208,7 +230,7 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
       if (c->wd != 0) vec_axpy(g, c->wd, x, n);
       vec_axpy(buf, -lr, g, n);
       vec_axpy(x, -lr, g, n);
-    } else optim_step(&o, x, g, lr);                 /* x_i -= eta g(x_i), or EAMSGD's Nesterov step */
+    } else optim_step(&o, x, g, lr);                 /* x_i -= eta g(x_i), EAMSGD's Nesterov step, or --worker-opt's */
     rt->ops->work(rt, 4.0 * n * 6);
     t++; lsum += loss; ls++;
     loop_advance(&L, t, 0);
@@ -311,8 +333,13 @@ static void easgd_node(rt_t *rt, void *arg) {
   else ea_worker(rt, job, &A);
 }
 
+#define EO(field) OD_ALGO, offsetof(ea_opts_t, field), sizeof(((ea_opts_t *)0)->field)
+static const char *const ea_worker_opts[] = {"sgd", "msgd", "nag", "adam", NULL};
+static const optdef_t od_ea_worker_opt = {"--worker-opt", OD_STR, 0, 0, ea_worker_opts, "sgd", "O",
+  "easgd: the workers' own step between elastic steps: sgd (Alg. 1) | msgd | nag | adam (Hermans' AEASGD), its state kept across them",
+  EO(worker_opt), 1, NULL};
 #define EA_OPTS ALGO_OPTS_DIST, &od_tau, &od_with_replacement
-static const optdef_t *const ea_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_order, NULL};
+static const optdef_t *const ea_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_order, &od_ea_worker_opt, NULL};
 static const optdef_t *const ea_sync_opts[] = {EA_OPTS, &od_alpha, &od_beta, NULL};
 static const optdef_t *const eam_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_order, &od_delta, NULL};
 static const optdef_t *const dp_opts[] = {EA_OPTS, &od_ps_order, NULL};

@@ -28,6 +28,7 @@
  * bit-identical to SSGD with one worker (f_0 = NAG). Its checkpoints (epoch ends, a signal) hold
  * w, M, the ring of w_hat and the replica, and a resumed run is bit-identical. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "algo/algo.h"
 #include "algo/pp.h"
@@ -71,7 +72,19 @@ typedef struct {
   long t;                    /* updates done */
   double t0, win_t0, win_g0; long win_u0;   /* F_U, F_G over the window since the last eval */
   pp_probe_t probe; int probe_on, probe_skipped;
+  int ph_on; double ph_t, ph[6];   /* PDL_PP_PHASES=1: the update role's time per phase (analysis) */
 } pp_stats_t;
+
+/* PDL_PP_PHASES=1 (an analysis, off by default: then one branch per phase and no clock read):
+ * the update role's time (simulated on the sim runtime) is split into the phases below, summed
+ * over updates; the summary prints their means per update as "update_phase_s". */
+enum { PH_GATHER, PH_GATHER_WORK, PH_ALLREDUCE, PH_STEP, PH_STEP_WORK, PH_REST, PH_N };
+static const char *const ph_name[PH_N] = {"gather_wait", "gather_work", "allreduce", "step_wait", "step_work", "rest"};
+static void pp_phase(rt_t *rt, pp_stats_t *s, int k) {
+  if (!s->ph_on) return;
+  double t = rt->ops->now(rt);
+  s->ph[k] += t - s->ph_t; s->ph_t = t;
+}
 
 static void pp_eval_json(json_t *j, const loop_t *L, void *arg) {
   pp_stats_t *s = arg;
@@ -93,6 +106,13 @@ static void pp_summary_json(json_t *j, const loop_t *L, void *arg) {
   json_numf(j, "F_U", s->F_U, 6); json_numf(j, "F_G", s->F_G, 6);
   json_numf(j, "B_bar", s->t > 0 ? s->total_sub / s->t : 0.0, 6);
   json_num(j, "time_per_update_s", L->r->updates ? tt / (double)L->r->updates : 0.0);
+  if (s->ph_on && s->t > 0) {
+    char b[512]; int o = 0;
+    for (int k = 0; k < PH_N; k++)
+      o += snprintf(b + o, sizeof b - (size_t)o, "%s\"%s\":%.6g", k ? "," : "{", ph_name[k], s->ph[k] / (double)s->t);
+    snprintf(b + o, sizeof b - (size_t)o, "}");
+    json_raw(j, "update_phase_s", b);
+  }
   if (s->probe_on) pp_probe_json(&s->probe, j);
   else {
     json_int(j, "pred_n", 0);
@@ -132,7 +152,15 @@ static pp_role_t *pp_roles_init(rt_t *rt, job_t *job, int threads, float *const 
   }
   return roles;
 }
-static void pp_roles_state(loop_t *L, pp_role_t *roles, int G, size_t n) {
+/* The node's snapshot: w, w_hat, the momentum, the staleness counts, every grad role's D_g with
+ * its count and loss sum, and its replica. */
+static void pp_state(loop_t *L, pp_stats_t *st, float *w, float *what0, optim_t *o, pp_role_t *roles, int G, size_t n) {
+  loop_state(L, "w", w, n * sizeof(float));
+  loop_state(L, "w_hat", what0, n * sizeof(float));
+  loop_state_optim(L, "msgd", o);
+  loop_state(L, "S", &st->S, sizeof st->S); loop_state(L, "S_bar", &st->S_bar, sizeof st->S_bar);
+  loop_state(L, "total_sub", &st->total_sub, sizeof st->total_sub);
+  loop_state(L, "local_sub", &st->local_sub, sizeof st->local_sub); loop_state(L, "t", &st->t, sizeof st->t);
   for (int g = 0; g < G; g++) {
     pp_role_t *R = &roles[g]; char nm[32];
     snprintf(nm, sizeof nm, "role%d.D", g); loop_state(L, nm, R->D, n * sizeof(float));
@@ -173,6 +201,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   pp_stats_t st; memset(&st, 0, sizeof st);
   st.N = N; st.G = G; st.fixed = job->param >= 0; st.S = st.fixed ? (int)job->param : 0; st.S_bar = 1;
   st.probe_skipped = -1;
+  { const char *e = getenv("PDL_PP_PHASES"); st.ph_on = e && *e && strcmp(e, "0"); }
   loop_t L; loop_init(&L, rt, job, LOOP_EXAMPLES, pp_eval_json, pp_summary_json, &st);
   int threads = loop_threads(&L, G + 1);
   float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));
@@ -185,18 +214,12 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   pp_role_t *roles = pp_roles_init(rt, job, threads, &what, mW, &running);
   void **th = xmalloc((size_t)G * sizeof(void *));
   float *what0 = what;   /* the buffer the "w_hat" section names (what is swapped every update) */
-  loop_state(&L, "w", w, n * sizeof(float));
-  loop_state(&L, "w_hat", what0, n * sizeof(float));
-  loop_state_optim(&L, "msgd", &o);
-  loop_state(&L, "S", &st.S, sizeof st.S); loop_state(&L, "S_bar", &st.S_bar, sizeof st.S_bar);
-  loop_state(&L, "total_sub", &st.total_sub, sizeof st.total_sub);
-  loop_state(&L, "local_sub", &st.local_sub, sizeof st.local_sub); loop_state(&L, "t", &st.t, sizeof st.t);
-  pp_roles_state(&L, roles, G, n);
+  pp_state(&L, &st, w, what0, &o, roles, G, n);
   if (loop_resume(&L) && !st.fixed) st.S = (int)floor(st.S_bar);
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
   double need_sub = c->steps > 0 ? INFINITY : c->epochs * (double)r->data.train.n / c->batch;
-  st.t0 = st.win_t0 = rt->ops->now(rt);
+  st.t0 = st.win_t0 = st.ph_t = rt->ops->now(rt);
   int finished = st.total_sub >= need_sub || (c->steps > 0 && st.t >= c->steps);
   for (long t = st.t; !finished && (c->steps <= 0 || t < c->steps); t++) {
     watchdog_context("%s update %ld on node %d", c->algo, t, me);
@@ -204,8 +227,11 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     long nsub = pp_take(rt, roles, G, buf, n, &ls);     /* D_L = sum_g D_g; D_g = 0 */
     st.local_sub += (double)nsub;
     buf[n] = (float)nsub; ctl_pack(buf + n + 1, ls, L.job->reached ? 1.0f : 0.0f);
+    pp_phase(rt, &st, PH_GATHER);
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
+    pp_phase(rt, &st, PH_GATHER_WORK);
     rt->ops->allreduce(rt, buf, n + 1 + CTL_F);         /* D_A = Allreduce(D_L) */
+    pp_phase(rt, &st, PH_ALLREDUCE);
     ctl_t x = ctl_unpack(buf + n + 1);
     if (x.stop > 0) break;
     double gathered = buf[n];
@@ -223,7 +249,9 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     rt->ops->mutex_lock(rt, mW);
     float *tmp = what; what = wnext; wnext = tmp;
     rt->ops->mutex_unlock(rt, mW);
+    pp_phase(rt, &st, PH_STEP);
     rt->ops->work(rt, 4.0 * n * 7);
+    pp_phase(rt, &st, PH_STEP_WORK);
     st.t = t + 1;
     double loss = gathered > 0 ? x.loss / (gathered * c->batch) : 0;
     if (gathered > 0) loop_loss(&L, loss, 1);
@@ -232,6 +260,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     if (gathered > 0 && loop_diverged(&L, loss, t)) break;   /* allreduced: all nodes agree */
     loop_progress(&L, w, t + 1, st.total_sub * c->batch, done);
     if (x.signal > 0) { loop_interrupted(x.signal); break; }   /* every node: this update done */
+    pp_phase(rt, &st, PH_REST);
     if (done) break;
   }
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <functional>
 #include <mutex>
 inline std::mutex emu_launch_mutex; // launches from several host threads run one at a time
@@ -110,9 +111,24 @@ inline void emu_arrive(emu_bar &b) {
   if (++b.count == b.n) { b.count = 0; b.gen++; return; }
   while (b.gen == g) emu_yield();
 }
-inline void __syncthreads() { emu_arrive(emu_block_bar); }
+// A kernel that reached no barrier of its own (__syncthreads, a warp shuffle) in a launch is run
+// without fibers from then on: each block's threads one after another, as plain calls, which is
+// exact for threads that never wait for each other (the fast path; make test's emulator time went
+// mostly into one fiber switch per thread per block). Should such a kernel reach a barrier in a
+// later launch, the emulator stops with a message instead of computing something else.
+inline thread_local bool emu_plain;
+inline unsigned long emu_kernel_barriers;   // barriers the kernel itself reached in this launch
+inline void emu_user_barrier() {
+  if (emu_plain) {
+    fprintf(stderr, "emu: a kernel reached a barrier in a launch run without fibers (it reached none in an earlier launch)\n");
+    abort();
+  }
+  emu_kernel_barriers++;
+}
+inline void __syncthreads() { emu_user_barrier(); emu_arrive(emu_block_bar); }
 template <class T> T __shfl_xor_sync(unsigned mask, T v, int o) {
   if (mask != 0xffffffffu) abort();
+  emu_user_barrier();
   unsigned lane = threadIdx.x % 32, w = threadIdx.x / 32;
   emu_slots[threadIdx.x] = (double)v;
   emu_arrive(emu_warp_bar[w]);
@@ -165,6 +181,7 @@ inline void emu_schedule(unsigned b) {
   }
 }
 inline long emu_launches;
+inline std::map<void (*)(), bool> emu_barrier_free;   // per kernel: its last fiber launch reached no barrier
 template <class... P> struct emu_launcher {
   void (*k)(P...);
   unsigned g, b;
@@ -172,6 +189,17 @@ template <class... P> struct emu_launcher {
     if (g == 0 || b == 0 || b > 1024 || b % 32 || g > 2147483647u) { fprintf(stderr, "emu: bad launch config %u x %u\n", g, b); abort(); }
     std::lock_guard<std::mutex> lk(emu_launch_mutex);
     emu_launches++;
+    const dim3 saved_t = threadIdx, saved_b = blockIdx, saved_bd = blockDim, saved_g = gridDim;
+    gridDim.x = g; blockDim.x = b;
+    const auto key = reinterpret_cast<void (*)()>(k);
+    if (emu_barrier_free[key]) {   // the fast path (above)
+      emu_plain = true;
+      for (unsigned blk = 0; blk < g; blk++) { blockIdx.x = blk; for (unsigned t = 0; t < b; t++) { threadIdx.x = t; k(a...); } }
+      emu_plain = false;
+      threadIdx = saved_t; blockIdx = saved_b; blockDim = saved_bd; gridDim = saved_g;
+      return;
+    }
+    emu_kernel_barriers = 0;
     emu_block_bar = emu_bar{b, 0, 0};
     emu_warp_bar.assign(b / 32, emu_bar{32, 0, 0});
     while (emu_fibers.size() < b) {
@@ -184,9 +212,8 @@ template <class... P> struct emu_launcher {
       for (unsigned blk = 0; blk < g; blk++) { blockIdx.x = emu_cur->bid = blk; k(a...); emu_arrive(emu_block_bar); }
     };
     emu_body = &body;
-    const dim3 saved_t = threadIdx, saved_b = blockIdx, saved_bd = blockDim, saved_g = gridDim;
-    gridDim.x = g; blockDim.x = b;
     emu_schedule(b);
+    emu_barrier_free[key] = emu_kernel_barriers == 0;
     threadIdx = saved_t; blockIdx = saved_b; blockDim = saved_bd; gridDim = saved_g;
   }
 };
