@@ -81,7 +81,7 @@ nr() { local n=$1 pat=$2; shift 2; local out rc; out=$("$PDL" train --data synth
 nr "ssgd refuses --kfac-damping" "--algo ssgd does not read --kfac-damping \(read by: kfac kfac-dist\)" --algo ssgd --kfac-damping 3
 nr "kfac refuses --tau" "--algo kfac does not read --tau" --algo kfac --tau 3
 nr "msgd refuses --alpha" "--algo msgd does not read --alpha" --algo msgd --alpha 0.5
-nr "gossip refuses --target-err (it stops by steps only)" "--algo gossip does not read --target-err" --algo gossip --target-err 0.1
+nr "gossip refuses --grad-threads (one gradient role per node)" "--algo gossip does not read --grad-threads" --algo gossip --grad-threads 2
 nr "kfac refuses --with-replacement (its shards are fixed)" "--algo kfac does not read --with-replacement" --algo kfac --with-replacement
 nr "--workers is read by nothing" "unknown flag '--workers'" --algo easgd --workers 3
 nr "the flag may come before --algo" "--algo easgd does not read --gamma" --gamma 1 --algo easgd

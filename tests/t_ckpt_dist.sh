@@ -5,7 +5,9 @@
 # statistically equivalent for the asynchronous parameter-server algorithms (the same local steps
 # and commits, the same final error within a tolerance; the order in which the server takes
 # requests after the interruption differs) and PP-ASGD on sim; PP-ASGD with emulated staleness is
-# bit-identical. Also: a changed node count, an incomplete node set,
+# bit-identical. Gossip (issue 36.4): SIGINT and resume bit-identical on sim (gossip, gossip-push,
+# gossip-warmup-compute; and a run extended by a resume), statistical under mpirun; a changed
+# gossip option refused. Also: a changed node count, an incomplete node set,
 # the kept .prev generation, and algorithms that do not checkpoint.
 # pdl-test: long
 source tests/lib.sh
@@ -127,6 +129,79 @@ sys.exit(0 if ok and abs(a["test_err"] - b["test_err"]) <= 0.05 and abs(a["epoch
 EOF
 then ok "ppasgd sim: SIGINT and resume: same updates, S_bar $(field "$pb" S_bar) vs $(field "$pa" S_bar), test error $(field "$pb" test_err) vs $(field "$pa" test_err)"
 else notok "ppasgd sim resume" "rc=$rc uninterrupted $pa :: resumed $pb"; fi
+
+# ---- gossip (the node loop's local-steps schedule): every node's own snapshot ---------------------
+# --checkpoint makes the nodes agree at each evaluation (one allreduce), so a signal anywhere stops
+# every node at the same evaluation point and the snapshots are one cut; a resume leaves an
+# allreduce of the same size before it goes on, as the saved run left the cut. On sim the resumed
+# run is bit-identical (parameters and the whole summary line, simulated times included); on real
+# it is statistical (the exchange order depends on timing): same local steps, the error within a
+# tolerance.
+gcmp() { python3 - "$1" "$2" <<'EOF2'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ok = a["updates"] == b["updates"] and a["epochs"] == b["epochs"] and a["nodes"] == b["nodes"]
+sys.exit(0 if ok and a["test_err"] < 0.2 and b["test_err"] < 0.2 else 1)
+EOF2
+}
+GS=(train --runtime sim --platform "links:k=4,bw=1Gbps*2+10Gbps*2,lat=5ms" --data synthetic:n=4096,seed=2 --net tiny --batch 16
+    --epochs 3 --lr 0.05 --tau 2 --eval-every 32 --quiet)
+for a in gossip gossip-push gossip-warmup-compute; do
+  rm -f "$T"/gs.ck* "$T"/gsa.ck* "$T/gs-b.jsonl"
+  PDL_DUMP_PARAMS=$T/gs-a.bin "$PDL" "${GS[@]}" --algo $a --checkpoint "$T/gsa.ck" > "$T/gs-a.out" 2>&1
+  "$PDL" "${GS[@]}" --algo $a --checkpoint "$T/gs.ck" --results "$T/gs-b.jsonl" >/dev/null 2>&1 &
+  p=$!; wait_lines "$T/gs-b.jsonl" 2; kill -INT $p; wait $p; rc=$?
+  sm=$(summary "$T/gs-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
+  PDL_DUMP_PARAMS=$T/gs-b.bin "$PDL" "${GS[@]}" --algo $a --checkpoint "$T/gs.ck" --resume > "$T/gs-b.out" 2>"$T/err"
+  if [ $rc = 130 ] && [ "$sig" = 2 ] && [ "$u" -lt 192 ] && [ -f "$T/gs.ck.node3" ] && cmp -s "$T/gs-a.bin" "$T/gs-b.bin" \
+     && [ "$(tail -1 "$T/gs-a.out")" = "$(tail -1 "$T/gs-b.out")" ]; then
+    ok "sim $a: SIGINT stops every node at local step $u (exit 130); resumed: bit-identical (parameters, summary line)"
+  else notok "sim $a checkpoint/resume" "rc=$rc sig=$sig u=$u params $(cmp "$T/gs-a.bin" "$T/gs-b.bin" 2>&1) $(tail -2 "$T/err")"; fi
+done
+# a longer run resumes from a shorter one's end: bit-identical to the longer run
+G1=(train --algo gossip-warmup --runtime sim --platform "links:k=4,bw=1Gbps*2+10Gbps*2,lat=5ms" --data synthetic:n=4096,seed=2
+    --net tiny --batch 16 --lr 0.05 --tau 2 --eval-every 32 --quiet)
+rm -f "$T"/g1.ck* "$T"/g1a.ck*
+PDL_DUMP_PARAMS=$T/g1-a.bin "$PDL" "${G1[@]}" --epochs 2 --checkpoint "$T/g1a.ck" >/dev/null 2>&1
+"$PDL" "${G1[@]}" --epochs 1 --checkpoint "$T/g1.ck" >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/g1-b.bin "$PDL" "${G1[@]}" --epochs 2 --checkpoint "$T/g1.ck" --resume >/dev/null 2>&1
+cmp -s "$T/g1-a.bin" "$T/g1-b.bin" && ok "sim gossip-warmup: 1 epoch, then --epochs 2 --resume: bit-identical to 2 epochs" \
+  || notok "sim gossip-warmup extended" "params $(cmp "$T/g1-a.bin" "$T/g1-b.bin" 2>&1)"
+# a changed gossip option is refused, naming it; the timeline is not in the snapshot
+out=$("$PDL" "${G1[@]}" --epochs 2 --tau 3 --checkpoint "$T/g1.ck" --resume 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -q -- "--tau" <<<"$out" && ok "gossip resume with another --tau: refused, naming --tau" \
+  || notok "gossip --tau mismatch" "rc=$rc $(tail -2 <<<"$out")"
+out=$("$PDL" "${G1[@]}" --epochs 2 --gossip-servers 2 --checkpoint "$T/g1.ck" --resume 2>&1); rc=$?
+[ $rc -ne 0 ] && grep -q -- "--gossip-servers" <<<"$out" && ok "gossip resume with another --gossip-servers: refused, naming it" \
+  || notok "gossip --gossip-servers mismatch" "rc=$rc $(tail -2 <<<"$out")"
+out=$("$PDL" "${G1[@]}" --epochs 2 --gossip-timeline "$T/tl.csv" --checkpoint "$T/g1.ck" --resume 2>&1); rc=$?
+[ $rc = 2 ] && grep -q -- "--gossip-timeline" <<<"$out" && ok "gossip --gossip-timeline with --resume: exit 2, naming the flag" \
+  || notok "gossip timeline + resume" "rc=$rc $(tail -2 <<<"$out")"
+# real: mpirun -np 3, SIGINT on rank 1 (a serving thread per rank): every rank stops with a snapshot
+GR=(train --algo gossip --data synthetic:n=4096,seed=2 --net tiny --batch 16 --epochs 6 --lr 0.05 --tau 1 --eval-every 32 --threads 1 --quiet)
+rm -f "$T"/gr.ck* "$T/gr-a.jsonl" "$T/gr-b.jsonl"
+MPIRUN -np 3 "$PDL" "${GR[@]}" --results "$T/gr-a.jsonl" >/dev/null 2>"$T/err" || notok "gossip -np 3 uninterrupted" "$(tail -3 "$T/err")"
+MPIRUN -np 3 "$PDL" "${GR[@]}" --checkpoint "$T/gr.ck" --results "$T/gr-b.jsonl" >/dev/null 2>"$T/gr-b.err" &
+mp=$!
+wait_lines "$T/gr-b.jsonl" 2; victim=$(rank_pid $mp 1); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
+sm=$(summary "$T/gr-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
+if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 510 ] && [ -f "$T/gr.ck" ] && [ -f "$T/gr.ck.node1" ] && [ -f "$T/gr.ck.node2" ]; then
+  ok "gossip -np 3: SIGINT on rank 1 stops every rank at local step $u with a snapshot per node (exit $rc)"
+else notok "gossip -np 3 SIGINT" "rc=$rc updates=$u sig=$sig $(tail -3 "$T/gr-b.err")"; fi
+MPIRUN -np 3 "$PDL" "${GR[@]}" --checkpoint "$T/gr.ck" --resume --results "$T/gr-b.jsonl" >/dev/null 2>"$T/err"
+ga=$(summary "$T/gr-a.jsonl"); gb=$(summary "$T/gr-b.jsonl")
+gcmp "$ga" "$gb" && ok "gossip -np 3 resumed: $(field "$gb" updates) local steps, test error $(field "$gb" test_err) vs $(field "$ga" test_err)" \
+  || notok "gossip -np 3 resume" "uninterrupted $(field "$ga" test_err)/$(field "$ga" updates), resumed $(field "$gb" test_err)/$(field "$gb" updates) $(tail -3 "$T/err")"
+# real gossip-push -np 2: checkpoints at epoch ends, a longer run resumes from the shorter one's end
+GP=(train --algo gossip-push --data synthetic:n=4096,seed=2 --net tiny --batch 16 --lr 0.05 --tau 1 --threads 1 --quiet)
+rm -f "$T"/gp.ck*
+MPIRUN -np 2 "$PDL" "${GP[@]}" --epochs 6 --results "$T/gp-a.jsonl" >/dev/null 2>&1
+MPIRUN -np 2 "$PDL" "${GP[@]}" --epochs 3 --checkpoint "$T/gp.ck" >/dev/null 2>&1
+MPIRUN -np 2 "$PDL" "${GP[@]}" --epochs 6 --checkpoint "$T/gp.ck" --resume --results "$T/gp-b.jsonl" >/dev/null 2>"$T/err"
+ga=$(summary "$T/gp-a.jsonl"); gb=$(summary "$T/gp-b.jsonl")
+grep -q '"resumed_at":384' "$T/gp-b.jsonl" && gcmp "$ga" "$gb" \
+  && ok "gossip-push -np 2: 3 epochs, then --epochs 6 --resume from local step 384: test error $(field "$gb" test_err) vs $(field "$ga" test_err)" \
+  || notok "gossip-push -np 2 resume" "uninterrupted $(field "$ga" test_err), resumed $(field "$gb" test_err)/$(field "$gb" updates) $(tail -3 "$T/err")"
 
 # ---- algorithms without snapshots refuse --checkpoint up front --------------------------------------
 out=$("$PDL" train --algo seq-sgd --data synthetic:n=256 --net tiny --steps 2 --checkpoint "$T/x.ck" 2>&1); rc=$?

@@ -3,7 +3,8 @@
 # comparator run on the sim runtime and under `mpirun -np 4`, learn, and on the paper's
 # 6-wide + 2-narrow setting scaled to our model (link bandwidths scaled by our model's bytes over
 # the paper's 54 MiB, device rate set for 0.125 s per step) the narrow nodes congest at T = 1 and
-# not at T = 4, where eq. (1) says so too.
+# not at T = 4, where eq. (1) says so too. --target-err stops every node (sim and mpirun).
+# Checkpoint/resume: t_ckpt_dist.sh.
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 summary_of() { tail -n 1; }
@@ -60,6 +61,21 @@ e0=$("$PDL" train --algo gossip --runtime sim --platform "links:k=4,bw=1Gbps,lat
 [ "$e0" = 1 ] && ok "--noniid 1 runs and is recorded in the summary" || notok "--noniid" "$e0"
 "$PDL" train --algo ssgd --runtime sim --platform links:k=2,bw=1Gbps --noniid 0.5 > "$T/nn.out" 2>&1; rc=$?
 [ $rc = 2 ] && grep -q "noniid" "$T/nn.out" && ok "--noniid is refused for ssgd (exit 2, names the flag)" || notok "--noniid refused" "rc=$rc $(cat "$T/nn.out")"
+
+# ---- --target-err (the node loop: the nodes agree at each evaluation): every node stops there ------
+TE=(--data synthetic:n=4096,seed=2 --net tiny --batch 16 --epochs 6 --lr 0.05 --tau 2 --eval-every 16 --quiet --target-err 0.5)
+for rt in sim real; do
+  if [ $rt = sim ]; then out=$("$PDL" train --algo gossip --runtime sim --platform "links:k=4,bw=1Gbps,lat=5ms" "${TE[@]}" --results "$T/te.jsonl" 2>&1); rc=$?
+  else rm -f "$T/te.jsonl"; out=$(MPIRUN -np 2 "$PDL" train --algo gossip-push --threads 1 "${TE[@]}" --results "$T/te.jsonl" 2>&1); rc=$?; fi
+  u=$(py "print(d['updates'])" <<<"$out" 2>/dev/null); e=$(py "print(d['test_err'])" <<<"$out" 2>/dev/null)
+  first=$(grep '"eval"' "$T/te.jsonl" 2>/dev/null | python3 -c "import json,sys
+for l in sys.stdin:
+  d=json.loads(l)
+  if d['test_err'] <= 0.5: print(d['updates']); break" 2>/dev/null)
+  if [ $rc -eq 0 ] && [ -n "$u" ] && [ "$u" = "$first" ] && python3 -c "import sys; sys.exit(0 if $u < 6 * 4096 // 16 // 2 and $e <= 0.5 else 1)"; then
+    ok "$rt: --target-err 0.5 stops every node at the first evaluation that reaches it (local step $u, mean test error $e)"
+  else notok "$rt --target-err" "rc=$rc updates=$u first=$first err=$e $(tail -2 <<<"$out")"; fi
+done
 
 # ---- real runtime: 4 MPI ranks, a serving thread each (MPI_THREAD_MULTIPLE) -----------------------
 # 6 epochs, not the sim block's 3: this task sits on a plateau for 1-3 epochs and leaves it at a

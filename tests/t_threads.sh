@@ -6,7 +6,8 @@
 #                 PP-ASGD with 2 grad threads for 300 updates (1 process) and 100 updates on
 #                 2 MPI ranks x 2 grad threads on the tiny net: grad roles, the update role and
 #                 the w_hat / D_g mutexes under contention; gossip and gossip-push on 3 MPI ranks:
-#                 the serving role, a second thread that calls MPI, beside the training role;
+#                 the serving role, a second thread that calls MPI, beside the training role
+#                 (gossip-push also with --checkpoint: agreed evaluations, snapshots under the mutexes);
 #   sim runtime:  SSGD on cluster:nodes=2,gpus=2 with the overlap pool (helper pthreads computing
 #                 gradients while actors sit in simulated compute), SimGrid actors on OS threads
 #                 (PDL_SIM_CONTEXTS=thread: TSan cannot follow SimGrid's stack-switching contexts).
@@ -71,6 +72,10 @@ run "gossip (pull), 3 MPI ranks: serving thread + main role" MPIRUN -np 3 "$PDL"
   --batch 8 --tau 2
 run "gossip-push, 3 MPI ranks: serving thread + main role" MPIRUN -np 3 "$PDL" train "${S[@]}" --steps 60 --algo gossip-push \
   --batch 8 --tau 2
+# with --checkpoint: an allreduce per evaluation beside the serving threads' traffic, and each
+# node's snapshot taken under its model and table mutexes while a serving role may answer a peer
+run "gossip-push --checkpoint, 3 MPI ranks: agreed evaluations, saves beside the serving thread" MPIRUN -np 3 "$PDL" train \
+  "${S[@]}" --steps 60 --algo gossip-push --batch 8 --tau 2 --eval-every 10 --checkpoint "$T/gp.ck"
 if [ -n "${PDL_SIMLIB:-}" ] || [ -f "$(dirname "$PDL")/../build/libpdlsim.so" ]; then
   PDL_SIM_CONTEXTS=thread run "sim ssgd, cluster:nodes=2,gpus=2, overlap pool" "$PDL" train "${S[@]}" --steps 10 \
     --algo ssgd --batch 8 --runtime sim --platform cluster:nodes=2,gpus=2

@@ -89,9 +89,19 @@ int algo_calibration_path(const train_cfg_t *c, const net_t *net, char *path, si
  *                  and at the end; "train_loss" is the evaluated point's loss on the training
  *                  set (as the EASGD paper plots the center) and the workers' running mean loss
  *                  is "worker_loss".
+ *   LOOP_LOCAL     local steps (gossip): every node steps on its own shard and counts its own
+ *                  steps; every node evaluates its own model every --eval-every local steps
+ *                  (default: an epoch of a shard) and after its last one. An eval line is the
+ *                  mean over the nodes at one evaluation point (time_s the mean, time_max_s the
+ *                  latest; test_err_nodes each node's). No collective runs during training unless
+ *                  the nodes must agree (--target-err, --checkpoint): then each evaluation is one
+ *                  allreduce of every node's record and the control floats, so all nodes stop at
+ *                  the same point (the target reached, a divergence, a signal) and a snapshot is
+ *                  one cut; otherwise the records are gathered when the run ends (loop_finish).
  * The algorithm adds its own fields to the eval lines and the summary through the two hooks,
  * with the JSON writer (util.h json_*). */
-typedef enum { LOOP_UPDATES, LOOP_EXAMPLES, LOOP_CLOCK } loop_sched_t;
+typedef enum { LOOP_UPDATES, LOOP_EXAMPLES, LOOP_CLOCK, LOOP_LOCAL } loop_sched_t;
+enum { LOOP_LOCAL_F = 4 };   /* a LOOP_LOCAL evaluation record: local step, time, test error, test loss */
 typedef struct loop loop_t;
 typedef void (*loop_json_fn)(json_t *j, const loop_t *L, void *arg);
 
@@ -107,7 +117,13 @@ struct loop {
   long last_eval;            /* updates at the last evaluation; -1 before the first */
   long next_eval, eval_every;     /* LOOP_CLOCK */
   long next_epoch, next_eval_ex;  /* LOOP_EXAMPLES */
-  int stop;                  /* reporter: stop requested (divergence seen at an evaluation) */
+  int stop;                  /* reporter: stop requested (divergence seen at an evaluation); LOOP_LOCAL:
+                                every node, after an agreed evaluation */
+  /* LOOP_LOCAL */
+  int agree;                 /* the nodes agree at each evaluation (one allreduce): --target-err, --checkpoint */
+  float *ev; long ev_n, ev_cap;   /* this node's evaluation records, LOOP_LOCAL_F floats each (not agreeing) */
+  double t_node;             /* this node's time at its latest progress (its end, once it stops) */
+  struct loop_local { double diverged; } local;   /* saved: this node's loss left the range at some step */
   double t_end;              /* loop_finish: the run's time, for the summary hook */
   /* checkpoints */
   snap_t snap;               /* this node's state: the loop's own section, then the algorithm's */
@@ -134,7 +150,9 @@ double loop_time(const loop_t *L);
 void loop_loss(loop_t *L, double loss_sum, long count);
 /* 1 if loss (an agreed value: allreduced, or seen by the reporter) says the run diverged: NaN,
  * Inf or above --diverge-loss; the reporter records it at update `step` (which then counts as
- * done, except on LOOP_CLOCK where the caller's progress already counts it). */
+ * done, except on LOOP_CLOCK where the caller's progress already counts it). LOOP_LOCAL: this
+ * node's own loss; the node records it and goes on (the summary says "diverged"; agreeing nodes
+ * all stop at the next evaluation). */
 int loop_diverged(loop_t *L, double loss, long step);
 /* LOOP_CLOCK: the evaluation at the start. */
 void loop_begin(loop_t *L, const float *w_eval);
@@ -144,8 +162,13 @@ void loop_advance(loop_t *L, long updates, double examples);
  * is done. Evaluates w_eval when due, or shows the progress line. Returns 1 if the reporter
  * wants to stop (a LOOP_CLOCK evaluation found the run diverged). */
 int loop_progress(loop_t *L, const float *w_eval, long updates, double examples, int last);
+/* LOOP_LOCAL: 1 if loop_progress at this progress will evaluate (a node whose model another
+ * role writes takes its copy for w_eval only then). */
+int loop_due(const loop_t *L, long updates, int last);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
- * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. */
+ * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
+ * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is
+ * the last node's end); an interrupted node that did not agree evaluates where it stopped. */
 void loop_finish(loop_t *L, const float *w_eval, const float *w_final);
 
 /* ---- checkpoints (--checkpoint FILE, --resume) --------------------------------------------
@@ -160,7 +183,10 @@ void loop_state_replica(loop_t *L, const char *name, replica_t *rp);
 /* Every node calls it once, after registering its state and before its first message. With
  * --resume, the nodes agree (one allreduce) on the newest generation that every node holds
  * (its file or the kept .prev) and load it; returns 1 if resumed, 0 for a fresh start (no file
- * anywhere). Dies naming the file on a mismatch or an inconsistent set. */
+ * anywhere). Dies naming the file on a mismatch or an inconsistent set. LOOP_LOCAL: a resume
+ * ends with an allreduce of an agreed evaluation's size (the saved run left its cut through
+ * one), so no node goes on before every node has loaded and, on sim, they leave it as they left
+ * the cut. */
 int loop_resume(loop_t *L);
 /* Saves this node's snapshot when --checkpoint is given and `now` is set (a stop, the run's
  * end) or an epoch boundary was crossed since the last save. No communication: the caller
@@ -170,4 +196,16 @@ int loop_checkpoint(loop_t *L, int now);
  * node does with one it receives: records it as its own, so every rank ends "interrupted". */
 float loop_signal_flag(void);
 void loop_interrupted(float flag);
+
+/* ---- control floats -------------------------------------------------------------------------
+ * What rides at the end of an allreduced or gathered buffer beside the payload, CTL_F floats in
+ * this order: the loss (a sum over the node's examples or mini-batches), a stop flag (the sender
+ * wants every node to stop before the update: --target-err reached, a divergence) and the
+ * signal flag (loop_signal_flag). An allreduce sums them: loss summed, stop and signal > 0 if
+ * any node's is; a gathered set of records is merged with ctl_merge (flags: the largest). */
+enum { CTL_F = 3 };
+typedef struct { double loss; float stop, signal; } ctl_t;
+void ctl_pack(float *p, double loss, float stop);   /* p[0..CTL_F): loss, stop, loop_signal_flag() */
+ctl_t ctl_unpack(const float *p);                   /* one record, or the allreduced sum */
+void ctl_merge(ctl_t *acc, const float *p);         /* adds one node's record (start from ctl_t{0}) */
 #endif

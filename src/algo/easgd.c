@@ -261,7 +261,7 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
   int me = rt->node, tau = A->tau;
   float *x = xmalloc(n * sizeof(float));              /* [n] x~ on the server, x_i on worker i */
   float *bb = xmalloc((n + 1) * sizeof(float));       /* [n + 1] x~, stop flag */
-  float *rb = xmalloc((n + 3) * sizeof(float));       /* [n + 3] sum of d_i, loss sum, steps, signals */
+  float *rb = xmalloc((n + CTL_F) * sizeof(float));   /* [n] sum of d_i, control floats (loss sum, -, signals) */
   float *g = xmalloc(n * sizeof(float));
   net_init_params(&r->net, x, c->seed);
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, ea_eval_json, ea_summary_json, A);
@@ -291,7 +291,7 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
     if (me == 0) { vec_copy(bb, x, n); bb[n] = stop ? (float)stop : loop_signal_flag(); }
     rt->ops->bcast(rt, bb, n + 1, 0);                 /* every worker gets x~ */
     if (bb[n] != 0) { loop_interrupted(bb[n]); break; }   /* before the round: every node's state is round k's start */
-    vec_zero(rb, n + 3);
+    vec_zero(rb, n + CTL_F);
     if (me > 0) {
       float *d = rb;
       for (size_t i = 0; i < n; i++) d[i] = A->alpha * (x[i] - bb[i]);   /* d_i = alpha (x_i - x~) */
@@ -304,16 +304,18 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
         rt->ops->work(rt, 4.0 * n * (j == 0 ? 8 : 4));
         lsum += loss;
       }
-      rb[n] = (float)lsum; rb[n + 1] = (float)steps; rb[n + 2] = loop_signal_flag();
+      ctl_pack(rb + n, lsum, 0);                      /* (the server decides when to stop) */
     }
-    rt->ops->reduce(rt, rb, n + 3, 0);                /* x~ += sum_i d_i */
+    rt->ops->reduce(rt, rb, n + CTL_F, 0);            /* x~ += sum_i d_i */
     if (me != 0) continue;
     vec_add(x, rb, n);
     A->master_clock++;
-    ps_req_t q = {0, (int32_t)rb[n + 1], (int64_t)((k + 1) * tau), rb[n], 0, 0};
+    ctl_t cx = ctl_unpack(rb + n);
+    long steps = A->K - k * tau < tau ? A->K - k * tau : tau;   /* every worker's, this round */
+    ps_req_t q = {0, (int32_t)(steps * A->p), (int64_t)((k + 1) * tau), cx.loss, 0, 0};
     if (q.clock > A->K) q.clock = A->K;
     if (ea_account(&L, A, &q)) stop = 1;
-    if (!stop && rb[n + 2] > 0) stop = rb[n + 2] < 64 ? (int)rb[n + 2] : 15;   /* a worker's signal */
+    if (!stop && cx.signal > 0) stop = cx.signal < 64 ? (int)cx.signal : 15;   /* a worker's signal */
     if (!stop && pdl_stop_signal) stop = pdl_stop_signal;
     if (!stop && loop_progress(&L, x, A->total, (double)A->total * c->batch, 0)) stop = 1;
   }

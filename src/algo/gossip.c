@@ -48,12 +48,18 @@
  *
  * Measured and reported (node 0 gathers every node's records at the end): per node the mean
  * gradient time G_i per step and the mean pull duration; per (requester, peer) pair the pulls,
- * their mean and their shortest duration; from those (see gs_write_results) the congestion
- * predicate of eq. (1), the bound T*_i of eq. (2) and the measured congestion. Accuracy is the mean
+ * their mean and their shortest duration; from those (see gs_figures) the congestion
+ * predicate of eq. (1), the bound T*_i of eq. (2) and the measured congestion. --gossip-timeline
+ * FILE writes every pull (node, peer, start, end) for the paper's Fig. 1a/3a timelines.
+ * The node loop's local-steps schedule (LOOP_LOCAL, algo.h) does the rest: accuracy is the mean
  * test error over the nodes' own models at each evaluation point (every --eval-every local steps,
- * default one epoch of a shard, and the end); each node evaluates its own model, so no
- * collective runs during training. --gossip-timeline FILE writes every pull (node, peer, start,
- * end) for the paper's Fig. 1a/3a timelines. */
+ * default one epoch of a shard, and the end); each node evaluates its own model, so no collective
+ * runs during training, unless --target-err or --checkpoint asks the nodes to agree (one small
+ * allreduce per evaluation point; the run stops there together). Checkpoints: each node's w, its
+ * SGD state, sampler and dropout rng, peer rng, time table and measures, saved just after an
+ * agreed evaluation at an epoch's end and on a stop (on real under the model and table mutexes:
+ * a serving role may be answering a peer already past the cut). A resume is bit-identical on sim
+ * and statistical on real (the order of exchanges depends on timing); docs/DESIGN.md. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -63,10 +69,9 @@
 enum { GS_PULL, GS_WARMUP, GS_PUSH, GS_WARMUP_G };
 enum { GS_TAG_REQ = 810, GS_TAG_MODEL = 811, GS_TAG_PUSHDATA = 812, GS_TAG_ACK = 813 };
 enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
-#define EV_F 4   /* eval record: local step, time, test error, test loss */
 #define TL_F 4   /* timeline record: peer, start, request taken, end */
 #define PAIR_F 3 /* per requester, by peer: [K] pulls, [K] duration sum, [K] shortest duration */
-#define ST_F 6   /* node stats: G sum, steps, exchange sum, exchanges, diverged, end time */
+#define ST_F 4   /* node stats: G sum, steps, exchange sum, exchanges */
 
 typedef struct {
   int kind, K, me, T;
@@ -162,209 +167,215 @@ static void fb_push(fbuf_t *b, const float *x, int k) {
   memcpy(b->v + b->n, x, (size_t)k * sizeof(float)); b->n += k;
 }
 
-static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
-                             const float *tl, const size_t *tlc, const float *pair, double t_end);
-
 /* gossip's own options (train_cfg_t.algo_opts; descriptors at the end of this file) */
 typedef struct { long warmup; float threshold; int servers; char timeline[1024]; } gossip_opts_t;
 _Static_assert(sizeof(gossip_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "gossip_opts_t fits algo_opts");
 #define GO(c) ((const gossip_opts_t *)(c)->algo_opts)
+
+/* A node's main role: its buffers and what it measures (the measures are in its snapshot). */
+typedef struct { double G_sum, pull_sum; long pulls, steps; } gs_stats_t;   /* gradient s, exchange s */
+typedef struct {
+  gnode_t *Nd; job_t *job;
+  float *req, *reply, *wl;   /* a request [1 + TAB]; a pull's reply [n + TAB]; push: the model's copy [n] */
+  float *pair;               /* [PAIR_F K] by peer: pulls, duration sum, shortest */
+  fbuf_t tl;                 /* --gossip-timeline records */
+  gs_stats_t st;
+  float *all_pair, *all_st;  /* every node's, gathered at the end */
+} gmain_t;
+
+/* One exchange with peer j after local step t (Alg. 1/2 l. "if t = 0 mod T"; push: send, wait for
+ * the ack), with its duration recorded by peer. */
+static void gs_exchange(rt_t *rt, gmain_t *M, int j, long t) {
+  gnode_t *Nd = M->Nd; const rt_ops_t *o = rt->ops;
+  int K = Nd->K, me = Nd->me; size_t n = Nd->n;
+  float *req = M->req, *reply = M->reply;
+  double t1 = o->now(rt), t_taken = t1;
+  if (Nd->kind == GS_PUSH) {
+    req[0] = OP_PUSH;
+    for (size_t k = 0; k < TAB(K); k++) req[1 + k] = 0;
+    o->mutex_lock(rt, Nd->mw); vec_copy(M->wl, Nd->w, n); o->mutex_unlock(rt, Nd->mw);
+    o->send(rt, j, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
+    t_taken = o->now(rt);
+    o->send(rt, j, M->wl, n * sizeof(float), GS_TAG_PUSHDATA);
+    float ack; o->recv(rt, j, &ack, sizeof ack, GS_TAG_ACK);
+  } else {
+    req[0] = OP_PULL;
+    o->mutex_lock(rt, Nd->mc);
+    if (Nd->kind == GS_WARMUP_G) Nd->c[K + me] = (float)(M->st.G_sum / (double)t);   /* this node's mean step time */
+    memcpy(req + 1, Nd->c, TAB(K) * sizeof(float));
+    o->mutex_unlock(rt, Nd->mc);
+    o->send(rt, j, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);        /* send(c_i) */
+    t_taken = o->now(rt);
+    o->recv(rt, j, reply, (n + TAB(K)) * sizeof(float), GS_TAG_MODEL);     /* receive(c_j, w_j) */
+    float meas = (float)(o->now(rt) - t1);                                /* c := measured_time() */
+    if (gs_warm_kind(Nd->kind)) {
+      o->mutex_lock(rt, Nd->mc);
+      float own = Nd->c[K + me];
+      update_time(&Nd->c[j], meas, Nd->th);                      /* c_{i,j} <- UPDATE_TIME(c_{i,j}, c) */
+      update_times(Nd->c, reply + n, 2 * K, Nd->th);             /* c_i <- UPDATE_TIMES(c_i, c_j) */
+      Nd->c[K + me] = own;
+      o->mutex_unlock(rt, Nd->mc);
+    }
+    o->mutex_lock(rt, Nd->mw);
+    for (size_t i = 0; i < n; i++) Nd->w[i] = 0.5f * (Nd->w[i] + reply[i]);  /* average(w_{t,i}, w_j) */
+    o->mutex_unlock(rt, Nd->mw);
+    o->work(rt, 12.0 * n);
+  }
+  double t2 = o->now(rt);
+  M->st.pull_sum += t2 - t1; M->st.pulls++;
+  float d = (float)(t2 - t1), *pair = M->pair;
+  if (pair[j] == 0 || d < pair[2 * K + j]) pair[2 * K + j] = d;
+  pair[j] += 1; pair[K + j] += d;
+  if (GO(&M->job->r.cfg)->timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t_taken, (float)t2}; fb_push(&M->tl, rec, TL_F); }
+}
+
+/* The node's state and its main role's buffers; w = w_0 on every node. */
+static void gs_init(rt_t *rt, job_t *job, gnode_t *Nd, gmain_t *M) {
+  const run_t *r = &job->r; const train_cfg_t *c = &r->cfg; const rt_ops_t *o = rt->ops;
+  int K = rt->nnodes;
+  size_t n = r->net.nparams;
+  memset(Nd, 0, sizeof *Nd); memset(M, 0, sizeof *M);
+  Nd->kind = job->algo->variant; Nd->K = K; Nd->me = rt->node; Nd->T = c->tau > 0 ? c->tau : 1; Nd->th = GO(c)->threshold;
+  long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
+  Nd->W = !gs_warm_kind(Nd->kind) ? 0 : GO(c)->warmup >= 0 ? GO(c)->warmup : steps_shard;
+  Nd->n = n;
+  Nd->w = xmalloc(n * sizeof(float));
+  Nd->c = xmalloc(TAB(K) * sizeof(float)); Nd->p = xmalloc((size_t)K * sizeof(double));
+  for (size_t k = 0; k < TAB(K); k++) Nd->c[k] = INFINITY;
+  Nd->mw = o->mutex_new(rt); Nd->mc = o->mutex_new(rt);
+  net_init_params(&r->net, Nd->w, c->seed);   /* w_{0,i} = w_0 */
+  M->Nd = Nd; M->job = job;
+  M->wl = Nd->kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
+  M->reply = xmalloc((n + TAB(K)) * sizeof(float)); M->req = xmalloc((1 + TAB(K)) * sizeof(float));
+  M->pair = xcalloc(PAIR_F * (size_t)K, sizeof(float));
+}
+
+/* A snapshot where the node loop says (after an agreed evaluation, at the end): on real under
+ * both mutexes, as a serving role may be answering a peer that is already past the cut. */
+static void gs_checkpoint(rt_t *rt, loop_t *L, gnode_t *Nd, int now) {
+  if (!L->r->cfg.checkpoint[0] || (!now && L->last_eval != L->updates)) return;   /* (loop_checkpoint's cut) */
+  int lock = !rt->ops->simulated;   /* sim: no other actor runs while this one saves (and no extra simcall) */
+  if (lock) { rt->ops->mutex_lock(rt, Nd->mw); rt->ops->mutex_lock(rt, Nd->mc); }
+  loop_checkpoint(L, now);
+  if (lock) { rt->ops->mutex_unlock(rt, Nd->mc); rt->ops->mutex_unlock(rt, Nd->mw); }
+}
+
+/* Every node's pull records and stats to every node (node 0 reports them); node 0 writes the
+ * timeline. */
+static void gs_gather(rt_t *rt, gmain_t *M) {
+  const rt_ops_t *o = rt->ops; const train_cfg_t *c = &M->job->r.cfg;
+  int K = M->Nd->K;
+  float st[ST_F] = {(float)M->st.G_sum, (float)M->st.steps, (float)M->st.pull_sum, (float)M->st.pulls};
+  size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
+  M->all_pair = xmalloc(PAIR_F * (size_t)K * K * sizeof(float)); M->all_st = xmalloc((size_t)K * ST_F * sizeof(float));
+  for (int k = 0; k < K; k++) cnt[k] = PAIR_F * (size_t)K;
+  o->allgatherv(rt, M->pair, M->all_pair, cnt);
+  for (int k = 0; k < K; k++) cnt[k] = ST_F;
+  o->allgatherv(rt, st, M->all_st, cnt);
+  if (GO(c)->timeline[0]) {
+    float mine = (float)M->tl.n, *counts = xmalloc((size_t)K * sizeof(float)), *all;
+    size_t sum = 0;
+    for (int k = 0; k < K; k++) cnt[k] = 1;
+    o->allgatherv(rt, &mine, counts, cnt);
+    for (int k = 0; k < K; k++) { cnt[k] = (size_t)counts[k]; sum += cnt[k]; }
+    all = xmalloc((sum ? sum : 1) * sizeof(float));
+    if (!M->tl.v) M->tl.v = xmalloc(sizeof(float));
+    o->allgatherv(rt, M->tl.v, all, cnt);
+    if (rt->node == 0) {
+      outfile_t of; outfile_open(&of, GO(c)->timeline, "--gossip-timeline");
+      fprintf(of.f, "node,peer,start_s,taken_s,end_s\n");
+      size_t off = 0;
+      for (int k = 0; k < K; off += cnt[k], k++)
+        for (size_t i = 0; i + TL_F <= cnt[k]; i += TL_F)
+          fprintf(of.f, "%d,%d,%.6f,%.6f,%.6f\n", k, (int)all[off + i], all[off + i + 1], all[off + i + 2], all[off + i + 3]);
+      outfile_commit(&of);
+    }
+    xfree(counts); xfree(all);
+  }
+  xfree(cnt);
+}
+
+static void gs_summary(json_t *x, const loop_t *L, void *arg);
 
 static void gossip_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   const rt_ops_t *o = rt->ops;
   int K = rt->nnodes, me = rt->node;
   size_t n = r->net.nparams;
-  gnode_t Nd; memset(&Nd, 0, sizeof Nd);
-  Nd.kind = job->algo->variant; Nd.K = K; Nd.me = me; Nd.T = c->tau > 0 ? c->tau : 1; Nd.th = GO(c)->threshold;
-  long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
-  Nd.W = !gs_warm_kind(Nd.kind) ? 0 : GO(c)->warmup >= 0 ? GO(c)->warmup : steps_shard;
-  Nd.n = n;
-  Nd.w = xmalloc(n * sizeof(float));
-  Nd.c = xmalloc(TAB(K) * sizeof(float)); Nd.p = xmalloc((size_t)K * sizeof(double));
-  for (size_t k = 0; k < TAB(K); k++) Nd.c[k] = INFINITY;
-  Nd.mw = o->mutex_new(rt); Nd.mc = o->mutex_new(rt);
-  net_init_params(&r->net, Nd.w, c->seed);   /* w_{0,i} = w_0 */
-  loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, NULL, NULL);
+  gnode_t Nd; gmain_t M; gs_init(rt, job, &Nd, &M);
+  loop_t L; loop_init(&L, rt, job, LOOP_LOCAL, NULL, gs_summary, &M);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 2), 0, 1, c->with_replacement, (uint64_t)me);
   replica_shard(&rep, r, me, K);              /* X_i: this node's own shard */
   if (c->noniid > 0) sampler_skew(&rep.s, c->noniid);
   optim_t opt; optim_init(&opt, OPT_SGD, n, c->momentum, c->wd);   /* Alg. 1: plain SGD unless --momentum */
-  float *g = xmalloc(n * sizeof(float)), *wl = Nd.kind == GS_PUSH ? xmalloc(n * sizeof(float)) : NULL;
-  float *reply = xmalloc((n + TAB(K)) * sizeof(float)), *req = xmalloc((1 + TAB(K)) * sizeof(float));
   rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
+  loop_state(&L, "w", Nd.w, n * sizeof(float)); loop_state_optim(&L, "sgd", &opt); loop_state_replica(&L, "replica", &rep);
+  loop_state(&L, "peer_rng", &peer_rng, sizeof peer_rng); loop_state(&L, "times", Nd.c, TAB(K) * sizeof(float));
+  loop_state(&L, "stats", &M.st, sizeof M.st); loop_state(&L, "pairs", M.pair, PAIR_F * (size_t)K * sizeof(float));
   int S = K > 1 ? (GO(c)->servers < K - 1 ? GO(c)->servers : K - 1) : 0;   /* serving roles */
   void **server = xcalloc((size_t)(S ? S : 1), sizeof(void *));
   for (int s = 0; s < S; s++) server[s] = o->thread_start(rt, -1, gs_server, &Nd);
-
-  long total = r->total_steps;   /* local steps per node */
-  long E = c->eval_every > 0 ? c->eval_every : steps_shard;
-  long m = total / E + (total % E ? 1 : 0);     /* evaluation points: every E steps and the end */
-  float *ev = xcalloc((size_t)m * EV_F, sizeof(float));
-  fbuf_t tl = {0};
-  double G_sum = 0, pull_sum = 0; long pulls = 0, ne = 0;
-  float *pair = xcalloc(PAIR_F * (size_t)K, sizeof(float));   /* by peer: pulls, duration sum, shortest */
-  int diverged = 0;
-  for (long t = 0; t < total && !pdl_stop_signal; ) {
+  long t = 0, total = r->total_steps;   /* local steps per node */
+  /* (no request comes before every node has loaded its snapshot: loop_resume ends in an allreduce) */
+  if (loop_resume(&L)) { optim_refresh(&opt, Nd.w); t = L.updates; }
+  float *g = xmalloc(n * sizeof(float));
+  while (t < total) {
     watchdog_context("%s node %d: step %ld of %ld", c->algo, me, t, total);
     double t0 = o->now(rt);
     const float *at = Nd.w;
-    if (wl) { o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw); at = wl; }
+    if (M.wl) { o->mutex_lock(rt, Nd.mw); vec_copy(M.wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw); at = M.wl; }
     double loss = replica_grad_on_device(&rep, rt, 0, at, g);   /* grad F_i(w_{t,i}; x) */
-    G_sum += o->now(rt) - t0;
+    M.st.G_sum += o->now(rt) - t0;
     o->mutex_lock(rt, Nd.mw);
     optim_step(&opt, Nd.w, g, lr_at(c->lr, t, c->warmup));    /* w_{t+1,i} = w_{t,i} - alpha grad */
     o->mutex_unlock(rt, Nd.mw);
     o->work(rt, 4.0 * n * 4);
-    t++;
-    if (!isfinite(loss) || loss > c->diverge_loss) diverged = 1;
+    M.st.steps = ++t;
+    loop_diverged(&L, loss, t);                                  /* this node's own: it goes on */
     loop_loss(&L, loss, 1);
-    if (K > 1 && t % Nd.T == 0) {                                /* if t = 0 mod T */
-      int warm = gs_warm_kind(Nd.kind) && t <= Nd.W;
-      int j = choose_peer(&Nd, &peer_rng, warm);                 /* choose j */
-      double t1 = o->now(rt), t_taken = t1;
-      if (Nd.kind == GS_PUSH) {
-        req[0] = OP_PUSH;
-        for (size_t k = 0; k < TAB(K); k++) req[1 + k] = 0;
-        o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw);
-        o->send(rt, j, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
-        t_taken = o->now(rt);
-        o->send(rt, j, wl, n * sizeof(float), GS_TAG_PUSHDATA);
-        float ack; o->recv(rt, j, &ack, sizeof ack, GS_TAG_ACK);
-      } else {
-        req[0] = OP_PULL;
-        o->mutex_lock(rt, Nd.mc);
-        if (Nd.kind == GS_WARMUP_G) Nd.c[K + me] = (float)(G_sum / (double)t);   /* this node's mean step time */
-        memcpy(req + 1, Nd.c, TAB(K) * sizeof(float));
-        o->mutex_unlock(rt, Nd.mc);
-        o->send(rt, j, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);        /* send(c_i) */
-        t_taken = o->now(rt);
-        o->recv(rt, j, reply, (n + TAB(K)) * sizeof(float), GS_TAG_MODEL);     /* receive(c_j, w_j) */
-        float meas = (float)(o->now(rt) - t1);                                /* c := measured_time() */
-        if (gs_warm_kind(Nd.kind)) {
-          o->mutex_lock(rt, Nd.mc);
-          float own = Nd.c[K + me];
-          update_time(&Nd.c[j], meas, Nd.th);                      /* c_{i,j} <- UPDATE_TIME(c_{i,j}, c) */
-          update_times(Nd.c, reply + n, 2 * K, Nd.th);             /* c_i <- UPDATE_TIMES(c_i, c_j) */
-          Nd.c[K + me] = own;
-          o->mutex_unlock(rt, Nd.mc);
-        }
-        o->mutex_lock(rt, Nd.mw);
-        for (size_t i = 0; i < n; i++) Nd.w[i] = 0.5f * (Nd.w[i] + reply[i]);  /* average(w_{t,i}, w_j) */
-        o->mutex_unlock(rt, Nd.mw);
-        o->work(rt, 12.0 * n);
-      }
-      double t2 = o->now(rt);
-      pull_sum += t2 - t1; pulls++;
-      float d = (float)(t2 - t1);
-      if (pair[j] == 0 || d < pair[2 * K + j]) pair[2 * K + j] = d;
-      pair[j] += 1; pair[K + j] += d;
-      if (GO(c)->timeline[0]) { float rec[TL_F] = {(float)j, (float)t1, (float)t_taken, (float)t2}; fb_push(&tl, rec, TL_F); }
-    }
-    if ((t % E == 0 || t == total) && ne < m) {                 /* this node's own model, on the test set */
-      double te, tlo;
-      const float *ew = Nd.w;   /* push: the serving role may be averaging into w: a copy under the mutex */
-      if (wl) { o->mutex_lock(rt, Nd.mw); vec_copy(wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw); ew = wl; }
-      net_evaluate(&r->eval_ws, ew, r->data.test.x, r->data.test.y, r->data.test.n, &te, &tlo);
-      float *e = ev + ne++ * EV_F;
-      e[0] = (float)t; e[1] = (float)o->now(rt); e[2] = (float)te; e[3] = (float)tlo;
-      if (L.reporter && !c->quiet) progress("%s: node 0 step %ld/%ld  test_err %.4f", c->algo, t, total, te);
-    }
+    if (K > 1 && t % Nd.T == 0)                                  /* if t = 0 mod T: choose j, exchange */
+      gs_exchange(rt, &M, choose_peer(&Nd, &peer_rng, gs_warm_kind(Nd.kind) && t <= Nd.W), t);
+    const float *ew = Nd.w;   /* push: the serving role may be averaging into w: a copy under the mutex */
+    if (M.wl && loop_due(&L, t, t == total)) { o->mutex_lock(rt, Nd.mw); vec_copy(M.wl, Nd.w, n); o->mutex_unlock(rt, Nd.mw); ew = M.wl; }
+    int stop = loop_progress(&L, ew, t, (double)t * K * c->batch, t == total);   /* its own model, on the test set */
+    gs_checkpoint(rt, &L, &Nd, 0);
+    if (stop) break;
   }
-  double t_end = o->now(rt);
   /* every request this node made has been answered: once all nodes are here, no more come */
   if (K > 1) {
     o->barrier(rt);
-    req[0] = OP_STOP;   /* one STOP per serving role of the next node (every node has S) */
-    for (int s = 0; s < S; s++) o->send(rt, (me + 1) % K, req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
+    M.req[0] = OP_STOP;   /* one STOP per serving role of the next node (every node has S) */
+    for (int s = 0; s < S; s++) o->send(rt, (me + 1) % K, M.req, (1 + TAB(K)) * sizeof(float), GS_TAG_REQ);
     for (int s = 0; s < S; s++) o->thread_join(rt, server[s]);
   }
-  xfree(server);
-  /* node 0 gathers the evaluation records, the stats and (if asked) the timeline */
-  float st[ST_F] = {(float)G_sum, (float)total, (float)pull_sum, (float)pulls, (float)diverged, (float)t_end};
-  size_t *cnt = xmalloc((size_t)K * sizeof(size_t));
-  float *all_pair = xmalloc(PAIR_F * (size_t)K * K * sizeof(float));
-  for (int k = 0; k < K; k++) cnt[k] = PAIR_F * (size_t)K;
-  o->allgatherv(rt, pair, all_pair, cnt);
-  float *all_ev = xmalloc((size_t)K * m * EV_F * sizeof(float)), *all_st = xmalloc((size_t)K * ST_F * sizeof(float));
-  for (int k = 0; k < K; k++) cnt[k] = (size_t)m * EV_F;
-  if (ne < m) die("gossip: node %d evaluated %ld times, expected %ld (interrupted?)", me, ne, m);
-  o->allgatherv(rt, ev, all_ev, cnt);
-  for (int k = 0; k < K; k++) cnt[k] = ST_F;
-  o->allgatherv(rt, st, all_st, cnt);
-  float *all_tl = NULL; size_t *tlc = xcalloc((size_t)K, sizeof(size_t));
-  if (GO(c)->timeline[0]) {
-    float mine = (float)tl.n, *counts = xmalloc((size_t)K * sizeof(float));
-    for (int k = 0; k < K; k++) cnt[k] = 1;
-    o->allgatherv(rt, &mine, counts, cnt);
-    size_t sum = 0;
-    for (int k = 0; k < K; k++) { tlc[k] = (size_t)counts[k]; sum += tlc[k]; }
-    all_tl = xmalloc((sum ? sum : 1) * sizeof(float));
-    if (!tl.v) tl.v = xmalloc(sizeof(float));
-    o->allgatherv(rt, tl.v, all_tl, tlc);
-    xfree(counts);
-  }
-  if (L.reporter) gs_write_results(rt, job, &Nd, all_ev, m, all_st, all_tl, tlc, all_pair, t_end);
-  xfree(pair); xfree(all_pair);
-  xfree(cnt); xfree(all_ev); xfree(all_st); xfree(all_tl); xfree(tlc); xfree(tl.v); xfree(ev);
+  gs_checkpoint(rt, &L, &Nd, pdl_stop_signal || t == total);
+  gs_gather(rt, &M);
+  loop_finish(&L, Nd.w, Nd.w);
+  xfree(server); xfree(g); xfree(M.pair); xfree(M.all_pair); xfree(M.all_st); xfree(M.tl.v);
   optim_free(&opt); replica_free(&rep);
   o->mutex_free(rt, Nd.mw); o->mutex_free(rt, Nd.mc);
-  xfree(Nd.w); xfree(Nd.c); xfree(Nd.p); xfree(g); xfree(wl); xfree(reply); xfree(req);
+  xfree(Nd.w); xfree(Nd.c); xfree(Nd.p); xfree(M.wl); xfree(M.reply); xfree(M.req);
 }
 
-/* Node 0: eval lines (mean test error over the nodes at each evaluation point), the timeline
- * CSV, the summary with per-node stats and the eq. (1)/(2) check. */
-static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev, long m, const float *st,
-                             const float *tl, const size_t *tlc, const float *pair, double t_end) {
-  run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
-  int K = Nd->K, T = Nd->T;
-  double *errs = xcalloc((size_t)K * 10, sizeof(double));   /* [K] each: errs, then the per-node figures */
-  double *G = errs + K, *Cx = G + K, *Cs = Cx + K, *Cp = Cs + K, *Wt = Cp + K, *pred = Wt + K, *meas = pred + K, *Tstar = meas + K;
-  double *lhs1 = Tstar + K;
-  for (long e = 0; e < m; e++) {
-    double err = 0, loss = 0, tm = 0, tmax = 0;
-    for (int k = 0; k < K; k++) {
-      const float *x = ev + ((size_t)k * m + e) * EV_F;
-      err += x[2]; loss += x[3]; tm += x[1]; if (x[1] > tmax) tmax = x[1]; errs[k] = x[2];
-    }
-    const float *x0 = ev + (size_t)e * EV_F;
-    r->updates = (long)x0[0]; r->epochs_done = (double)x0[0] * K * c->batch / r->data.train.n;
-    r->test_err = err / K; r->test_loss = loss / K;
-    json_t j; run_json_common(r, &j, "eval");
-    json_int(&j, "updates", r->updates); json_num(&j, "epochs", r->epochs_done);
-    json_num(&j, "time_s", tm / K); json_num(&j, "time_max_s", tmax);
-    json_num(&j, "test_err", r->test_err); json_num(&j, "test_loss", r->test_loss);
-    json_num_array(&j, "test_err_nodes", errs, K, 5);
-    results_write(&r->res, json_end(&j));
-    if (!c->quiet) fprintf(stderr, "%s: step %ld  time %.4g s  mean test_err %.4f\n", c->algo, r->updates, tm / K, r->test_err);
-  }
-  if (GO(c)->timeline[0]) {
-    outfile_t of; outfile_open(&of, GO(c)->timeline, "--gossip-timeline");
-    fprintf(of.f, "node,peer,start_s,taken_s,end_s\n");
-    size_t off = 0;
-    for (int k = 0; k < K; k++) {
-      for (size_t i = 0; i + TL_F <= tlc[k]; i += TL_F)
-        fprintf(of.f, "%d,%d,%.6f,%.6f,%.6f\n", k, (int)tl[off + i], tl[off + i + 1], tl[off + i + 2], tl[off + i + 3]);
-      off += tlc[k];
-    }
-    outfile_commit(&of);
-  }
-  /* Per-node means and eq. (1)/(2), from every requester's pulls by peer (pair: [K] count, [K]
-   * duration sum, [K] shortest). The shortest pull j made from i stands for the uncongested
-   * transfer time of that pair (each pair has many pulls; an idle one sets the minimum).
-   *   C_i (eq. 1's right side, "C_serve_s"): the uncongested time of the pulls i served, i.e.
-   *       how long one request occupies i's link;
-   *   C_j (left side, "C_transfer_s"): j's uncongested pull time, so T G_j + C_j is j's interval
-   *       between requests with no congestion (with the measured durations the interval grows
-   *       until it balances the queue, and the predicate would always say "no");
-   *   waiting per transfer at i ("wait_at_node_s"): the mean of (duration - uncongested time)
-   *       over the pulls i served, whether queued for a serving role or slowed by sharing i's link.
-   * Measured congestion at i: its waiting per transfer exceeds its uncongested transfer time. */
+/* The per-node figures of the summary, from every requester's pulls by peer (pair: [K] count,
+ * [K] duration sum, [K] shortest). The shortest pull j made from i stands for the uncongested
+ * transfer time of that pair (each pair has many pulls; an idle one sets the minimum).
+ *   C_i (eq. 1's right side, "C_serve_s"): the uncongested time of the pulls i served, i.e.
+ *       how long one request occupies i's link;
+ *   C_j (left side, "C_transfer_s"): j's uncongested pull time, so T G_j + C_j is j's interval
+ *       between requests with no congestion (with the measured durations the interval grows
+ *       until it balances the queue, and the predicate would always say "no");
+ *   waiting per transfer at i ("wait_at_node_s"): the mean of (duration - uncongested time)
+ *       over the pulls i served, whether queued for a serving role or slowed by sharing i's link.
+ * Measured congestion at i: its waiting per transfer exceeds its uncongested transfer time. */
+typedef struct { double *G, *Cx, *Cs, *Cp, *Wt, *pred, *meas, *Tstar, *lhs1; int congested, measured, disagree; } gs_fig_t;
+static void gs_figures(const gmain_t *M, gs_fig_t *F) {
+  int K = M->Nd->K, T = M->Nd->T;
+  const float *st = M->all_st, *pair = M->all_pair;
   double sumG = 0, sumCx = 0;
-  int congested = 0, measured = 0, disagree = 0, anydiv = 0;
   for (int k = 0; k < K; k++) {
     const float *s = st + (size_t)k * ST_F;
-    G[k] = s[1] > 0 ? s[0] / s[1] : 0; Cp[k] = s[3] > 0 ? s[2] / s[3] : 0;
+    F->G[k] = s[1] > 0 ? s[0] / s[1] : 0; F->Cp[k] = s[3] > 0 ? s[2] / s[3] : 0;
     double idle = 0, npull = 0, served = 0, idle_in = 0, extra_in = 0;
     for (int i = 0; i < K; i++) {
       const float *pj = pair + (size_t)k * PAIR_F * K;           /* k as the requester */
@@ -372,60 +383,67 @@ static void gs_write_results(rt_t *rt, job_t *job, gnode_t *Nd, const float *ev,
       const float *pi = pair + (size_t)i * PAIR_F * K;           /* k as the peer */
       served += pi[k]; idle_in += (double)pi[k] * pi[2 * K + k]; extra_in += pi[K + k] - (double)pi[k] * pi[2 * K + k];
     }
-    Cx[k] = npull > 0 ? idle / npull : 0;
-    Cs[k] = served > 0 ? idle_in / served : 0;
-    Wt[k] = served > 0 ? extra_in / served : 0;
-    sumG += G[k]; sumCx += Cx[k];
-    if (s[4] != 0) anydiv = 1;
+    F->Cx[k] = npull > 0 ? idle / npull : 0;
+    F->Cs[k] = served > 0 ? idle_in / served : 0;
+    F->Wt[k] = served > 0 ? extra_in / served : 0;
+    sumG += F->G[k]; sumCx += F->Cx[k];
   }
   for (int i = 0; i < K && K > 1; i++) {
-    double lhs = (T * (sumG - G[i]) + (sumCx - Cx[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
-    lhs1[i] = lhs;
-    pred[i] = Cs[i] > 0 && lhs < Cs[i];                               /* eq. (1): node i congests */
-    Tstar[i] = sumG - G[i] > 0 ? ((K - 1) * Cs[i] - (sumCx - Cx[i])) / (sumG - G[i]) : 0;   /* eq. (2) */
-    meas[i] = Cs[i] > 0 && Wt[i] > Cs[i];
-    congested |= (int)pred[i]; measured |= (int)meas[i]; disagree += pred[i] != meas[i];
+    double lhs = (T * (sumG - F->G[i]) + (sumCx - F->Cx[i])) / (K - 1);   /* (1/(K-1)) sum_j!=i (T G_j + C_j) */
+    F->lhs1[i] = lhs;
+    F->pred[i] = F->Cs[i] > 0 && lhs < F->Cs[i];                          /* eq. (1): node i congests */
+    F->Tstar[i] = sumG - F->G[i] > 0 ? ((K - 1) * F->Cs[i] - (sumCx - F->Cx[i])) / (sumG - F->G[i]) : 0;   /* eq. (2) */
+    F->meas[i] = F->Cs[i] > 0 && F->Wt[i] > F->Cs[i];
+    F->congested |= (int)F->pred[i]; F->measured |= (int)F->meas[i]; F->disagree += F->pred[i] != F->meas[i];
   }
-  if (anydiv) { r->diverged = 1; r->diverged_at = -1; }
-  for (int k = 0; k < K; k++) if (st[(size_t)k * ST_F + 5] > t_end) t_end = st[(size_t)k * ST_F + 5];   /* the last node's end */
-  json_t x; json_frag_begin(&x);
-  json_int(&x, "nodes", K); json_int(&x, "T", T);
-  if (c->noniid > 0) json_num(&x, "noniid", c->noniid);
-  if (gs_warm_kind(Nd->kind)) { json_int(&x, "warmup_steps", Nd->W); json_num(&x, "threshold", Nd->th); }
-  json_int(&x, "model_bytes", (long long)(r->net.nparams * sizeof(float)));
-  json_num_array(&x, "G_s", G, K, 6); json_num_array(&x, "C_exchange_s", Cp, K, 6);
-  json_num_array(&x, "C_transfer_s", Cx, K, 6); json_num_array(&x, "C_serve_s", Cs, K, 6);
-  json_num_array(&x, "wait_at_node_s", Wt, K, 6);
-  json_num_array(&x, "eq1_lhs_s", lhs1, K, 6);
-  json_num_array(&x, "eq1_congested", pred, K, 1); json_num_array(&x, "measured_congested", meas, K, 1);
-  json_num_array(&x, "eq2_T_star", Tstar, K, 4);
-  {  /* every requester's pulls by peer, row-major [requester][peer]: count, mean and shortest duration */
-    double *pc = xmalloc(3 * (size_t)K * K * sizeof(double)), *pm = pc + (size_t)K * K, *pn = pm + (size_t)K * K;
-    for (int j = 0; j < K; j++)
-      for (int i = 0; i < K; i++) {
-        const float *pj = pair + (size_t)j * PAIR_F * K;
-        pc[(size_t)j * K + i] = pj[i]; pm[(size_t)j * K + i] = pj[i] > 0 ? pj[K + i] / pj[i] : 0;
-        pn[(size_t)j * K + i] = pj[2 * K + i];
-      }
-    json_num_array(&x, "pair_pulls", pc, (size_t)K * K, 12);   /* whole counts (issue 32: 1 digit wrote 46 as 5e+01) */
-    json_num_array(&x, "pair_mean_s", pm, (size_t)K * K, 6);
-    json_num_array(&x, "pair_min_s", pn, (size_t)K * K, 6);
-    xfree(pc);
-  }
-  json_int(&x, "eq1_any_congested", congested); json_int(&x, "measured_any_congested", measured);
-  json_int(&x, "eq1_disagreements", disagree);
-  if (rt->ops->simulated) {
-    json_str(&x, "platform", c->platform);
-    json_str(&x, "device_rate", c->device_rate[0] ? c->device_rate : "platform default");
-  }
-  run_summary(r, t_end, json_frag(&x));
-  run_dump_params(Nd->w, r->net.nparams);
-  xfree(errs);
 }
 
-/* the timeline file is written at the end of a run: refuse a path that cannot be written first */
+/* every requester's pulls by peer, row-major [requester][peer]: count, mean and shortest duration */
+static void gs_pair_json(json_t *x, const float *pair, int K) {
+  double *pc = xmalloc(3 * (size_t)K * K * sizeof(double)), *pm = pc + (size_t)K * K, *pn = pm + (size_t)K * K;
+  for (int j = 0; j < K; j++)
+    for (int i = 0; i < K; i++) {
+      const float *pj = pair + (size_t)j * PAIR_F * K;
+      pc[(size_t)j * K + i] = pj[i]; pm[(size_t)j * K + i] = pj[i] > 0 ? pj[K + i] / pj[i] : 0;
+      pn[(size_t)j * K + i] = pj[2 * K + i];
+    }
+  json_num_array(x, "pair_pulls", pc, (size_t)K * K, 12);   /* whole counts (issue 32: 1 digit wrote 46 as 5e+01) */
+  json_num_array(x, "pair_mean_s", pm, (size_t)K * K, 6);
+  json_num_array(x, "pair_min_s", pn, (size_t)K * K, 6);
+  xfree(pc);
+}
+
+/* Node 0's summary fields: per-node stats and the eq. (1)/(2) check. */
+static void gs_summary(json_t *x, const loop_t *L, void *arg) {
+  const gmain_t *M = arg; const run_t *r = L->r; const train_cfg_t *c = &r->cfg;
+  int K = M->Nd->K;
+  double *v = xcalloc((size_t)K * 9, sizeof(double));
+  gs_fig_t F = {v, v + K, v + 2 * K, v + 3 * K, v + 4 * K, v + 5 * K, v + 6 * K, v + 7 * K, v + 8 * K, 0, 0, 0};
+  gs_figures(M, &F);
+  json_int(x, "nodes", K); json_int(x, "T", M->Nd->T);
+  if (c->noniid > 0) json_num(x, "noniid", c->noniid);
+  if (gs_warm_kind(M->Nd->kind)) { json_int(x, "warmup_steps", M->Nd->W); json_num(x, "threshold", M->Nd->th); }
+  json_int(x, "model_bytes", (long long)(r->net.nparams * sizeof(float)));
+  json_num_array(x, "G_s", F.G, K, 6); json_num_array(x, "C_exchange_s", F.Cp, K, 6);
+  json_num_array(x, "C_transfer_s", F.Cx, K, 6); json_num_array(x, "C_serve_s", F.Cs, K, 6);
+  json_num_array(x, "wait_at_node_s", F.Wt, K, 6);
+  json_num_array(x, "eq1_lhs_s", F.lhs1, K, 6);
+  json_num_array(x, "eq1_congested", F.pred, K, 1); json_num_array(x, "measured_congested", F.meas, K, 1);
+  json_num_array(x, "eq2_T_star", F.Tstar, K, 4);
+  gs_pair_json(x, M->all_pair, K);
+  json_int(x, "eq1_any_congested", F.congested); json_int(x, "measured_any_congested", F.measured);
+  json_int(x, "eq1_disagreements", F.disagree);
+  xfree(v);
+}
+
+/* the timeline file is written at the end of a run: refuse a path that cannot be written first,
+ * and a resume, whose timeline would hold only the pulls after it */
 static int gossip_prepare(job_t *job) {
-  if (GO(&job->r.cfg)->timeline[0]) outfile_check(GO(&job->r.cfg)->timeline, "--gossip-timeline");
+  const train_cfg_t *c = &job->r.cfg;
+  if (GO(c)->timeline[0] && c->resume)
+    die_usage("train: --gossip-timeline with --resume: the timeline is not in the snapshot (it would hold only the "
+              "exchanges after the resume); drop one of them");
+  if (GO(c)->timeline[0]) outfile_check(GO(c)->timeline, "--gossip-timeline");
   return -1;
 }
 #define GOPT(field) OD_ALGO, offsetof(gossip_opts_t, field), sizeof(((gossip_opts_t *)0)->field)
@@ -434,26 +452,26 @@ static const optdef_t
   od_gs_threshold = {"--gossip-threshold", OD_FLOAT, 0, 1, NULL, "0.1", "X", "UPDATE_TIME's threshold", GOPT(threshold), 1, NULL},
   od_gs_servers = {"--gossip-servers", OD_INT, 1, 4096, NULL, "8", "S", "serving roles per node, pulls served at once (capped at K-1)", GOPT(servers), 1, NULL},
   od_gs_timeline = {"--gossip-timeline", OD_STR, 0, 0, NULL, NULL, "FILE", "write every transfer (node,peer,start_s,taken_s,end_s) as CSV", GOPT(timeline), 0, NULL};
-#define GS_OPTS ALGO_OPTS_SIM, &od_tau, &od_with_replacement, &od_noniid, &od_gs_servers, &od_gs_timeline
+#define GS_OPTS ALGO_OPTS_DIST, &od_tau, &od_with_replacement, &od_noniid, &od_gs_servers, &od_gs_timeline
 static const optdef_t *const gs_opts[] = {GS_OPTS, NULL};
 static const optdef_t *const gs_warm_opts[] = {GS_OPTS, &od_gs_warmup, &od_gs_threshold, NULL};
 const algo_t algo_gossip = {
   .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .momentum = -1,
-  .opts = gs_opts, .prepare = gossip_prepare,
+  .opts = gs_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "pull-gossip SGD (Oguni et al. Alg. 1): every T steps average with a uniformly chosen peer's model",
 };
 const algo_t algo_gossip_warmup = {
   .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1, .momentum = -1,
-  .opts = gs_warm_opts, .prepare = gossip_prepare,
+  .opts = gs_warm_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "pull gossip with Alg. 2's warm-up: peers chosen by measured transfer time for W steps",
 };
 const algo_t algo_gossip_push = {
   .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .momentum = -1,
-  .opts = gs_opts, .prepare = gossip_prepare,
+  .opts = gs_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "push-gossip SGD (the comparator): every T steps send the model to a uniform peer, which averages it in",
 };
 const algo_t algo_gossip_warmup_compute = {
   .name = "gossip-warmup-compute", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP_G, .roles_talk = 1,
-  .momentum = -1, .opts = gs_warm_opts, .prepare = gossip_prepare,
+  .momentum = -1, .opts = gs_warm_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "beyond the paper: Alg. 2 whose tables also share step times; peers chosen by 1/(transfer x step time)",
 };

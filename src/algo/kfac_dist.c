@@ -18,8 +18,8 @@
  * l mod R; past R = layers the extra processes own nothing); `lpt`, ours (the paper's named
  * future work, load balance): layers by their inversion cost da³ + dg³, largest first, each to
  * the least-loaded process.
- * The loss and the stop/signal flags ride on step 6: each process appends its own three floats
- * to its part, and every process sums the R triples.
+ * The loss and the stop/signal flags ride on step 6: each process appends its control floats
+ * (ctl_pack, algo.h) to its part, and every process merges the R records (ctl_merge).
  * On the sim runtime the factor, inversion and preconditioning flops are charged per kind: at
  * the rates that `pdl calibrate` measured for each kind relative to the training step (the
  * calibration file's kfac_rel_* figures; with no calibration, at the device's training rate,
@@ -218,6 +218,63 @@ static void on_device(rt_t *rt, rt_fn fn, void *arg) {
 typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt, fisher_sampled; } kfac_opts_t;
 _Static_assert(sizeof(kfac_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "kfac_opts_t fits algo_opts");
 
+/* The buffers ordered by owner: step 3's bundles and step 6's ΔW (+ the CTL_F control floats per
+ * node); share: the owner's parts live inside the full buffers (allreduce, or one node). */
+typedef struct {
+  size_t off_b[NET_MAX_LAYERS], off_w[NET_MAX_LAYERS], *cnt_b, *cnt_w, tot_b, tot_w, my_b0, my_w0;
+  float *bund, *mine, *upd, *myupd;
+  int share;
+} kbuf_t;
+static void kbuf_init(kbuf_t *B, const kfac_t *k, const int *owner, int N, int me, int share) {
+  memset(B, 0, sizeof *B);
+  B->cnt_b = xcalloc((size_t)N, sizeof(size_t)); B->cnt_w = xcalloc((size_t)N, sizeof(size_t)); B->share = share;
+  for (int o = 0; o < N; o++) {
+    for (int l = 0; l < k->nl; l++) {
+      if (owner[l] != o) continue;
+      B->off_b[l] = B->tot_b; B->tot_b += k->L[l].bundle; B->cnt_b[o] += k->L[l].bundle;
+      size_t dw = (size_t)k->L[l].dg * k->L[l].da;
+      B->off_w[l] = B->tot_w; B->tot_w += dw; B->cnt_w[o] += dw;
+    }
+    B->tot_w += CTL_F; B->cnt_w[o] += CTL_F;
+  }
+  for (int o = 0; o < me; o++) { B->my_b0 += B->cnt_b[o]; B->my_w0 += B->cnt_w[o]; }
+  B->bund = xmalloc((B->tot_b ? B->tot_b : 1) * sizeof(float));
+  B->mine = share ? B->bund + B->my_b0 : xmalloc((B->cnt_b[me] ? B->cnt_b[me] : 1) * sizeof(float));
+  B->upd = xcalloc(B->tot_w, sizeof(float));
+  B->myupd = share ? B->upd + B->my_w0 : xmalloc(B->cnt_w[me] * sizeof(float));
+}
+static void kbuf_free(kbuf_t *B) {
+  if (!B->share) { xfree(B->myupd); xfree(B->mine); }
+  xfree(B->bund); xfree(B->upd); xfree(B->cnt_b); xfree(B->cnt_w);
+}
+
+/* owner time over nodes, for the load-balance figures */
+static void owner_times(rt_t *rt, kstats_t *st) {
+  int N = rt->nnodes;
+  float *ow = xcalloc((size_t)N, sizeof(float));
+  ow[rt->node] = (float)st->own;
+  if (N > 1) rt->ops->allreduce(rt, ow, (size_t)N);
+  for (int q = 0; q < N; q++) { st->owner_mean += ow[q] / N; if (ow[q] > st->owner_max) st->owner_max = ow[q]; }
+  xfree(ow);
+}
+
+/* The node's snapshot: w, the momentum, the replica, and the owner's state, so that a resume is
+ * bit-identical with --kfac-stat-decay and --kfac-inv-every too: its layers' running factors and
+ * held inverses, how many batches each has folded in and the update of its inverses (the refresh
+ * schedule's other input, the update count, is the loop's); a node that owns no layer saves an
+ * empty block. */
+static void kfac_state(loop_t *L, kfac_t *k, const int *owner, int me, float *w, size_t n, optim_t *o, replica_t *rep) {
+  loop_state(L, "w", w, n * sizeof(float));
+  loop_state_optim(L, "msgd", o);
+  loop_state_replica(L, "replica", rep);
+  int owned[NET_MAX_LAYERS];
+  for (int l = 0; l < k->nl; l++) owned[l] = owner[l] == me;
+  kfac_own(k, owned);
+  loop_state(L, "kfac.factors", k->own, k->own_n * sizeof(float));
+  loop_state(L, "kfac.folded", k->folded, sizeof k->folded);
+  loop_state(L, "kfac.inverted_at", k->inverted_at, sizeof k->inverted_at);
+}
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -235,27 +292,10 @@ static void kfac_node(rt_t *rt, void *arg) {
   assign(&k, N, st.assign_lpt, st.owner, st.load);
   krates_t kr; load_rates(r, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
-
-  /* buffers ordered by owner: step 3's bundles and step 6's ΔW (+ 3 floats per node) */
-  size_t off_b[NET_MAX_LAYERS], off_w[NET_MAX_LAYERS], *cnt_b = xcalloc((size_t)N, sizeof(size_t)),
-         *cnt_w = xcalloc((size_t)N, sizeof(size_t)), tot_b = 0, tot_w = 0;
-  for (int o = 0; o < N; o++) {
-    for (int l = 0; l < k.nl; l++) {
-      if (st.owner[l] != o) continue;
-      off_b[l] = tot_b; tot_b += k.L[l].bundle; cnt_b[o] += k.L[l].bundle;
-      off_w[l] = tot_w; tot_w += (size_t)k.L[l].dg * k.L[l].da; cnt_w[o] += (size_t)k.L[l].dg * k.L[l].da;
-    }
-    tot_w += 3; cnt_w[o] += 3;
-  }
-  size_t my_b0 = 0, my_w0 = 0;
-  for (int o = 0; o < me; o++) { my_b0 += cnt_b[o]; my_w0 += cnt_w[o]; }
+  kbuf_t B; kbuf_init(&B, &k, st.owner, N, me, st.comm_allreduce || N == 1);
+  size_t *cnt_b = B.cnt_b, *cnt_w = B.cnt_w, tot_b = B.tot_b, tot_w = B.tot_w;
+  float *bund = B.bund, *mine = B.mine, *upd = B.upd, *myupd = B.myupd;
   st.msg1_bytes = 4.0 * (double)tot_b; st.msg2_bytes = 4.0 * (double)tot_w;
-  float *bund = xmalloc((tot_b ? tot_b : 1) * sizeof(float));
-  int share = st.comm_allreduce || N == 1;   /* the owner's parts live inside the full buffers */
-  float *mine = share ? bund + my_b0 : xmalloc((cnt_b[me] ? cnt_b[me] : 1) * sizeof(float));
-  float *upd = xcalloc(tot_w, sizeof(float));
-  float *myupd = share ? upd + my_w0 : xmalloc(cnt_w[me] * sizeof(float));
-
   replica_t rep;
   replica_init(&rep, r, b, threads, me, N, 0, (uint64_t)me);
   rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
@@ -263,22 +303,10 @@ static void kfac_node(rt_t *rt, void *arg) {
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float)), *dw = xcalloc(n, sizeof(float));
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
-  loop_state(&L, "w", w, n * sizeof(float));
-  loop_state_optim(&L, "msgd", &o);
-  loop_state_replica(&L, "replica", &rep);
-  /* the owner's state, so that a resume is bit-identical with --kfac-stat-decay and
-   * --kfac-inv-every too: its layers' running factors and held inverses, how many batches each
-   * has folded in and the update of its inverses (the refresh schedule's other input, the update
-   * count, is the loop's); a node that owns no layer saves an empty block */
-  int owned[NET_MAX_LAYERS];
-  for (int l = 0; l < k.nl; l++) owned[l] = st.owner[l] == me;
-  kfac_own(&k, owned);
-  loop_state(&L, "kfac.factors", k.own, k.own_n * sizeof(float));
-  loop_state(&L, "kfac.folded", k.folded, sizeof k.folded);
-  loop_state(&L, "kfac.inverted_at", k.inverted_at, sizeof k.inverted_at);
+  kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
-  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, off_b, off_w, my_b0, my_w0, me, N, b, 0, 0, 0,
+  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0,
                 ko->fisher_sampled, c->seed, NULL, NULL};
   if (ph.sampled) { ph.ys = xmalloc((size_t)b * sizeof(int)); ph.gs = xmalloc(n * sizeof(float)); }
   for (; step < r->total_steps; step++) {
@@ -298,8 +326,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     if (st.comm_allreduce && N > 1) vec_zero(upd, tot_w);
     on_device(rt, phase_owner, &ph);
     double loss = ph.loss;
-    float *flags = myupd + cnt_w[me] - 3;
-    flags[0] = (float)loss; flags[1] = L.job->reached ? 1.0f : 0.0f; flags[2] = loop_signal_flag();
+    ctl_pack(myupd + cnt_w[me] - CTL_F, loss, L.job->reached ? 1.0f : 0.0f);
     double t4 = rt->ops->now(rt);
     /* 6: Allgather (or Allreduce) of the ΔW */
     if (N > 1) {
@@ -308,36 +335,27 @@ static void kfac_node(rt_t *rt, void *arg) {
     }
     double t5 = rt->ops->now(rt);
     /* 7: the same momentum step on every node */
-    double lsum = 0; float stop = 0, sig = 0;
-    for (int q = 0, at = 0; q < N; q++) {
-      at += (int)cnt_w[q];
-      lsum += upd[at - 3]; if (upd[at - 2] > stop) stop = upd[at - 2]; if (upd[at - 1] > sig) sig = upd[at - 1];
-    }
-    if (stop > 0) break;
-    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + off_w[l], dw);
+    ctl_t x = {0, 0, 0};
+    for (int q = 0, at = 0; q < N; q++) { at += (int)cnt_w[q]; ctl_merge(&x, upd + at - CTL_F); }
+    if (x.stop > 0) break;
+    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + B.off_w[l], dw);
     optim_step(&o, w, dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
     st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;
     st.update += t6 - t5;
-    double mloss = lsum / (double)(b * N);
+    double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
     if (loop_diverged(&L, mloss, step)) break;
     loop_progress(&L, w, step + 1, (double)(step + 1) * b * N, step + 1 == r->total_steps);
-    if (sig > 0) { loop_interrupted(sig); step++; break; }
+    if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }
     loop_checkpoint(&L, 0);
   }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
-  /* owner time over nodes, for the load-balance figures */
-  float *ow = xcalloc((size_t)N, sizeof(float));
-  ow[me] = (float)st.own;
-  if (N > 1) rt->ops->allreduce(rt, ow, (size_t)N);
-  for (int q = 0; q < N; q++) { st.owner_mean += ow[q] / N; if (ow[q] > st.owner_max) st.owner_max = ow[q]; }
-  xfree(ow);
+  owner_times(rt, &st);
   loop_finish(&L, w, w);
-  replica_free(&rep); optim_free(&o); kfac_free(&k); xfree(ph.ys); xfree(ph.gs);
-  if (!share) { xfree(myupd); xfree(mine); }
-  xfree(bund); xfree(upd); xfree(w); xfree(g); xfree(dw); xfree(cnt_b); xfree(cnt_w); xfree(st.load);
+  replica_free(&rep); optim_free(&o); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
+  xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
 
 #define KO(field) OD_ALGO, offsetof(kfac_opts_t, field), sizeof(((kfac_opts_t *)0)->field)

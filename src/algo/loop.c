@@ -1,6 +1,7 @@
 /* loop.c — the node loop every node program calls (algo.h): thread budget, stop and divergence
  * agreement, the evaluation schedule, the eval and summary lines (through the JSON writer, with
- * the algorithm's hooks), and the parameter dump. */
+ * the algorithm's hooks), the parameter dump, checkpoints, and the control floats. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,14 @@ void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn
   L->next_epoch = 1;
   L->next_eval_ex = c->eval_every_examples;
   L->saved_updates = -1;
+  if (sched == LOOP_LOCAL) {   /* local steps: every --eval-every of them, default an epoch of a shard */
+    long shard = job->r.data.train.n / rt->nnodes / c->batch;
+    L->eval_every = c->eval_every > 0 ? c->eval_every : shard < 1 ? 1 : shard;
+    L->agree = c->target_err > 0 || c->checkpoint[0];
+  }
   snap_init(&L->snap);
   snap_add(&L->snap, "loop", &L->persist, sizeof L->persist);
+  if (sched == LOOP_LOCAL) snap_add(&L->snap, "loop.local", &L->local, sizeof L->local);
 }
 
 int loop_threads(loop_t *L, int roles_per_rank) {
@@ -58,6 +65,7 @@ void loop_loss(loop_t *L, double loss_sum, long count) { L->loss_acc += loss_sum
 
 int loop_diverged(loop_t *L, double loss, long step) {
   if (isfinite(loss) && loss <= L->r->cfg.diverge_loss) return 0;
+  if (L->sched == LOOP_LOCAL) { L->local.diverged = 1; return 1; }   /* this node's own: it goes on */
   if (L->sched != LOOP_CLOCK) L->updates = step + 1;
   if (L->reporter) run_check_diverged(L->r, loss, step);
   return 1;
@@ -94,6 +102,119 @@ static void evaluate(loop_t *L, const float *w) {
   if (r->cfg.target_err > 0 && r->test_err <= r->cfg.target_err) L->job->reached = 1;
 }
 
+/* ---- LOOP_LOCAL: every node evaluates its own model ------------------------------------------ */
+/* Node 0: eval line e from every node's records, node k's at ev[(k m + e) LOOP_LOCAL_F]: the
+ * mean test error and loss over the nodes at that point, mean and latest time, each node's error. */
+static void local_line(loop_t *L, const float *ev, long m, long e) {
+  run_t *r = L->r; const train_cfg_t *c = &r->cfg;
+  int K = L->rt->nnodes;
+  double err = 0, loss = 0, tm = 0, tmax = 0, *errs = xmalloc((size_t)K * sizeof(double));
+  for (int k = 0; k < K; k++) {
+    const float *x = ev + ((size_t)k * m + e) * LOOP_LOCAL_F;
+    err += x[2]; loss += x[3]; tm += x[1]; if (x[1] > tmax) tmax = x[1]; errs[k] = x[2];
+  }
+  const float *x0 = ev + (size_t)e * LOOP_LOCAL_F;
+  r->updates = (long)x0[0]; r->epochs_done = (double)x0[0] * K * c->batch / r->data.train.n;
+  r->test_err = err / K; r->test_loss = loss / K;
+  json_t j; run_json_common(r, &j, "eval");
+  json_int(&j, "updates", r->updates); json_num(&j, "epochs", r->epochs_done);
+  json_num(&j, "time_s", tm / K); json_num(&j, "time_max_s", tmax);
+  json_num(&j, "test_err", r->test_err); json_num(&j, "test_loss", r->test_loss);
+  json_num_array(&j, "test_err_nodes", errs, K, 5);
+  results_write(&r->res, json_end(&j));
+  if (!c->quiet) fprintf(stderr, "%s: step %ld  time %.4g s  mean test_err %.4f\n", c->algo, r->updates, tm / K, r->test_err);
+  xfree(errs);
+}
+
+/* Agreeing nodes: every node's record and control floats in one allreduce; node 0 writes the
+ * line; every node reads the same stop (the mean error at --target-err, a node's divergence, a
+ * signal anywhere) from the same sums. */
+static void local_agree(loop_t *L, const float *rec) {
+  rt_t *rt = L->rt; run_t *r = L->r; const train_cfg_t *c = &r->cfg;
+  int K = rt->nnodes;
+  size_t nf = (size_t)K * LOOP_LOCAL_F;
+  float *v = xcalloc(nf + CTL_F, sizeof(float));
+  memcpy(v + (size_t)rt->node * LOOP_LOCAL_F, rec, LOOP_LOCAL_F * sizeof(float));
+  ctl_pack(v + nf, 0, (float)L->local.diverged);   /* (the eval lines carry no train loss) */
+  if (K > 1) rt->ops->allreduce(rt, v, nf + CTL_F);
+  ctl_t x = ctl_unpack(v + nf);
+  double err = 0;
+  for (int k = 0; k < K; k++) err += v[(size_t)k * LOOP_LOCAL_F + 2];
+  err /= K;
+  int reached = c->target_err > 0 && err <= c->target_err;
+  if (L->reporter) {
+    local_line(L, v, 1, 0);
+    if (reached) L->job->reached = 1;
+    if (x.stop > 0 && !r->diverged) { r->diverged = 1; r->diverged_at = L->updates; }
+  }
+  if (x.signal > 0) loop_interrupted(x.signal);
+  L->stop = reached || x.stop > 0 || x.signal > 0;
+  xfree(v);
+}
+
+static void local_evaluate(loop_t *L, const float *w) {
+  run_t *r = L->r; const train_cfg_t *c = &r->cfg; const dataset_t *te = &r->data.test;
+  double err, loss;
+  net_evaluate(&r->eval_ws, w, te->x, te->y, te->n, &err, &loss);
+  float rec[LOOP_LOCAL_F] = {(float)L->updates, (float)(L->time_base + L->rt->ops->now(L->rt)), (float)err, (float)loss};
+  if (L->reporter && !c->quiet) progress("%s: node 0 step %ld/%ld  test_err %.4f", c->algo, L->updates, r->total_steps, err);
+  L->last_eval = L->updates;
+  if (L->agree) { local_agree(L, rec); return; }
+  if (L->ev_n + LOOP_LOCAL_F > L->ev_cap) {
+    L->ev_cap = (L->ev_cap + LOOP_LOCAL_F) * 2;
+    float *v = xmalloc((size_t)L->ev_cap * sizeof(float));
+    if (L->ev_n) memcpy(v, L->ev, (size_t)L->ev_n * sizeof(float));
+    xfree(L->ev); L->ev = v;
+  }
+  memcpy(L->ev + L->ev_n, rec, sizeof rec); L->ev_n += LOOP_LOCAL_F;
+}
+
+int loop_due(const loop_t *L, long updates, int last) {
+  return L->sched == LOOP_LOCAL && (updates % L->eval_every == 0 || last);
+}
+
+static int local_progress(loop_t *L, const float *w, long updates, int last) {
+  L->updates = updates;
+  if (loop_due(L, updates, last)) local_evaluate(L, w);
+  L->t_node = L->time_base + L->rt->ops->now(L->rt);
+  return L->agree ? L->stop : pdl_stop_signal != 0;   /* not agreeing: a signal stops this node alone */
+}
+
+/* Every node: the records (unless written as agreed), end times and divergence flags to node 0,
+ * which writes the eval lines (up to the point every node reached) and takes the last end. */
+static void local_finish(loop_t *L, const float *w) {
+  rt_t *rt = L->rt; run_t *r = L->r;
+  int K = rt->nnodes;
+  if (L->updates != L->last_eval) { local_evaluate(L, w); L->t_node = L->time_base + rt->ops->now(rt); }
+  float mine[3] = {(float)(L->ev_n / LOOP_LOCAL_F), (float)L->t_node, (float)L->local.diverged};
+  float *info = xmalloc(3 * (size_t)K * sizeof(float));
+  size_t *cnt = xmalloc((size_t)K * sizeof(size_t)), tot = 0;
+  for (int k = 0; k < K; k++) cnt[k] = 3;
+  rt->ops->allgatherv(rt, mine, info, cnt);
+  long m = LONG_MAX;
+  for (int k = 0; k < K; k++) { cnt[k] = (size_t)info[3 * k] * LOOP_LOCAL_F; tot += cnt[k]; if ((long)info[3 * k] < m) m = (long)info[3 * k]; }
+  float *all = NULL;
+  if (!L->agree) {
+    all = xmalloc((tot ? tot : 1) * sizeof(float));
+    if (!L->ev) L->ev = xmalloc(sizeof(float));
+    rt->ops->allgatherv(rt, L->ev, all, cnt);
+  }
+  if (L->reporter) {
+    if (all) {   /* node k's first m records, [K][m] */
+      float *ev = xmalloc(((size_t)K * m + 1) * LOOP_LOCAL_F * sizeof(float));
+      for (size_t k = 0, off = 0; k < (size_t)K; off += cnt[k], k++) memcpy(ev + k * m * LOOP_LOCAL_F, all + off, (size_t)m * LOOP_LOCAL_F * sizeof(float));
+      for (long e = 0; e < m; e++) local_line(L, ev, m, e);
+      xfree(ev);
+    }
+    L->t_end = L->t_node;
+    for (int k = 0; k < K; k++) {
+      if (info[3 * k + 1] > L->t_end) L->t_end = info[3 * k + 1];   /* the last node's end */
+      if (info[3 * k + 2] != 0 && !r->diverged) { r->diverged = 1; r->diverged_at = -1; }
+    }
+  }
+  xfree(all); xfree(info); xfree(cnt); xfree(L->ev); L->ev = NULL; L->ev_n = L->ev_cap = 0;
+}
+
 void loop_begin(loop_t *L, const float *w_eval) {
   if (L->reporter && !L->resumed && L->sched == LOOP_CLOCK) evaluate(L, w_eval);
 }
@@ -102,6 +223,7 @@ void loop_advance(loop_t *L, long updates, double examples) { L->updates = updat
 
 int loop_progress(loop_t *L, const float *w_eval, long updates, double examples, int last) {
   loop_advance(L, updates, examples);
+  if (L->sched == LOOP_LOCAL) return local_progress(L, w_eval, updates, last);
   if (!L->reporter) return 0;
   run_t *r = L->r; const train_cfg_t *c = &r->cfg;
   int due = 0;
@@ -122,6 +244,7 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
       due = updates >= L->next_eval;
       if (due) L->next_eval = (updates / L->eval_every + 1) * L->eval_every;
       break;
+    case LOOP_LOCAL: break;
   }
   if (due) evaluate(L, w_eval);
   else if (!c->quiet) {
@@ -133,10 +256,13 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
 }
 
 void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
+  if (L->sched == LOOP_LOCAL) local_finish(L, w_eval);   /* every node */
   if (!L->reporter) return;
   run_t *r = L->r; const train_cfg_t *c = &r->cfg;
-  if (L->updates != L->last_eval) evaluate(L, w_eval);
-  L->t_end = loop_time(L);
+  if (L->sched != LOOP_LOCAL) {
+    if (L->updates != L->last_eval) evaluate(L, w_eval);
+    L->t_end = loop_time(L);
+  }
   json_t x; json_frag_begin(&x);
   if (L->summary_json) L->summary_json(&x, L, L->arg);
   if (L->rt->ops->simulated) {
@@ -161,11 +287,20 @@ void loop_interrupted(float flag) {
   if (flag >= 2 && !pdl_stop_signal) pdl_stop_signal = flag < 64 ? (int)flag : SIGTERM;
 }
 
+void ctl_pack(float *p, double loss, float stop) { p[0] = (float)loss; p[1] = stop; p[2] = loop_signal_flag(); }
+ctl_t ctl_unpack(const float *p) { ctl_t x = {p[0], p[1], p[2]}; return x; }
+void ctl_merge(ctl_t *acc, const float *p) {
+  acc->loss += p[0];
+  if (p[1] > acc->stop) acc->stop = p[1];
+  if (p[2] > acc->signal) acc->signal = p[2];
+}
+
 static void persist_out(loop_t *L) {   /* loop -> the saved section */
   struct loop_persist *P = &L->persist; run_t *r = L->r;
   P->updates = L->updates; P->examples = L->examples; P->loss_acc = L->loss_acc; P->loss_n = L->loss_n;
   P->last_eval = L->last_eval; P->next_eval = L->next_eval; P->next_epoch = L->next_epoch;
-  P->next_eval_ex = L->next_eval_ex; P->saved_epoch = L->saved_epoch; P->time = loop_time(L);
+  P->next_eval_ex = L->next_eval_ex; P->saved_epoch = L->saved_epoch;
+  P->time = L->sched == LOOP_LOCAL ? L->t_node : loop_time(L);   /* local steps: at the node's latest progress */
   P->reached = L->job->reached;
   P->test_err = r->test_err; P->test_loss = r->test_loss; P->train_loss = r->train_loss;
   P->r_updates = r->updates; P->epochs_done = r->epochs_done; P->diverged = r->diverged; P->diverged_at = r->diverged_at;
@@ -221,6 +356,16 @@ int loop_resume(loop_t *L) {
   snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
   L->gen = best;
   persist_in(L);
+  if (L->sched == LOOP_LOCAL) {
+    /* the cut again: the nodes leave an allreduce of an agreed evaluation's size together, as they
+     * left the one they saved after (the sim's small allreduce ends with a bcast from node 0, so
+     * the nodes' relative times then do not depend on when each entered) */
+    size_t nf = (size_t)N * LOOP_LOCAL_F + CTL_F;
+    float *z = xcalloc(nf, sizeof(float));
+    if (N > 1) rt->ops->allreduce(rt, z, nf);
+    xfree(z);
+    L->time_base -= rt->ops->now(rt);   /* the records' clock goes on from the snapshot's */
+  }
   L->resumed = 1;
   L->saved_updates = L->updates;
   if (L->reporter) {
@@ -240,9 +385,10 @@ int loop_resume(loop_t *L) {
 int loop_checkpoint(loop_t *L, int now) {
   const train_cfg_t *c = &L->r->cfg;
   if (!c->checkpoint[0]) return 0;
-  long epoch = L->sched == LOOP_UPDATES ? L->updates / L->r->steps_per_epoch
+  long epoch = L->sched == LOOP_UPDATES || L->sched == LOOP_LOCAL ? L->updates / L->r->steps_per_epoch
              : (long)(L->examples / (double)L->r->data.train.n);
   if (!now && (L->sched == LOOP_CLOCK || epoch <= L->saved_epoch)) return 0;
+  if (!now && L->sched == LOOP_LOCAL && L->last_eval != L->updates) return 0;   /* a cut: just after an agreed evaluation */
   if (now && L->updates == L->saved_updates && !pdl_stop_signal) return 0;   /* this state is saved already */
   L->saved_epoch = epoch; L->saved_updates = L->updates;
   L->gen++;

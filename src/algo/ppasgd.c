@@ -136,6 +136,64 @@ static void pp_probe_update(pp_stats_t *s, const run_t *r, long t, const float *
   if (s->probe_on) pp_probe_step(&s->probe, t, w, M);
 }
 
+/* The grad roles (not started), their accumulators in the node's snapshot. */
+static pp_role_t *pp_roles_init(rt_t *rt, job_t *job, int threads, float *const *what, void *mW, volatile int *running) {
+  const run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
+  int G = job->G, me = rt->node, N = rt->nnodes;
+  size_t n = r->net.nparams;
+  pp_role_t *roles = xcalloc((size_t)G, sizeof(pp_role_t));
+  for (int g = 0; g < G; g++) {
+    pp_role_t *R = &roles[g];
+    replica_init(&R->rep, r, c->batch, threads, 0, 1, 1, (uint64_t)(me * G + g));
+    R->wl = xmalloc(n * sizeof(float)); R->gbuf = xmalloc(n * sizeof(float)); R->D = xcalloc(n, sizeof(float));
+    R->mD = rt->ops->mutex_new(rt); R->what = what; R->mW = mW; R->running = running;
+    R->scale = 1.0f / (float)(c->batch * G * N);
+    R->rep.overlap = 1;   /* sim: real gradients on the helper pool; safe, wl and gbuf are this role's own */
+  }
+  return roles;
+}
+/* The node's snapshot: w, w_hat, the momentum, the staleness counts, every grad role's D_g with
+ * its count and loss sum, and its replica. */
+static void pp_state(loop_t *L, pp_stats_t *st, float *w, float *what0, optim_t *o, pp_role_t *roles, int G, size_t n) {
+  loop_state(L, "w", w, n * sizeof(float));
+  loop_state(L, "w_hat", what0, n * sizeof(float));
+  loop_state_optim(L, "msgd", o);
+  loop_state(L, "S", &st->S, sizeof st->S); loop_state(L, "S_bar", &st->S_bar, sizeof st->S_bar);
+  loop_state(L, "total_sub", &st->total_sub, sizeof st->total_sub);
+  loop_state(L, "local_sub", &st->local_sub, sizeof st->local_sub); loop_state(L, "t", &st->t, sizeof st->t);
+  for (int g = 0; g < G; g++) {
+    pp_role_t *R = &roles[g]; char nm[32];
+    snprintf(nm, sizeof nm, "role%d.D", g); loop_state(L, nm, R->D, n * sizeof(float));
+    snprintf(nm, sizeof nm, "role%d.count", g); loop_state(L, nm, &R->cnt, sizeof R->cnt);
+    snprintf(nm, sizeof nm, "role%d.loss", g); loop_state(L, nm, &R->lossacc, sizeof R->lossacc);
+    snprintf(nm, sizeof nm, "role%d", g); loop_state_replica(L, nm, &R->rep);
+  }
+}
+static void pp_roles_free(rt_t *rt, pp_role_t *roles, int G) {
+  for (int g = 0; g < G; g++) {
+    pp_role_t *R = &roles[g];
+    replica_free(&R->rep); xfree(R->wl); xfree(R->gbuf); xfree(R->D); rt->ops->mutex_free(rt, R->mD);
+  }
+  xfree(roles);
+}
+
+/* D_L = sum_g D_g; D_g = 0 (into buf[0..n)); returns the sub-batches taken, their loss sum in *ls. */
+static long pp_take(rt_t *rt, pp_role_t *roles, int G, float *buf, size_t n, double *ls) {
+  long nsub = 0;
+  *ls = 0;
+  vec_zero(buf, n);
+  for (int g = 0; g < G; g++) {
+    pp_role_t *R = &roles[g];
+    if (__atomic_load_n(&R->cnt, __ATOMIC_ACQUIRE) == 0) continue;  /* nothing new: leave D_g's lock alone */
+    rt->ops->mutex_lock(rt, R->mD);
+    vec_add(buf, R->D, n);
+    vec_zero(R->D, n);
+    nsub += R->cnt; *ls += R->lossacc; R->cnt = 0; R->lossacc = 0;
+    rt->ops->mutex_unlock(rt, R->mD);
+  }
+  return nsub;
+}
+
 static void ppasgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int G = job->G, me = rt->node, N = rt->nnodes, predict = job->algo->variant == PP_PREDICT;
@@ -147,36 +205,16 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   loop_t L; loop_init(&L, rt, job, LOOP_EXAMPLES, pp_eval_json, pp_summary_json, &st);
   int threads = loop_threads(&L, G + 1);
   float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));
-  float *buf = xmalloc((n + 4) * sizeof(float));      /* [n] D, sub-batches, loss sum, stop, signal */
+  float *buf = xmalloc((n + 1 + CTL_F) * sizeof(float));   /* [n] D, sub-batches, control floats (loss sum, stop, signal) */
   net_init_params(&r->net, w, c->seed);
   vec_copy(what, w, n);
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
   void *mW = rt->ops->mutex_new(rt);
   volatile int running = 1;
-  pp_role_t *roles = xcalloc((size_t)G, sizeof(pp_role_t));
+  pp_role_t *roles = pp_roles_init(rt, job, threads, &what, mW, &running);
   void **th = xmalloc((size_t)G * sizeof(void *));
-  for (int g = 0; g < G; g++) {
-    pp_role_t *R = &roles[g];
-    replica_init(&R->rep, r, c->batch, threads, 0, 1, 1, (uint64_t)(me * G + g));
-    R->wl = xmalloc(n * sizeof(float)); R->gbuf = xmalloc(n * sizeof(float)); R->D = xcalloc(n, sizeof(float));
-    R->mD = rt->ops->mutex_new(rt); R->what = &what; R->mW = mW; R->running = &running;
-    R->scale = 1.0f / (float)(c->batch * G * N);
-    R->rep.overlap = 1;   /* sim: real gradients on the helper pool; safe, wl and gbuf are this role's own */
-  }
   float *what0 = what;   /* the buffer the "w_hat" section names (what is swapped every update) */
-  loop_state(&L, "w", w, n * sizeof(float));
-  loop_state(&L, "w_hat", what0, n * sizeof(float));
-  loop_state_optim(&L, "msgd", &o);
-  loop_state(&L, "S", &st.S, sizeof st.S); loop_state(&L, "S_bar", &st.S_bar, sizeof st.S_bar);
-  loop_state(&L, "total_sub", &st.total_sub, sizeof st.total_sub);
-  loop_state(&L, "local_sub", &st.local_sub, sizeof st.local_sub); loop_state(&L, "t", &st.t, sizeof st.t);
-  for (int g = 0; g < G; g++) {
-    pp_role_t *R = &roles[g]; char nm[32];
-    snprintf(nm, sizeof nm, "role%d.D", g); loop_state(&L, nm, R->D, n * sizeof(float));
-    snprintf(nm, sizeof nm, "role%d.count", g); loop_state(&L, nm, &R->cnt, sizeof R->cnt);
-    snprintf(nm, sizeof nm, "role%d.loss", g); loop_state(&L, nm, &R->lossacc, sizeof R->lossacc);
-    snprintf(nm, sizeof nm, "role%d", g); loop_state_replica(&L, nm, &R->rep);
-  }
+  pp_state(&L, &st, w, what0, &o, roles, G, n);
   if (loop_resume(&L) && !st.fixed) st.S = (int)floor(st.S_bar);
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
@@ -185,25 +223,17 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   int finished = st.total_sub >= need_sub || (c->steps > 0 && st.t >= c->steps);
   for (long t = st.t; !finished && (c->steps <= 0 || t < c->steps); t++) {
     watchdog_context("%s update %ld on node %d", c->algo, t, me);
-    long nsub = 0; double ls = 0;
-    vec_zero(buf, n);
-    for (int g = 0; g < G; g++) {                       /* D_L = sum_g D_g; D_g = 0 */
-      pp_role_t *R = &roles[g];
-      if (__atomic_load_n(&R->cnt, __ATOMIC_ACQUIRE) == 0) continue;  /* nothing new: leave D_g's lock alone */
-      rt->ops->mutex_lock(rt, R->mD);
-      vec_add(buf, R->D, n);
-      vec_zero(R->D, n);
-      nsub += R->cnt; ls += R->lossacc; R->cnt = 0; R->lossacc = 0;
-      rt->ops->mutex_unlock(rt, R->mD);
-    }
+    double ls;
+    long nsub = pp_take(rt, roles, G, buf, n, &ls);     /* D_L = sum_g D_g; D_g = 0 */
     st.local_sub += (double)nsub;
-    buf[n] = (float)nsub; buf[n + 1] = (float)ls; buf[n + 2] = L.job->reached ? 1.0f : 0.0f; buf[n + 3] = loop_signal_flag();
+    buf[n] = (float)nsub; ctl_pack(buf + n + 1, ls, L.job->reached ? 1.0f : 0.0f);
     pp_phase(rt, &st, PH_GATHER);
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     pp_phase(rt, &st, PH_GATHER_WORK);
-    rt->ops->allreduce(rt, buf, n + 4);                 /* D_A = Allreduce(D_L) */
+    rt->ops->allreduce(rt, buf, n + 1 + CTL_F);         /* D_A = Allreduce(D_L) */
     pp_phase(rt, &st, PH_ALLREDUCE);
-    if (buf[n + 2] > 0) break;
+    ctl_t x = ctl_unpack(buf + n + 1);
+    if (x.stop > 0) break;
     double gathered = buf[n];
     st.total_sub += gathered;
     long eq_step = (long)(st.total_sub / (G * N));      /* SSGD-equivalent steps, for the warm-up */
@@ -223,13 +253,13 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     rt->ops->work(rt, 4.0 * n * 7);
     pp_phase(rt, &st, PH_STEP_WORK);
     st.t = t + 1;
-    double loss = gathered > 0 ? buf[n + 1] / (gathered * c->batch) : 0;
+    double loss = gathered > 0 ? x.loss / (gathered * c->batch) : 0;
     if (gathered > 0) loop_loss(&L, loss, 1);
     if (me == 0 && c->probe > 0) pp_probe_update(&st, r, t, w, o.M, c->momentum, st.S);
     int done = st.total_sub >= need_sub;
     if (gathered > 0 && loop_diverged(&L, loss, t)) break;   /* allreduced: all nodes agree */
     loop_progress(&L, w, t + 1, st.total_sub * c->batch, done);
-    if (buf[n + 3] > 0) { loop_interrupted(buf[n + 3]); break; }   /* every node: this update done */
+    if (x.signal > 0) { loop_interrupted(x.signal); break; }   /* every node: this update done */
     pp_phase(rt, &st, PH_REST);
     if (done) break;
   }
@@ -239,13 +269,10 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   loop_checkpoint(&L, 1);
   loop_finish(&L, w, w);
   if (st.probe_on) pp_probe_free(&st.probe);
-  for (int g = 0; g < G; g++) {
-    pp_role_t *R = &roles[g];
-    replica_free(&R->rep); xfree(R->wl); xfree(R->gbuf); xfree(R->D); rt->ops->mutex_free(rt, R->mD);
-  }
+  pp_roles_free(rt, roles, G);
   rt->ops->mutex_free(rt, mW);
   optim_free(&o);
-  xfree(w); xfree(what); xfree(wnext); xfree(buf); xfree(roles); xfree(th);
+  xfree(w); xfree(what); xfree(wnext); xfree(buf); xfree(th);
 }
 
 /* ---- emulated staleness: one process, deterministic ------------------------------------------

@@ -3,7 +3,7 @@
  *   update thread:  D_L = sum_g D_g; D_g = 0; D_A = Allreduce(D_L);
  *                   M = mu M - lambda D_A; w = w + M; w_hat = w + mu M   (NAG)
  * The update is optim.c's NAG step, so one worker is bit-identical to sequential `--algo nag`.
- * The allreduce buffer carries three extra floats, the summed loss, a stop flag (--target-err
+ * The allreduce buffer carries the control floats (ctl_pack, algo.h): the summed loss, a stop flag (--target-err
  * reached: stop before this update) and a signal flag (SIGINT/SIGTERM on any node: apply this
  * update, then every node saves its snapshot and stops), so every node stops at the same
  * update. Checkpoints: w, M and every grad role's sampler and dropout rng, saved by each node at
@@ -40,7 +40,7 @@ static void ssgd_node(rt_t *rt, void *arg) {
   ssgd_stats_t st = {N, G, 0, 0};
   loop_t L; loop_init(&L, rt, job, LOOP_UPDATES, NULL, ssgd_summary, &st);
   int threads = loop_threads(&L, G);
-  float *w = xmalloc(n * sizeof(float)), *buf = xmalloc((n + 3) * sizeof(float));   /* [n] D_L, loss, stop, signal */
+  float *w = xmalloc(n * sizeof(float)), *buf = xmalloc((n + CTL_F) * sizeof(float));   /* [n] D_L, control floats */
   ssgd_role_t *roles = xcalloc((size_t)G, sizeof(ssgd_role_t));
   void **th = xmalloc((size_t)G * sizeof(void *));
   for (int g = 0; g < G; g++) {
@@ -65,19 +65,20 @@ static void ssgd_node(rt_t *rt, void *arg) {
     vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);           /* D_L = sum_g D_g; D_g = 0 */
     double ls = roles[0].loss;
     for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
-    buf[n] = (float)ls; buf[n + 1] = L.job->reached ? 1.0f : 0.0f; buf[n + 2] = loop_signal_flag();
+    ctl_pack(buf + n, ls, L.job->reached ? 1.0f : 0.0f);
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     double t2 = rt->ops->now(rt);
-    rt->ops->allreduce(rt, buf, n + 3);                               /* D_A = Allreduce(D_L) */
+    rt->ops->allreduce(rt, buf, n + CTL_F);                           /* D_A = Allreduce(D_L) */
     st.t_grad += t1 - t0; st.t_comm += rt->ops->now(rt) - t2;
-    if (buf[n + 1] > 0) break;
-    double loss = buf[n] / (double)(c->batch * G * N);
+    ctl_t x = ctl_unpack(buf + n);
+    if (x.stop > 0) break;
+    double loss = x.loss / (double)(c->batch * G * N);
     optim_step(&o, w, buf, lr_at(c->lr, step, c->warmup));            /* M = mu M - lambda D_A; w += M */
     rt->ops->work(rt, 4.0 * n * 6);
     loop_loss(&L, loss, 1);
     if (loop_diverged(&L, loss, step)) break;   /* the same allreduced loss on every node */
     loop_progress(&L, w, step + 1, (double)(step + 1) * c->batch * G * N, step + 1 == r->total_steps);
-    if (buf[n + 2] > 0) { loop_interrupted(buf[n + 2]); step++; break; }   /* every node: this update done */
+    if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }   /* every node: this update done */
     loop_checkpoint(&L, 0);                                           /* epoch ends */
   }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
