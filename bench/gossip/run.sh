@@ -31,6 +31,9 @@
 # points per run, the resolution of "time to accuracy" (issue 31; evaluation costs no simulated
 # time). The other experiments run seed 1 only: they are
 # observations, consistency checks or beyond the paper (see the registry's kinds).
+# UNKNOWN (default best): the warm-up's rule for a peer with no known time (--gossip-unknown; issue
+# 32: "best" counts it as the best known time, "literal" gives it probability 0 as Alg. 2 is written,
+# which locks in the first round's picks); part of the runs directory's signature.
 # Budget: the full bench was ~60 min at 1 seed on 2 cores (AMD EPYC); 3 seeds add ~26 runs of
 # the 13 above, about 50 min more. Nothing was shrunk to fit: every run feeds a claim row.
 # QUICK=1 (make test): a small net on a Fashion-MNIST subset, fewer runs, K = 8 and 16 (~40 s).
@@ -48,7 +51,7 @@ else
   NTEST=${NTEST:-1000}; TRAIN=${TRAIN:-0}; EVALS=${EVALS:-30}; BATCH_W=${BATCH_W:-0}; SEEDS=${SEEDS:-"1 2 3"}
 fi
 DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; LR=${LR:-0.05}; K=${K:-8}; LAT=${LAT:-5ms}
-SEEDS=${SEEDS:-1}; G_B=${G_B:-0.125}; G_SENS=${G_SENS:-0.07}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
+SEEDS=${SEEDS:-1}; UNKNOWN=${UNKNOWN:-best}; G_B=${G_B:-0.125}; G_SENS=${G_SENS:-0.07}; MODEL_MIB=${MODEL_MIB:-54}; NONIID=${NONIID:-0.8}; WARM_FRAC=${WARM_FRAC:-0.25}; JOBS=${JOBS:-2}
 SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
 NTRAIN=$TRAIN; [ "$NTRAIN" = 0 ] && NTRAIN=60000
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
@@ -79,14 +82,14 @@ plat() { # plat CASE K WIDE [rates]: the links: platform, WIDE wide nodes first,
   [ "$n" -gt 0 ] && bw="$bw${bw:++}$nb*$n"
   echo "links:k=$k,bw=$bw,lat=$LAT${4:+,rates=$4}"
 }
-SIG=$(echo "$NET $DATA $BATCH $LR $K $LAT $G_B $MODEL_MIB $EPOCHS $EPOCHS_G3 $EPOCHS_B $EPOCHS_BIG $WIDES $G3_T $BATCHES $G4_W $BIGK $NTEST $TRAIN $EVALS $NONIID $WARM_FRAC $RATE_A" | md5sum | cut -c1-8)
+SIG=$(echo "$NET $DATA $BATCH $LR $K $LAT $G_B $MODEL_MIB $EPOCHS $EPOCHS_G3 $EPOCHS_B $EPOCHS_BIG $WIDES $G3_T $BATCHES $G4_W $BIGK $NTEST $TRAIN $EVALS $NONIID $WARM_FRAC $RATE_A $UNKNOWN" | md5sum | cut -c1-8)
 RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
 cat > "$RES/setting.json" <<EOF
 {"net": "$NET", "data": "$DATA", "batch": $BATCH, "lr": $LR, "K": $K, "lat": "$LAT", "model_bytes": $MB, "model_mib_paper": $MODEL_MIB,
  "bw_scale": $SCALE, "narrow_b": "$NARROW_B", "wide_b": "$WIDE_B", "G_b": $G_B, "rate_b_gflops": $RATE_B,
  "rate_a_gflops": $RATE_A, "G_sens": $G_SENS, "rate_sens_gflops": $RATE_S, "flops_train_per_img": $FLOPS, "calibration": "$CAL", "epochs": $EPOCHS, "epochs_g3": $EPOCHS_G3,
  "epochs_b": $EPOCHS_B, "epochs_big": $EPOCHS_BIG, "bigk": $BIGK, "noniid": $NONIID, "warm_frac": $WARM_FRAC,
- "ntest": $NTEST, "train": $NTRAIN, "seeds": [$(echo $SEEDS | tr ' ' ',')], "quick": "${QUICK:+quick}", "runs": "$RUNS"}
+ "ntest": $NTEST, "train": $NTRAIN, "seeds": [$(echo $SEEDS | tr ' ' ',')], "unknown_peer": "$UNKNOWN", "quick": "${QUICK:+quick}", "runs": "$RUNS"}
 EOF
 echo "[gossip] $NET: $MB bytes (case b: links scaled by $SCALE -> narrow $NARROW_B, wide $WIDE_B; G = $G_B s per step = $RATE_B GFLOP/s); case a: $RATE_A GFLOP/s calibrated here"
 
@@ -131,7 +134,7 @@ g3() {
 g4() {
   local w s x n=() W; W=$(warm_steps "$EPOCHS" "$K" "$BATCH")
   for s in $SEEDS; do x=$(sfx "$s"); for w in $G4_W; do
-    SEED=$s g_run "g4-w$w-warm$x" gossip-warmup b "$K" "$w" 4 "$EPOCHS" "$BATCH" --gossip-warmup "$W"; n+=("g4-w$w-warm$x")
+    SEED=$s g_run "g4-w$w-warm$x" gossip-warmup b "$K" "$w" 4 "$EPOCHS" "$BATCH" --gossip-warmup "$W" --gossip-unknown "$UNKNOWN"; n+=("g4-w$w-warm$x")
     grep -qw "$w" <<<"$WIDES" || { SEED=$s g_run "g2-w$w$x" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w$x"); }
   done; done
   g_run "push-w6" gossip-push b "$K" 6 4 "$EPOCHS" "$BATCH"; n+=(push-w6)
@@ -154,13 +157,13 @@ beyond() { # heterogeneous compute: half the nodes at 1/4 of the rate, every lin
     local ep=$EPOCHS_BIG
     for a in gossip gossip-warmup gossip-warmup-compute; do
       G_RATES="${fast}*$((k - half))+${slow}*$half" g_run "het-k$k-$a" "$a" b "$k" "$k" 4 "$ep" "$BATCH" \
-        $([ "$a" != gossip ] && echo "--gossip-warmup $W")
+        $([ "$a" != gossip ] && echo "--gossip-warmup $W --gossip-unknown $UNKNOWN")
       n+=("het-k$k-$a")
     done
     local wk=$((k * 3 / 4))
     g_run "iid-k$k" gossip b "$k" "$wk" 4 "$ep" "$BATCH"; n+=("iid-k$k")
     g_run "noniid-k$k" gossip b "$k" "$wk" 4 "$ep" "$BATCH" --noniid "$NONIID"; n+=("noniid-k$k")
-    g_run "noniid-k$k-warm" gossip-warmup b "$k" "$wk" 4 "$ep" "$BATCH" --noniid "$NONIID" --gossip-warmup "$W"; n+=("noniid-k$k-warm")
+    g_run "noniid-k$k-warm" gossip-warmup b "$k" "$wk" 4 "$ep" "$BATCH" --noniid "$NONIID" --gossip-warmup "$W" --gossip-unknown "$UNKNOWN"; n+=("noniid-k$k-warm")
   done
   g_wait "${n[@]}"
 }

@@ -75,6 +75,8 @@ enum { OP_PULL = 1, OP_PUSH = 2, OP_STOP = 3 };
 
 typedef struct {
   int kind, K, me, T;
+  int unknown_literal; /* warm-up: an unknown peer gets probability 0 (Alg. 2 as written), else it
+                          counts as the best known time (--gossip-unknown, issue 32) */
   long W;
   float th;
   size_t n;
@@ -134,15 +136,23 @@ static void gs_server(rt_t *rt, void *arg) {
   xfree(req); xfree(reply); xfree(in);
 }
 
-/* Peer choice: uniform over k != me, or (warm-up) proportional to 1 / c_k over finite entries
- * (warmup-compute: 1 / (c_k g_k), an unknown g_k taken as the node's own). */
+/* Peer choice: uniform over k != me, or (warm-up) proportional to 1 / c_k (warmup-compute:
+ * 1 / (c_k g_k), an unknown g_k taken as the node's own). An unknown c_k (INF: nobody this node
+ * heard of has pulled from k yet) counts as the best finite c in the table (--gossip-unknown best,
+ * the default), so every peer gets tried; Alg. 2 as written gives it 1 / INF = 0 (--gossip-unknown
+ * literal), and the peers ever pulled in the warm-up are then exactly the first round's uniform
+ * picks (issue 32: two or three of 8 nodes never pulled in a whole warm-up). */
 static int choose_peer(gnode_t *N, rng_t *g, int warm) {
   int K = N->K, me = N->me;
   if (warm) {
     double *p = N->p, sum = 0;
     const float *gk = N->c + K;
+    float best = INFINITY;
+    for (int k = 0; k < K && !N->unknown_literal; k++)
+      if (k != me && isfinite(N->c[k]) && N->c[k] > 0 && N->c[k] < best) best = N->c[k];
     for (int k = 0; k < K; k++) {
-      p[k] = k != me && isfinite(N->c[k]) && N->c[k] > 0 ? 1.0 / N->c[k] : 0;
+      float ck = isfinite(N->c[k]) ? N->c[k] : best;   /* best is INF under the literal rule */
+      p[k] = k != me && isfinite(ck) && ck > 0 ? 1.0 / ck : 0;
       if (p[k] > 0 && N->kind == GS_WARMUP_G) p[k] /= isfinite(gk[k]) && gk[k] > 0 ? gk[k] : gk[me];
       sum += p[k];
     }
@@ -168,7 +178,7 @@ static void fb_push(fbuf_t *b, const float *x, int k) {
 }
 
 /* gossip's own options (train_cfg_t.algo_opts; descriptors at the end of this file) */
-typedef struct { long warmup; float threshold; int servers; char timeline[1024]; } gossip_opts_t;
+typedef struct { long warmup; float threshold; int servers, unknown; char timeline[1024]; } gossip_opts_t;
 _Static_assert(sizeof(gossip_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "gossip_opts_t fits algo_opts");
 #define GO(c) ((const gossip_opts_t *)(c)->algo_opts)
 
@@ -236,6 +246,7 @@ static void gs_init(rt_t *rt, job_t *job, gnode_t *Nd, gmain_t *M) {
   size_t n = r->net.nparams;
   memset(Nd, 0, sizeof *Nd); memset(M, 0, sizeof *M);
   Nd->kind = job->algo->variant; Nd->K = K; Nd->me = rt->node; Nd->T = c->tau > 0 ? c->tau : 1; Nd->th = GO(c)->threshold;
+  Nd->unknown_literal = GO(c)->unknown == 1;
   long steps_shard = r->data.train.n / K / c->batch; if (steps_shard < 1) steps_shard = 1;
   Nd->W = !gs_warm_kind(Nd->kind) ? 0 : GO(c)->warmup >= 0 ? GO(c)->warmup : steps_shard;
   Nd->n = n;
@@ -446,15 +457,17 @@ static int gossip_prepare(job_t *job) {
   if (GO(c)->timeline[0]) outfile_check(GO(c)->timeline, "--gossip-timeline");
   return -1;
 }
+static const char *const gs_unknown_rules[] = {"best", "literal", NULL};
 #define GOPT(field) OD_ALGO, offsetof(gossip_opts_t, field), sizeof(((gossip_opts_t *)0)->field)
 static const optdef_t
   od_gs_warmup = {"--gossip-warmup", OD_LONG, -1, 1000000000, NULL, "-1", "W", "peers chosen by measured time for W local steps (-1: an epoch of the node's shard)", GOPT(warmup), 1, NULL},
   od_gs_threshold = {"--gossip-threshold", OD_FLOAT, 0, 1, NULL, "0.1", "X", "UPDATE_TIME's threshold", GOPT(threshold), 1, NULL},
+  od_gs_unknown = {"--gossip-unknown", OD_ENUM, 0, 0, gs_unknown_rules, "best", "R", "warm-up: an unknown peer counts as the best known time (best), or gets probability 0 as Alg. 2 is written (literal: the first round's picks lock in)", GOPT(unknown), 1, NULL},
   od_gs_servers = {"--gossip-servers", OD_INT, 1, 4096, NULL, "8", "S", "serving roles per node, pulls served at once (capped at K-1)", GOPT(servers), 1, NULL},
   od_gs_timeline = {"--gossip-timeline", OD_STR, 0, 0, NULL, NULL, "FILE", "write every transfer (node,peer,start_s,taken_s,end_s) as CSV", GOPT(timeline), 0, NULL};
 #define GS_OPTS ALGO_OPTS_DIST, &od_tau, &od_with_replacement, &od_noniid, &od_gs_servers, &od_gs_timeline
 static const optdef_t *const gs_opts[] = {GS_OPTS, NULL};
-static const optdef_t *const gs_warm_opts[] = {GS_OPTS, &od_gs_warmup, &od_gs_threshold, NULL};
+static const optdef_t *const gs_warm_opts[] = {GS_OPTS, &od_gs_warmup, &od_gs_threshold, &od_gs_unknown, NULL};
 const algo_t algo_gossip = {
   .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .momentum = -1,
   .opts = gs_opts, .prepare = gossip_prepare, .checkpoint = 1,
