@@ -20,6 +20,9 @@ rm -f "$logs"/*.result
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
 case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: JOBS must be a positive integer, got '$JOBS'" >&2; exit 2 ;; esac
 t_start=$SECONDS
+# Idle threads sleep rather than spin (see tests/lib.sh): OpenMP teams wait passively and Open MPI
+# ranks yield when idle. Wait policies only; no test times anything that they would change.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 # run_one NAME CMD...: runs one test into its log, then writes NAME.result (pass fail skip) and
 # prints its line (plus its failures and skips).
 run_one() {
