@@ -38,9 +38,12 @@ run_one() {
     if [ "$f" -gt 0 ]; then grep -E '^(not ok|  FAIL)|error' "$log" | head -20 | sed 's/^/    /'; fi
     grep '^skip - ' "$log" | sed 's/^/    /'; } | flock "$logs" cat   # one test's lines together
 }
-# The job list: the "long" scripts first (they bound the wall time), then the unit binaries, then
-# the other scripts; all share the JOBS pool (the binaries are single-threaded and time nothing
-# tight: test_comm_util's watchdog margins are 100x), and the "serial" scripts run alone at the end.
+# The job list: the "long" scripts first (they bound the wall time), then the other scripts, then
+# the unit binaries (the shortest jobs, at most ~12 CPU-s each: they fill the pool's tail, so the
+# last job to end is a short one -- longest first, as in LPT scheduling); all share the JOBS pool
+# (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog margins are
+# 100x), and the "serial" scripts run alone at the end. Mark a script "long" when it costs more
+# than ~20 CPU-s (make test's budget and where it goes: docs/DESIGN.md, "Tests").
 units=()
 for bin in "$BUILD"/tests/test_*; do
   [ -x "$bin" ] || continue
@@ -58,7 +61,7 @@ if [ "${TESTS_ONLY:-}" != unit ]; then
     else rest+=("$sh"); fi
   done
 fi
-for job in "${long[@]}" "${units[@]}" "${rest[@]}"; do
+for job in "${long[@]}" "${rest[@]}" "${units[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   case $job in
     *.sh) run_one "$(basename "$job" .sh)" bash "$job" & ;;
