@@ -1,6 +1,12 @@
 # tests/lib.sh — shared helpers for script tests (sourced). Prints TAP-like lines that
 # tests/run.sh counts: ok(name), notok(name, why).
 PDL=${PDL:-bin/pdl}
+# Waiting threads sleep instead of spinning (tests time nothing; only wait policies, no numerics):
+# an OpenMP team (K-FAC's --threads N) waits passively -- libgomp's default spin burnt 3.7x the CPU of
+# a vgg-small K-FAC run at --threads 2 on a loaded 2-core machine -- and MPIRUN's ranks yield their
+# core when idle (they are oversubscribed: -np 4 on 2 cores; the QUICK benches' mpiruns too).
+# tests/run.sh sets the same.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 ok() { echo "ok - $1"; }
 notok() { echo "not ok - $1: $2"; FAILED=1; }
 FAILED=0

@@ -20,6 +20,9 @@ rm -f "$logs"/*.result
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
 case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: JOBS must be a positive integer, got '$JOBS'" >&2; exit 2 ;; esac
 t_start=$SECONDS
+# Idle threads sleep rather than spin (see tests/lib.sh): OpenMP teams wait passively and Open MPI
+# ranks yield when idle. Wait policies only; no test times anything that they would change.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 # run_one NAME CMD...: runs one test into its log, then writes NAME.result (pass fail skip) and
 # prints its line (plus its failures and skips).
 run_one() {
@@ -35,9 +38,12 @@ run_one() {
     if [ "$f" -gt 0 ]; then grep -E '^(not ok|  FAIL)|error' "$log" | head -20 | sed 's/^/    /'; fi
     grep '^skip - ' "$log" | sed 's/^/    /'; } | flock "$logs" cat   # one test's lines together
 }
-# The job list: the "long" scripts first (they bound the wall time), then the unit binaries, then
-# the other scripts; all share the JOBS pool (the binaries are single-threaded and time nothing
-# tight: test_comm_util's watchdog margins are 100x), and the "serial" scripts run alone at the end.
+# The job list: the "long" scripts first (they bound the wall time), then the other scripts, then
+# the unit binaries (the shortest jobs, at most ~12 CPU-s each: they fill the pool's tail, so the
+# last job to end is a short one -- longest first, as in LPT scheduling); all share the JOBS pool
+# (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog margins are
+# 100x), and the "serial" scripts run alone at the end. Mark a script "long" when it costs more
+# than ~20 CPU-s (make test's budget and where it goes: docs/DESIGN.md, "Tests").
 units=()
 for bin in "$BUILD"/tests/test_*; do
   [ -x "$bin" ] || continue
@@ -55,7 +61,7 @@ if [ "${TESTS_ONLY:-}" != unit ]; then
     else rest+=("$sh"); fi
   done
 fi
-for job in "${long[@]}" "${units[@]}" "${rest[@]}"; do
+for job in "${long[@]}" "${rest[@]}" "${units[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   case $job in
     *.sh) run_one "$(basename "$job" .sh)" bash "$job" & ;;

@@ -42,7 +42,7 @@ cd "$(dirname "$0")/../.."
 source bench/lib.sh
 bench_init gossip
 if [ -n "$QUICK" ]; then
-  NET=${NET:-"relu C8 P F32 S10"}; EPOCHS=${EPOCHS:-2}; EPOCHS_G3=${EPOCHS_G3:-2}; EPOCHS_B=${EPOCHS_B:-2}; EPOCHS_BIG=${EPOCHS_BIG:-2}
+  NET=${NET:-"relu C8 P F32 S10"}; EPOCHS=${EPOCHS:-2}; EPOCHS_G3=${EPOCHS_G3:-2}; EPOCHS_B=${EPOCHS_B:-2}; EPOCHS_BIG=${EPOCHS_BIG:-1}
   WIDES=${WIDES:-"0 6 8"}; G3_T=${G3_T:-"1 4 16"}; BATCHES=${BATCHES:-"32 128"}; G4_W=${G4_W:-"6"}; BIGK=${BIGK:-16}
   NTEST=${NTEST:-500}; TRAIN=${TRAIN:-4096}; EVALS=${EVALS:-4}; BATCH_W=${BATCH_W:-"0 8"}
 else
@@ -63,7 +63,7 @@ MB=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['model_bytes'])"
   || { echo "[gossip] could not size NET '$NET' on $DATA: $probe" >&2; exit 1; }
 CAL=$RES/calibration-$(echo "$NET $BATCH" | md5sum | cut -c1-8).json
 if [ ! -s "$CAL" ] || [ -n "$FORCE" ]; then
-  "$PDL" calibrate --net "$NET" --batch "$BATCH" --threads 1 --repeats "$([ -n "$QUICK" ] && echo 3 || echo 5)" --out "$CAL.tmp" > /dev/null \
+  "$PDL" calibrate --net "$NET" --batch "$BATCH" --threads 1 --repeats "$([ -n "$QUICK" ] && echo 1 || echo 5)" --out "$CAL.tmp" > /dev/null \
     || { echo "[gossip] pdl calibrate failed" >&2; exit 1; }
   mv "$CAL.tmp" "$CAL"
 fi

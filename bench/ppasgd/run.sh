@@ -22,7 +22,7 @@ bench_init ppasgd
 DATA=${DATA:-fashion-mnist}; [ -z "$DATA" ] && DATA=fashion-mnist
 # QUICK uses a narrower net of the same CCPCPCPFFF form (1/16 of the FLOPs): same code paths, minutes less
 if [ -n "$QUICK" ]; then NET=${NET:-"leaky C8 C8 P C16 P C32 P F64 F64 S10"}; else NET=${NET:-ppasgd-cifar}; fi
-if [ -n "$QUICK" ]; then NTR=${NTR:-2000}; NTE=${NTE:-500}; EP2=${EP2:-1}; SIZES=${SIZES:-"1 4 16"}; EP4=${EP4:-0.5}; HSTEPS=${HSTEPS:-100}; SEEDS=${SEEDS:-1}
+if [ -n "$QUICK" ]; then NTR=${NTR:-2000}; NTE=${NTE:-500}; EP2=${EP2:-1}; SIZES=${SIZES:-"1 4 16"}; EP4=${EP4:-0.5}; HSTEPS=${HSTEPS:-40}; SEEDS=${SEEDS:-1}
 else NTR=${NTR:-10000}; NTE=${NTE:-2000}; EP2=${EP2:-3}; SIZES=${SIZES:-"1 4 16 64 256"}; EP4=${EP4:-2}; SEEDS=${SEEDS:-"1 2 3"}; fi
 LR2=${LR2:-0.00005}; B2=${B2:-16}            # P1a/P2: emulated staleness (the paper's CIFAR runs)
 B1=${B1:-auto}; LR1=${LR1:-0.00005}          # P1b: real threads; auto = b from a pilot run so S_bar lands near the paper's 7-8.5
