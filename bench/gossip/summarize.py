@@ -312,66 +312,100 @@ else:
     row("G2 T=4: learns faster", "more wide nodes learn faster", "not run", "-", "-", V.claim("G2-faster"))
 
 # ---- G1 at the low end of eq. (1)'s interval of G: how the T = 1 penalty depends on compute time
-if have("sens-t1-w0", "sens-t1-w6", "sens-t4-w0", "sens-t4-w6"):
-    r1 = rtime("sens-t1-w0") / rtime("sens-t1-w6")
-    r4 = rtime("sens-t4-w0") / rtime("sens-t4-w6")
-    c1 = summ("sens-t1-w6")
-    sn = ["sens-t1-w0", "sens-t1-w6", "sens-t4-w0", "sens-t4-w6"]
-    stg = targets_of(sn)
+def sens_m(seed):
+    """G1-curves-sens metrics of one seed (None when a run is missing)."""
+    sn = {k: sname("sens-%s" % k, seed) for k in ("t1-w0", "t1-w6", "t4-w0", "t4-w6")}
+    if not have(*sn.values()):
+        return None
+    stg = targets_of(list(sn.values()))
     spx = lambda a, b, x: time_to(a, x) / time_to(b, x) if not math.isinf(time_to(b, x)) else 0.0
-    ms = {"sp1_tta": [spx("sens-t1-w0", "sens-t1-w6", x) for x in stg],
-          "sp4_tta": [spx("sens-t4-w0", "sens-t4-w6", x) for x in stg], "sp1_run": r1, "sp4_run": r4}
+    return {"sp1_tta": [spx(sn["t1-w0"], sn["t1-w6"], x) for x in stg],
+            "sp4_tta": [spx(sn["t4-w0"], sn["t4-w6"], x) for x in stg],
+            "sp1_run": rtime(sn["t1-w0"]) / rtime(sn["t1-w6"]), "sp4_run": rtime(sn["t4-w0"]) / rtime(sn["t4-w6"]), "_stg": stg}
+
+
+per_s = [(sd, sens_m(sd)) for sd in SEEDS]
+per_s = [(sd, m) for sd, m in per_s if m]
+if have("sens-t1-w0", "sens-t1-w6", "sens-t4-w0", "sens-t4-w6"):
+    ms = sens_m(1)
+    r1, r4, stg = ms["sp1_run"], ms["sp4_run"], ms["_stg"]
+    c1 = summ("sens-t1-w6")
     row("G1 learning curves at G=%g s" % S["G_sens"],
         "adding wide nodes barely speeds learning while the narrow nodes congest (Fig. 1b)",
-        "G = %g s per step (the low end of eq. (1)'s interval): speed-up 0 -> 6 wide to %s: T=1 %s, T=4 %s; "
+        "G = %g s per step (the low end of eq. (1)'s interval)%s: speed-up 0 -> 6 wide to %s: T=1 %s, T=4 %s; "
         "run time 0 -> 6 wide %.0f -> %.0f s at T=1 (%.2fx), %.0f -> %.0f s at T=4 (%.2fx); "
         "6 wide, T=1: narrow nodes wait %.2f / %.2f s against a %.2f s serve; final accuracy %.3f, %.3f, %.3f, %.3f"
-        % (S["G_sens"], "/".join("%.1f%%" % (100 * x) for x in stg), "/".join("%.2fx" % x for x in ms["sp1_tta"]),
+        % (S["G_sens"], " (seed 1 shown; %d seeds)" % len(per_s) if len(per_s) > 1 else "",
+           "/".join("%.1f%%" % (100 * x) for x in stg), "/".join("%.2fx" % x for x in ms["sp1_tta"]),
            "/".join("%.2fx" % x for x in ms["sp4_tta"]),
            rtime("sens-t1-w0"), rtime("sens-t1-w6"), r1, rtime("sens-t4-w0"), rtime("sens-t4-w6"), r4,
            c1["wait_at_node_s"][6], c1["wait_at_node_s"][7], c1["C_serve_s"][6],
            acc("sens-t1-w0"), acc("sens-t1-w6"), acc("sens-t4-w0"), acc("sens-t4-w6")),
         DS, CASE_B.replace("G = %g s" % S["G_b"], "G = %g s" % S["G_sens"]),
-        V.claim("G1-curves-sens", ms, mode=CASE_B, data_set=DS))
+        V.claim("G1-curves-sens", [{k: v for k, v in m.items() if k != "_stg"} for _, m in per_s],
+                seeds=[sd for sd, _ in per_s], mode=CASE_B, data_set=DS))
+
+
+def split_seed(n):
+    """'g3b-w0-b64-s2' -> ('g3b-w0-b64', 2); a name without '-sS' is seed 1."""
+    base, _, tail = n.rpartition("-s")
+    return (base, int(tail)) if base and tail.isdigit() else (n, 1)
+
 
 # ---- G3: accuracy by T (all narrow) and the batch-size table -------------------------------------------
 PAPER_T = {1: 87.4, 4: 87.5, 8: 87.4, 16: 86.9, 32: 86.2}
-ts = sorted(int(n[4:]) for n in RUN if n.startswith("g3-t"))
+ts = sorted(int(n[4:]) for n in RUN if n.startswith("g3-t") and n[4:].isdigit())
 dat("accuracy-t.dat", "T ours_final_mean_acc_percent paper_acc_percent time_s",
     [[t, 100 * acc("g3-t%d" % t), PAPER_T.get(t, float("nan")), float(rtime("g3-t%d" % t))] for t in ts])
 curves_dat(["g3-t%d" % t for t in ts], "curves-G3.dat")
 with open(os.path.join(RES, "g3.txt"), "w") as f:
     f.write(" ".join(map(str, ts)) + "\n")
 if ts and 1 in ts:
-    a1 = acc("g3-t1")
-    pick = max(t for t in ts if acc("g3-t%d" % t) >= a1 - 0.01)
     ppick = max(t for t in PAPER_T if t in ts and PAPER_T[t] >= PAPER_T[1] - 1.0) if ts else None
+
+    def g3_pick(seed):
+        names = {t: sname("g3-t%d" % t, seed) for t in ts}
+        if not have(*names.values()):
+            return None
+        a1 = acc(names[1])
+        return max(t for t in ts if acc(names[t]) >= a1 - 0.01)
+    per3 = [(sd, g3_pick(sd)) for sd in SEEDS]
+    per3 = [(sd, p) for sd, p in per3 if p is not None]
+    pick = per3[0][1]
     row("G3 accuracy by T (all narrow)", "T 1/4/8/16/32: 87.4/87.5/87.4/86.9/86.2%; the largest T within 1 point is 16 (Table 3)",
-        "T %s: %s%%; largest T within 1 point of T=1: %d (time for the run: %s)"
-        % ("/".join(map(str, ts)), "/".join("%.1f" % (100 * acc("g3-t%d" % t)) for t in ts), pick,
+        "T %s: %s%%%s; largest T within 1 point of T=1: %s (time for the run: %s)"
+        % ("/".join(map(str, ts)), "/".join("%.1f" % (100 * acc("g3-t%d" % t)) for t in ts),
+           " (seed 1)" if len(per3) > 1 else "", "/".join(str(p) for _, p in per3) + (" (seeds %s)" % "/".join(str(sd) for sd, _ in per3) if len(per3) > 1 else ""),
            ", ".join("T=%d %.0f s" % (t, rtime("g3-t%d" % t)) for t in ts)),
         DS + ", %s epochs" % S["epochs_g3"], CASE_B,
-        V.claim("G3-T", {"pick": pick, "paper_pick": ppick}, mode=CASE_B, data_set=DS,
+        V.claim("G3-T", [{"pick": p, "paper_pick": ppick} for _, p in per3], seeds=[sd for sd, _ in per3], mode=CASE_B, data_set=DS,
                 flags=["our runs are %s epochs, the paper's far longer" % S["epochs_g3"]]))
 else:
     row("G3 accuracy by T", "the largest T within 1 point is 16", "not run", "-", "-", V.claim("G3-T"))
-bs = {}
+bss = {}   # seed -> wide -> batch -> final accuracy
 for n in RUN:
     if n.startswith("g3b-w"):
-        w, b = n[5:].split("-b")
-        bs.setdefault(int(w), {})[int(b)] = acc(n)
+        base, sd = split_seed(n)
+        w, b = base[5:].split("-b")
+        bss.setdefault(sd, {}).setdefault(int(w), {})[int(b)] = acc(n)
+bs = bss.get(1, {})
 PAPER_B = {0: {64: 87.1, 128: 87.5, 256: 87.4, 512: 87.7}, 8: {64: 87.0, 128: 87.1, 256: 87.5, 512: 87.5}}
 allb = sorted({b for w in bs for b in bs[w]})
 dat("batch.dat", "batch ours_w0 ours_w8 paper_w0 paper_w8 (percent)",
     [[b, 100 * bs.get(0, {}).get(b, float("nan")), 100 * bs.get(K, {}).get(b, float("nan")),
       PAPER_B[0].get(b, float("nan")), PAPER_B[8].get(b, float("nan"))] for b in allb])
 if bs:
-    spread = {w: 100 * (max(v.values()) - min(v.values())) for w, v in bs.items()}
+    spr = lambda t: {w: 100 * (max(v.values()) - min(v.values())) for w, v in t.items()}
+    spread = spr(bs)
+    perb = [(sd, spr(bss[sd])) for sd in SEEDS if sd in bss and set(bss[sd]) == set(bs)
+            and all(set(bss[sd][w]) == set(bs[w]) for w in bs)]
     row("G3 batch size (T=1)", "batch 64..512: accuracy flat within ~0.6 points (Table 2; 0 and 8 wide)",
         "; ".join("%d wide: %s (spread %.1f points)" % (w, ", ".join("b%d %.1f%%" % (b, 100 * a) for b, a in sorted(v.items())), spread[w])
-                  for w, v in sorted(bs.items())),
+                  for w, v in sorted(bs.items())) + (" (seed 1; spread per seed %s)" % ", ".join(
+                      "/".join("%.1f" % x[w] for w in sorted(x)) for _, x in perb) if len(perb) > 1 else ""),
         DS.replace("batch %d, " % S["batch"], "") + ", %s epochs at every batch (fewer steps at larger batches)" % S["epochs_b"], CASE_B,
-        V.claim("G3-batch", {"spread_points": [spread[w] for w in sorted(spread)]}, mode=CASE_B, data_set=DS,
+        V.claim("G3-batch", [{"spread_points": [x[w] for w in sorted(x)]} for _, x in perb], seeds=[sd for sd, _ in perb],
+                mode=CASE_B, data_set=DS,
                 flags=["at a fixed lr and %s epochs the large batches take far fewer steps" % S["epochs_b"]]))
 else:
     row("G3 batch size (T=1)", "batch 64..512: accuracy flat", "not run", "-", "-", V.claim("G3-batch"))

@@ -22,6 +22,8 @@ const preset_t net_presets[] = {
   {"hermans-mlp", "relu F1000 F2000 F1000 S10", "Hermans' MNIST MLP 784-1000-2000-1000-10 (ReLU)"},
   {"vgg-small", "relu C32 C32 P C64 C64 P C128 C128 P F256 S10",
    "small VGG-style net for K-FAC and gossip (VGG16 is too large for 2 cores); widths ours"},
+  {"vgg-quarter", "relu C8 C8 P C16 C16 P C32 C32 P F64 S10",
+   "vgg-small at a quarter of its widths (1/16 of its FLOPs): the gossip bench's 3 seeds in its budget"},
   {"tiny", "leaky C8 P F32 S10", "a tiny net for tests"},
 };
 const int net_npresets = (int)(sizeof net_presets / sizeof net_presets[0]);
