@@ -525,7 +525,23 @@ if total:
         "all runs above", "SIMULATED (SimGrid), cases (a) and (b)",
         V.claim("G-eq2", {"ok": t_ok, "total": t_tot}, mode="SIMULATED (SimGrid), cases (a) and (b)", data_set="all runs above"))
 
-# ---- beyond the paper: heterogeneous compute and non-IID shards ------------------------------------------
+# ---- beyond the paper: heterogeneous compute and non-IID shards (every seed: issue 32) ------------------
+def seeds_of(names):
+    """The seeds whose runs of `names` (seed-1 names) all exist."""
+    return [sd for sd in SEEDS if have(*(sname(n, sd) for n in names))]
+
+
+def spread_txt(names, sds):
+    """' (3 seeds: 61.2% (60.1-62.0), ...)' for the runs of names over seeds sds; '' for one seed."""
+    if len(sds) < 2:
+        return ""
+    parts = []
+    for n in names:
+        v = [100 * acc(sname(n, sd)) for sd in sds]
+        parts.append("%.1f%% (%.1f-%.1f)" % (sum(v) / len(v), min(v), max(v)))
+    return " (mean and min-max over %d seeds: %s)" % (len(sds), ", ".join(parts))
+
+
 ks = sorted({int(n.split("-")[1][1:]) for n in RUN if n.startswith("het-k")})
 beyond_names, groups = [], []
 for k in ks:
@@ -534,23 +550,27 @@ for k in ks:
         continue
     beyond_names += names; groups.append("heterogeneous-compute-K=%d" % k)
     tgt = target_of(names)
+    sds = seeds_of(names)
     row("beyond: heterogeneous compute, K=%d" % k, "future work: a warm-up that also shares compute times (§6)",
-        "; ".join("%s: %.1f%%, run %.0f s, to %.1f%% %s" % (n.split("-", 2)[2], 100 * acc(n), rtime(n), 100 * tgt, fmt_t(time_to(n, tgt))) for n in names),
+        "; ".join("%s: %.1f%%, run %.0f s, to %.1f%% %s" % (n.split("-", 2)[2], 100 * acc(n), rtime(n), 100 * tgt, fmt_t(time_to(n, tgt))) for n in names)
+        + (" (seed 1)" if len(sds) > 1 else "") + spread_txt(names, sds),
         DS + "; half the nodes at 1/4 of the rate, every link wide", CASE_B.replace("K=%d" % K, "K=%d" % k),
-        V.claim("beyond-het-K" if k == K else "beyond-het-bigK", {"acc": [acc(n) for n in names]},
-                mode=CASE_B.replace("K=%d" % K, "K=%d" % k), data_set=DS, label="beyond: heterogeneous compute, K=%d" % k,
+        V.claim("beyond-het-K" if k == K else "beyond-het-bigK", [{"acc": [acc(sname(n, sd)) for n in names]} for sd in sds],
+                seeds=sds, mode=CASE_B.replace("K=%d" % K, "K=%d" % k), data_set=DS, label="beyond: heterogeneous compute, K=%d" % k,
                 plot="plots/out/gossip-beyond.png"))
 for k in sorted({int(n.split("-")[1][1:]) for n in RUN if n.startswith("noniid-k")}):
     names = ["iid-k%d" % k, "noniid-k%d" % k, "noniid-k%d-warm" % k]
     if not have(*names):
         continue
     beyond_names += names; groups.append("non-IID-shards-%g-by-label-K=%d" % (S["noniid"], k))
+    sds = seeds_of(names)
     row("beyond: non-IID shards, K=%d" % k, "future work: non-uniform data (§6)",
-        "final accuracy: IID %.1f%%, non-IID %.1f%%, non-IID with warm-up %.1f%% (%g of the data dealt by label; %d of %d nodes wide)"
-        % (100 * acc(names[0]), 100 * acc(names[1]), 100 * acc(names[2]), S["noniid"], k * 3 // 4, k),
+        "final accuracy: IID %.1f%%, non-IID %.1f%%, non-IID with warm-up %.1f%% (%g of the data dealt by label; %d of %d nodes wide)%s%s"
+        % (100 * acc(names[0]), 100 * acc(names[1]), 100 * acc(names[2]), S["noniid"], k * 3 // 4, k,
+           " (seed 1)" if len(sds) > 1 else "", spread_txt(names, sds)),
         DS, CASE_B.replace("K=%d" % K, "K=%d" % k),
-        V.claim("beyond-noniid-K" if k == K else "beyond-noniid-bigK", {"acc": [acc(n) for n in names]},
-                mode=CASE_B.replace("K=%d" % K, "K=%d" % k), data_set=DS, label="beyond: non-IID shards, K=%d" % k,
+        V.claim("beyond-noniid-K" if k == K else "beyond-noniid-bigK", [{"acc": [acc(sname(n, sd)) for n in names]} for sd in sds],
+                seeds=sds, mode=CASE_B.replace("K=%d" % K, "K=%d" % k), data_set=DS, label="beyond: non-IID shards, K=%d" % k,
                 plot="plots/out/gossip-beyond.png"))
 curves_dat(beyond_names, "curves-beyond.dat")
 with open(os.path.join(RES, "beyond.txt"), "w") as f:
