@@ -237,6 +237,13 @@ if kp and sim_l and 1 in sim_l:
         room = pk_ar[1] - (d["time_per_update_s"] - m)
         r = m / room if room > 0 else float("inf")
         be = "; 2 devices would beat linear with communication %.1fx cheaper next to compute" % r if r > 1 else ""
+        try:   # the assumption: the P100 at our step's fraction of sgemm; r x less of its peak breaks even
+            cal = json.load(open(os.path.join(res, "calibration.json")))
+            if r > 1:
+                be += " (a P100 at %.0f%% of its peak in nominal flops instead of the assumed %.0f%%)" % (
+                    100 * cal["ratio_to_sgemm"] / r, 100 * cal["ratio_to_sgemm"])
+        except (OSError, ValueError, KeyError):
+            pass
         analysis.setdefault("k2_paper", {})["breakeven_comm_factor_2"] = r
     fmt = lambda sp_: ", ".join("%d: %.2fx" % (p, v) for p, v in sp_.items())
     analysis.setdefault("k2_paper", {}).update({"link": link, "speedup_kfac_allreduce": s_ar, "speedup_kfac_rsv": s_rs,
