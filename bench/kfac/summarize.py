@@ -88,6 +88,8 @@ def k2t(mode, assign, comm):
 
 
 sim_l, sim_p, sim_ar = k2t("sim", "layer", "reduce-scatterv"), k2t("sim", "lpt", "reduce-scatterv"), k2t("sim", "layer", "allreduce")
+if 1 in sim_l and sim_p:
+    sim_p.setdefault(1, sim_l[1])   # one device owns every layer whatever the assignment (run.sh runs it once)
 real_l, real_ar = k2t("real", "layer", "reduce-scatterv"), k2t("real", "layer", "allreduce")
 nl = len(k2[0]["factor_dims"].split(",")) if k2 else 0
 if k2:   # the message sizes K-FAC sends per update, for the K1 plots' markers (plots/collectives.gp)
