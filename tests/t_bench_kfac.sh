@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # t_bench_kfac.sh — `make bench-kfac QUICK=1` end to end, into a temporary results/plots root:
-# the inversion, step-breakdown, K2 (with the load-balance and communication rows), K3 and K4 rows
-# exist with a verdict, the simulated rows say so, the calibration the sim used was written there
-# (not into the user's results/), and the four plots are rendered; the summarizer over the QUICK runs
+# the inversion, step-breakdown, K2 (with the load-balance, communication, per-phase real-vs-sim and
+# paper-ratio rows), K3 and K4 rows exist with a verdict, the simulated rows say so, the calibration
+# the sim used was written there (not into the user's results/), and the five plots are rendered;
+# the summarizer over the QUICK runs
 # copied as three seeds gives K3a and K4 3 seeds and the spread.
 # pdl-test: long
 cd "$(dirname "$0")/.." || exit 1
@@ -11,7 +12,7 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export PDL_RESULTS=$T/results PDL_PLOTS_OUT=$T/out QUICK=1
 if out=$(bash bench/kfac/run.sh 2>&1); then ok "bench-kfac QUICK runs"; else notok "bench-kfac QUICK" "$(echo "$out" | tail -5)"; fi
 tab=$T/results/kfac/table.md
-for id in inv speed K2 K2-lb K2-comm K3a K3b K4; do
+for id in inv speed K2 K2-lb K2-comm K2-phases K2-paper K2-sgd K3a K3b K4; do
   grep -q "^| $id |" "$tab" 2>/dev/null && ok "table row: $id" || notok "table row: $id" "missing in $tab"
 done
 grep -q '^| K2 |.*| SIMULATED (calibrated per kind) + real |' "$tab" && ok "K2 row is labelled SIMULATED + real" \
@@ -26,7 +27,13 @@ PY
 python3 bench/verdict.py --paper kfac --results "$T/results/kfac" --format json > "$T/v.json" 2>/dev/null \
   && python3 -c "import json,sys; r={x['id']: x for x in json.load(open(sys.argv[1]))}; sys.exit(0 if r['K2-comm']['verdict'] == 'not comparable' and r['K4']['verdict'] == 'observation' else 1)" "$T/v.json" \
   && ok "engine: K2-comm not comparable, K4 an observation" || notok "K-FAC verdicts" "$(grep -E '^\| (K2-comm|K4) ' "$tab")"
-for p in k2 k3 k4 inverse; do
+grep -q '^| K2-phases |.*| SIMULATED (machine:, calibrated per phase) + real |' "$tab" \
+  && grep -q '^| K2-paper |.*| SIMULATED (paper.s ratio, calibrated per kind) |' "$tab" \
+  && ok "K2-phases and K2-paper rows are labelled SIMULATED" || notok "K2-phases/K2-paper label" "$(grep -E '^\| K2-(phases|paper) \|' "$tab")"
+grep -q '^"forward/backward" ' "$T/results/kfac/kfac-k2-phases.dat" 2>/dev/null && [ -s "$T/results/kfac/k2-coll.jsonl" ] \
+  && ok "K2's real and simulated 2-rank steps per phase (kfac-k2-phases.dat), the real reduce-scatter measured" \
+  || notok "kfac-k2-phases.dat / k2-coll.jsonl" "missing"
+for p in k2 k2-paper k3 k4 inverse; do
   [ -s "$T/out/kfac-$p.png" ] && [ -s "$T/out/kfac-$p.pdf" ] && ok "plot kfac-$p png+pdf" || notok "plot kfac-$p" "missing"
 done
 # three seeds (issue 31): the QUICK K3 runs copied as seeds 2 and 3 (k3-kfac-s2.jsonl, as the full

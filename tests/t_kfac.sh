@@ -45,6 +45,44 @@ if [ -n "${SIMLIB:-build/libpdlsim.so}" ] && [ -f "${SIMLIB:-build/libpdlsim.so}
   PDL_DUMP_PARAMS=$T/sim.bin "$PDL" train "${S[@]}" --algo kfac-dist --batch 8 --kfac-inverse ref --runtime sim \
     --platform cluster:nodes=4,gpus=1 > "$T/sim.out" 2>&1 || notok "kfac-dist on the sim runtime" "exit $?: $(tail -2 "$T/sim.out")"
   close "kfac-dist sim (4 nodes) == real (4 ranks)" "$T/d4reduce-scatterv.bin" "$T/sim.bin" 1e-4
+  # issue 33 item 2: the summary's per-phase times on both runtimes, on the runtime's clock: the
+  # owner phase holds the inversions and the preconditioning (on sim exactly, as two charges), and
+  # the phases add up to the time per update (on sim but for the summary's one allreduce of the
+  # owners' times after the last update)
+  phases() {   # phases NAME FILE sim|real
+    python3 - "$2" "$3" <<'PY' && ok "$1: per-phase times in the summary add up" || notok "$1: per-phase times" "see above"
+import json, sys
+d = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+ph = ["fb", "factors", "comm1", "owner", "comm2", "update"]
+g = {k: d[k + "_s_per_update"] for k in ph + ["inverse", "precond"]}
+t, tot = d["time_per_update_s"], sum(g[k] for k in ph)
+bad = [k for k in g if not g[k] >= 0] + ([] if g["inverse"] > 0 and g["fb"] > 0 else ["no inversion or fb time"])
+if g["inverse"] + g["precond"] > g["owner"] * (1 + 1e-9) + 1e-12:
+    bad.append("inverse %g + precond %g > owner %g" % (g["inverse"], g["precond"], g["owner"]))
+if sys.argv[2] == "sim" and (abs(g["owner"] - g["inverse"] - g["precond"]) > 1e-9 * t or abs(tot - t) > 1e-3 * t):
+    bad.append("sim: owner %g != inverse + precond %g, or phases %g != time per update %g" % (g["owner"], g["inverse"] + g["precond"], tot, t))
+if sys.argv[2] == "real" and tot > t * (1 + 1e-6):
+    bad.append("real: phases %g > time per update %g" % (tot, t))
+print("\n".join(bad)); sys.exit(1 if bad else 0)
+PY
+  }
+  phases "kfac-dist sim (4 nodes)" "$T/sim.out" sim
+  phases "kfac-dist real (2 ranks)" "$T/d2.out" real
+  # the inversion charges scaled so that one process's inversions take the calibration's own K-FAC
+  # step's time (kfac_inverse_ms) when the file was calibrated on this net: a hand-written file
+  python3 - "$T/sim.out" "$T/cal.json" <<'PY'
+import json, sys
+d = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+json.dump({"event": "calibration", "net_spec": d["net_spec"], "gflops": 2.0, "kfac_rel_factors": 0.5, "kfac_rel_precond": 0.8,
+           "kfac_inv_n": [16, 64, 256, 1024], "kfac_rel_inverse": [0.01, 0.1, 0.3, 0.5], "kfac_inverse_ms": 7.0},
+          open(sys.argv[2], "w"), separators=(",", ":"))   # compact, as pdl calibrate writes it
+PY
+  "$PDL" train "${S[@]}" --algo kfac-dist --batch 8 --steps 3 --runtime sim --platform cluster:nodes=1,gpus=1 \
+    --device-rate "calibrated:$T/cal.json" > "$T/simc.out" 2>&1 || notok "kfac-dist sim with a calibration" "$(tail -2 "$T/simc.out")"
+  python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+sys.exit(0 if d["kfac_sim_rates"] == "calibrated per kind" and abs(d["inverse_s_per_update"] - 7e-3) < 1e-9 and d["kfac_sim_inv_scale"] > 0 else 1)' \
+    "$T/simc.out" && ok "sim: one process's inversions take the calibrated step's kfac_inverse_ms (7 ms)" \
+    || notok "sim inversion calibration" "$(tail -1 "$T/simc.out" | grep -o '"inverse_s_per_update":[^,]*,"precond[^,]*')"
 else
   notok "kfac-dist on the sim runtime" "libpdlsim.so not built (SimGrid missing?)"
 fi

@@ -14,8 +14,16 @@
 # Experiments:
 #   inverse  fast float inversion vs the LAPACKE double reference (pdl inverse), sizes INV_SIZES;
 #   speed    a K-FAC step's breakdown on one process (pdl speed --algo kfac) and the calibration;
-#   k2       weak scaling, batch BATCH per process: real at K2_REAL ranks, sim at K2_SIM devices,
-#            owners by layer (the paper) and by cost (lpt, ours), both communication schemes;
+#   k2       weak scaling, batch BATCH per process: real at K2_REAL ranks (K2_REAL_STEPS updates: 30, so
+#            that the 2-rank point K2 judges is not 4 updates' setup and noise; the real allreduce
+#            runs, read by no claim, K2_STEPS), sim at K2_SIM devices (K2_STEPS: the sim's clock is
+#            exact from the first update), owners by layer (the paper) and by cost (lpt, ours), both
+#            communication schemes;
+#   k2m      K2-phases: the real 2-rank point against the sim of this machine, phase by phase
+#            (machine: platform; 1-thread calibration, a real MPI reduce-scatter of the bundles);
+#   k2p      K2-paper, K2-sgd: K-FAC and data-parallel SGD (--algo ssgd) at K2P_SIM devices on a
+#            cluster at the paper's compute-to-communication ratio (P100_GFLOPS vs OPA_GBPS, derived
+#            below run_k2m), K-FAC with the comm schemes K2P_COMMS;
 #   k3       one process: kfac vs adam vs msgd, accuracy per epoch and per second (K3_EPOCHS);
 #            kfac and adam also at the seeds K3_SEEDS beyond 1 (K3a; msgd, read by no claim, seed 1);
 #            K3_FISHER=sampled (--kfac-fisher) and K3_KFAC_MOMENTUM=0 (the paper's literal
@@ -33,7 +41,19 @@
 # 4 kfac runs (~3 min at the step breakdown of REPRODUCTION-kfac.md), ~4 min. Seeds 2-3 of K3 and
 # seed 3 of K4 add ~10 min: ~30 min, inside the ~45 min budget. Nothing a claim reads was shrunk;
 # K3's msgd (shown in the plot, compared by no claim) stays at seed 1.
-# QUICK=1 (make test): small sizes and few steps: sim at 1 and 4 devices, one calibration pass, K3
+# Issue 33 item 2 adds ~5 min (estimated from timings on a loaded 2-core AMD EPYC, to be confirmed on
+# a quiet machine): the real reduce-scatterv points at 30 updates instead of 4, ~0.3 min (26 more
+# updates at 1, 2 and 4 ranks: ~0.15, ~0.15 and ~0.3 s each); k2m ~0.5 min (a 1-thread calibration,
+# two pdl coll runs, the machine: sims at 1 and 2 ranks for 30 updates); k2p ~3.5-4 min (K-FAC with
+# Allreduce and with reduce-scatterv at 2..64 devices, 126 simulated nodes x 4 updates at ~0.15 s of
+# CPU each per series, ~1.5 min per series; ssgd at 1..64, ~0.6 min): ~35 min in all.
+# QUICK adds k2m at 2 ranks (no 1-thread calibration: it reuses calibration.json; no allgather
+# measurement) and k2p at 1 and 2 devices (K-FAC with Allreduce only), and pays for them with
+# K2_SIM "1 2" instead of "1 4", no real allreduce run and no lpt run at 1 device (the layer run's).
+# Measured back to back on the loaded 2-core EPYC (OMP_WAIT_POLICY=passive, as make test runs it),
+# user + sys CPU seconds in two pairs: 40.7 and 40.7 before, 40.7 and 40.9 after.
+# QUICK=1 (make test): small sizes and few steps: sim at 1 and 2 devices (issue 33: 2 rather than 4,
+# so that K2-phases has its cluster column and the new experiments fit), one calibration pass, K3
 # and K4 on 512 examples (issue 36 item 8 cut these from 1 2 4 8 devices, 3 passes and 1024 examples
 # for make test's time).
 set -u
@@ -42,17 +62,24 @@ source bench/lib.sh
 bench_init kfac
 if [ -n "$QUICK" ]; then
   INV_SIZES=${INV_SIZES:-257,1024}; INV_REPS=${INV_REPS:-3}
-  K2_REAL=${K2_REAL:-"1 2"}; K2_SIM=${K2_SIM:-"1 4"}; K2_STEPS=${K2_STEPS:-2}; CAL_REPEATS=${CAL_REPEATS:-1}
+  K2_REAL=${K2_REAL:-"1 2"}; K2_SIM=${K2_SIM:-"1 2"}; K2_STEPS=${K2_STEPS:-2}; CAL_REPEATS=${CAL_REPEATS:-1}
+  K2_REAL_STEPS=${K2_REAL_STEPS:-2}; K2_REAL_AR=${K2_REAL_AR-}; K2M_ITERS=${K2M_ITERS:-3}; K2P_SIM=${K2P_SIM:-"1 2"}
+  K2M_PROCS=${K2M_PROCS:-2}; K2M_AG=${K2M_AG-}
+  K2P_COMMS=${K2P_COMMS:-allreduce}
   K3_EPOCHS=${K3_EPOCHS:-1}; K3_TRAIN=${K3_TRAIN:-512}; K3_SEEDS=${K3_SEEDS:-1}; K4_BATCHES=${K4_BATCHES:-"32 256"}; K4_SEEDS=${K4_SEEDS:-1}
   K4_EPOCHS=${K4_EPOCHS:-1}; K4_TRAIN=${K4_TRAIN:-512}; NTEST=${NTEST:-300}; NET=${NET:-vgg-small}
 else
   INV_SIZES=${INV_SIZES:-257,1024,1153,2048}; INV_REPS=${INV_REPS:-5}
   K2_REAL=${K2_REAL:-"1 2 4"}; K2_SIM=${K2_SIM:-"1 2 4 8 16 32 64"}; K2_STEPS=${K2_STEPS:-4}
+  K2_REAL_STEPS=${K2_REAL_STEPS:-30}; K2_REAL_AR=${K2_REAL_AR-1}; K2M_ITERS=${K2M_ITERS:-20}; K2P_SIM=${K2P_SIM:-$K2_SIM}
+  K2M_PROCS=${K2M_PROCS:-"1 2"}; K2M_AG=${K2M_AG-1}
+  K2P_COMMS=${K2P_COMMS:-"allreduce reduce-scatterv"}
   K3_EPOCHS=${K3_EPOCHS:-4}; K3_TRAIN=${K3_TRAIN:-12000}; K3_SEEDS=${K3_SEEDS:-"1 2 3"}; K4_BATCHES=${K4_BATCHES:-"32 128 512 2048"}
   K4_SEEDS=${K4_SEEDS:-"1 2 3"}; CAL_REPEATS=${CAL_REPEATS:-3}
   K4_EPOCHS=${K4_EPOCHS:-3}; K4_TRAIN=${K4_TRAIN:-8192}; NTEST=${NTEST:-2000}; NET=${NET:-vgg-small}
 fi
 DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; THREADS=${THREADS:-$(nproc)}
+P100_GFLOPS=${P100_GFLOPS:-10600}; OPA_GBPS=${OPA_GBPS:-100}   # K2 at the paper's ratio (run_k2p)
 LR_KFAC=${LR_KFAC:-0.003}; LR_MSGD=${LR_MSGD:-0.01}; LR_ADAM=${LR_ADAM:-0.001}; DAMP=${DAMP:-0.03}
 COMMON=(--data "$DATA" --net "$NET" --test-subset "$NTEST" --quiet)
 
@@ -67,34 +94,130 @@ run_speed() {
 }
 
 # ---- K2: weak scaling --------------------------------------------------------------------------
-# one line per run in k2.jsonl, tagged mode=real|sim, procs, assign, comm
-k2_one() {   # k2_one MODE PROCS ASSIGN COMM
-  local mode=$1 p=$2 a=$3 c=$4 line
-  local args=(train --algo kfac-dist "${COMMON[@]}" --train-subset $((BATCH * p * (K2_STEPS + 1))) --batch "$BATCH"
-              --lr "$LR_KFAC" --kfac-damping "$DAMP" --steps "$K2_STEPS" --kfac-assign "$a" --kfac-comm "$c"
-              --eval-every 0 --tag "k2-$mode-$p-$a-$c")
-  if [ "$mode" = real ]; then
-    line=$(OMP_NUM_THREADS=1 mpirun_cmd -np "$p" "$PDL" "${args[@]}" --threads 1 2>>"$RES/k2.log" | tail -1) || return 1
+# k2_run FILE MODE PROCS STEPS PLATFORM CAL ARGS...: one training run of PROCS processes, its summary
+# line tagged mode=MODE and procs appended to FILE. PLATFORM "-": real (mpirun, 1 thread per rank);
+# else the sim runtime on PLATFORM with the calibration file CAL.
+k2_run() {
+  local f=$1 mode=$2 p=$3 steps=$4 plat=$5 cal=$6 line; shift 6
+  local args=(train "${COMMON[@]}" --train-subset $((BATCH * p * (steps + 1))) --batch "$BATCH" --steps "$steps"
+              --eval-every 0 --threads 1 "$@")
+  if [ "$plat" = - ]; then
+    line=$(OMP_NUM_THREADS=1 mpirun_cmd -np "$p" "$PDL" "${args[@]}" 2>>"$RES/k2.log" | tail -1) || return 1
   else
-    line=$("$PDL" "${args[@]}" --threads 1 --runtime sim --platform "cluster:nodes=$p,gpus=1" --device-rate "calibrated:$RES/calibration.json" \
-           2>>"$RES/k2.log" | tail -1) || return 1
+    line=$("$PDL" "${args[@]}" --runtime sim --platform "$plat" --device-rate "calibrated:$cal" 2>>"$RES/k2.log" | tail -1) || return 1
   fi
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(mode=sys.argv[2], procs=int(sys.argv[3])); print(json.dumps(d))' \
-    "$line" "$mode" "$p" >> "$RES/k2.jsonl.tmp"
+    "$line" "$mode" "$p" >> "$f"
+}
+# one line per run in k2.jsonl, tagged mode=real|sim, procs, assign, comm
+k2_one() {   # k2_one MODE PROCS ASSIGN COMM [STEPS]
+  local mode=$1 p=$2 a=$3 c=$4 plat=-
+  [ "$mode" = sim ] && plat="cluster:nodes=$p,gpus=1"
+  k2_run "$RES/k2.jsonl.tmp" "$mode" "$p" "${5:-$K2_STEPS}" "$plat" "$RES/calibration.json" --algo kfac-dist \
+    --lr "$LR_KFAC" --kfac-damping "$DAMP" --kfac-assign "$a" --kfac-comm "$c" --tag "k2-$mode-$p-$a-$c"
 }
 run_k2() {
   : > "$RES/k2.jsonl.tmp"; : > "$RES/k2.log"
   local p a
-  for p in $K2_REAL; do
-    k2_one real "$p" layer reduce-scatterv || return 1
-    [ "$p" -gt 1 ] && { k2_one real "$p" layer allreduce || return 1; }
+  for p in $K2_REAL; do   # the real points K2 judges: K2_REAL_STEPS updates (the allreduce ones, read by no claim: K2_STEPS)
+    k2_one real "$p" layer reduce-scatterv "$K2_REAL_STEPS" || return 1
+    [ "$p" -gt 1 ] && [ -n "$K2_REAL_AR" ] && { k2_one real "$p" layer allreduce || return 1; }
   done
   for a in layer lpt; do for p in $K2_SIM; do
+    [ "$a" = lpt ] && [ "$p" = 1 ] && continue   # one device owns every layer either way: the layer run's time
     echo "  k2 sim: $p devices, owners by $a" >&2
     k2_one sim "$p" "$a" reduce-scatterv || return 1
   done; done
   for p in $K2_SIM; do [ "$p" -gt 1 ] && { k2_one sim "$p" layer allreduce || return 1; }; done
   mv "$RES/k2.jsonl.tmp" "$RES/k2.jsonl"
+}
+
+# ---- K2-phases: the real 2-rank point against the sim of this machine, phase by phase (issue 33) --
+# The K2 sim above is a GPU cluster (56 Gb/s links, devices at the bench's THREADS-thread rate); the
+# real ranks run 1 thread each and talk through shared memory. So the same runs are simulated on
+# `machine:` (docs/SIM.md: the R ranks on this machine's cores), calibrated phase by phase:
+#   compute: `pdl calibrate --threads 1` (the real ranks' thread count; QUICK reuses calibration.json),
+#            whose K-FAC step sets the factors', preconditioning's and inversions' rates (kfac_dist.c);
+#   comm:    shmbw = the bundles' bytes / the median of a real 2-rank MPI reduce-scatter of them
+#            (pdl coll; a ring of 2 sends both halves over the one shared loopback, so the sim's
+#            reduce-scatter takes exactly that time); the ΔW allgather is measured beside it;
+#   update:  membw = the update's 24 B per parameter / the calibrated K-FAC update time.
+# Writes calibration-t1.json, k2-coll.jsonl and k2-match.jsonl (mode sim-machine, procs K2M_PROCS:
+# 1 and 2; QUICK 2, without the allgather's measurement: K2M_AG).
+run_k2m() {
+  local cal=$RES/calibration.json f=$RES/k2-match.jsonl.tmp
+  if [ -z "$QUICK" ]; then
+    "$PDL" calibrate --net "$NET" --batch "$BATCH" --threads 1 --repeats "$CAL_REPEATS" --out "$RES/calibration-t1.json.tmp" \
+      > /dev/null 2>>"$RES/k2.log" && mv "$RES/calibration-t1.json.tmp" "$RES/calibration-t1.json" || return 1
+    cal=$RES/calibration-t1.json
+  fi
+  local sizes; sizes=$(python3 -c 'import json,sys
+d = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in d if x["mode"] == "real" and x["procs"] == 2 and x["kfac_comm"] == "reduce-scatterv"]
+print("%d %d" % (r[0]["msg1_bytes"], r[0]["msg2_bytes"]) if r else "")' "$RES/k2.jsonl") || return 1
+  [ -n "$sizes" ] || { echo "  k2m: no real 2-rank point in k2.jsonl (K2_REAL='$K2_REAL')" >&2; return 0; }
+  set -- $sizes
+  rm -f "$RES/k2-coll.jsonl.tmp"
+  mpirun_cmd -np 2 "$PDL" coll --op reduce_scatterv -m "$1:$1" -i "$K2M_ITERS" --json "$RES/k2-coll.jsonl.tmp" > /dev/null 2>>"$RES/k2.log" \
+    || return 1
+  if [ -n "$K2M_AG" ]; then   # the ΔW allgather beside it (shown, not fitted)
+    mpirun_cmd -np 2 "$PDL" coll --op allgatherv -m "$2:$2" -i "$K2M_ITERS" --json "$RES/k2-coll.jsonl.tmp" > /dev/null 2>>"$RES/k2.log" \
+      || return 1
+  fi
+  mv "$RES/k2-coll.jsonl.tmp" "$RES/k2-coll.jsonl"
+  local bw; bw=$(python3 -c 'import json,sys
+c = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rs = [x for x in c if x["op"] == "reduce_scatterv"][0]
+cal = json.load(open(sys.argv[2]))
+n = int(sys.argv[3]) / 4 - 3 * 2            # the parameters: the ΔW buffer less 3 control floats per rank
+print("shmbw=%.6gBps,membw=%.6gBps" % (rs["bytes_total"] / (rs["p50_us"] * 1e-6), 24 * n / (cal["kfac_update_ms"] * 1e-3)))' \
+    "$RES/k2-coll.jsonl" "$cal" "$2") || return 1
+  : > "$f"
+  local p
+  for p in $K2M_PROCS; do
+    echo "  k2m: sim machine:ranks=$p,$bw" >&2
+    k2_run "$f" sim-machine "$p" "$K2_REAL_STEPS" "machine:ranks=$p,$bw" "$cal" --algo kfac-dist --lr "$LR_KFAC" \
+      --kfac-damping "$DAMP" --kfac-assign layer --kfac-comm reduce-scatterv --tag "k2m-$p" || return 1
+  done
+  mv "$f" "$RES/k2-match.jsonl"
+}
+
+# ---- K2-paper, K2-sgd: K2 at the paper's compute-to-communication ratio, and data-parallel SGD --
+# The K2 sim charges compute at this CPU's calibrated rate and sends on 56 Gb/s links; TSUBAME3.0
+# (the paper's Table 1) has 4 P100 per node and 4 x 100 Gbps Omni-Path per node: 100 Gb/s per GPU.
+# Derivation of the paper-ratio platform (docs/REPRODUCTION-kfac.md, "K2 at the paper's ratio"):
+#   P100 (SXM2, TSUBAME3.0's): FP32 peak 3584 cores x 2 flop x 1.48 GHz = 10.6 TFLOP/s (P100_GFLOPS).
+#   Assumption: the P100 runs each K-FAC kind at the same fraction of its peak as our device runs it
+#   of its sgemm rate S (calibration.json's sgemm_gflops, measured in the same run). So a P100 is
+#   c = P100_GFLOPS / S times our device, and a P100 with 100 Gb/s (OPA_GBPS) has the ratio of ours
+#   with links of B = OPA_GBPS x S / P100_GFLOPS. The sim keeps our device and its per-kind rates and
+#   divides the links by c / (OPA_GBPS / 56) against the K2 sim: ib = B, and the latency (0.5 us per
+#   link, Omni-Path's ~1 us end to end) times c. E.g. S = 150 GFLOP/s: c = 70.7, ib = 1.42 Gb/s,
+#   lat = 35 us: communication 39x dearer next to compute than on the K2 sim's 56 Gb/s.
+# K-FAC runs with the paper's implementation's Allreduce for both steps (its Sec. 3.2: NCCL has no
+# Scatterv) and with reduce-scatterv (its Fig. 3, the K2 sim's); --algo ssgd (synchronous data-parallel
+# SGD, one allreduce of the gradient per update) with the same net, batch per process and platform is
+# the baseline that "then like data-parallel SGD" names. Their 1-device K-FAC time is the K2 sim's
+# (one device sends nothing, so the link does not matter). Writes k2-paper.jsonl (mode sim-paper).
+paper_link() {   # the paper-ratio platform's link keys, from the bench's calibration
+  python3 -c 'import json,sys
+S = json.load(open(sys.argv[1]))["sgemm_gflops"]; P, B = float(sys.argv[2]), float(sys.argv[3])
+print("ib=%.6gGbps,lat=%.6gus" % (B * S / P, 0.5 * P / S))' "$RES/calibration.json" "$P100_GFLOPS" "$OPA_GBPS"
+}
+run_k2p() {
+  local link f=$RES/k2-paper.jsonl.tmp p c; link=$(paper_link) || return 1
+  : > "$f"
+  for p in $K2P_SIM; do
+    echo "  k2p: $p devices, cluster:nodes=$p,gpus=1,$link" >&2
+    for c in $K2P_COMMS; do
+      [ "$p" -gt 1 ] || continue
+      k2_run "$f" sim-paper "$p" "$K2_STEPS" "cluster:nodes=$p,gpus=1,$link" "$RES/calibration.json" --algo kfac-dist \
+        --lr "$LR_KFAC" --kfac-damping "$DAMP" --kfac-assign layer --kfac-comm "$c" --tag "k2p-$p-$c" || return 1
+    done
+    k2_run "$f" sim-paper "$p" "$K2_STEPS" "cluster:nodes=$p,gpus=1,$link" "$RES/calibration.json" --algo ssgd \
+      --lr "$LR_MSGD" --momentum 0.9 --tag "k2p-$p-ssgd" || return 1
+  done
+  mv "$f" "$RES/k2-paper.jsonl"
 }
 
 # ---- K3: one process, three optimizers ---------------------------------------------------------
@@ -133,6 +256,8 @@ run_k4() {   # run_k4 SEED: every batch for msgd and kfac at one seed, into k4-s
 done_or_run inverse run_inverse || exit 1
 done_or_run speed run_speed || exit 1
 done_or_run k2 run_k2 || exit 1
+done_or_run k2m run_k2m || exit 1
+done_or_run k2p run_k2p || exit 1
 done_or_run k3 run_k3 1 || exit 1
 for s in $K3_SEEDS; do [ "$s" = 1 ] || done_or_run "k3-s$s" run_k3 "$s" || exit 1; done
 for s in $K4_SEEDS; do done_or_run "k4-s$s" run_k4 "$s" || exit 1; done

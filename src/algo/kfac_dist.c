@@ -22,8 +22,9 @@
  * (ctl_pack, algo.h) to its part, and every process merges the R records (ctl_merge).
  * On the sim runtime the factor, inversion and preconditioning flops are charged per kind: at
  * the rates that `pdl calibrate` measured for each kind relative to the training step (the
- * calibration file's kfac_rel_* figures; with no calibration, at the device's training rate,
- * and the summary says so). */
+ * calibration file's kfac_rel_* figures, the inversions scaled to the calibration's own K-FAC step
+ * (load_rates); with no calibration, at the device's training rate, and the summary says so).
+ * The summary gives node 0's time per update phase by phase on either runtime (kfac_summary). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,19 +35,21 @@
 #include "rt/watchdog.h"
 
 typedef struct {
-  double fb, factors, comm1, own, comm2, update;   /* seconds, this node, summed over updates */
+  double fb, factors, comm1, own, comm2, update;   /* seconds, this node, summed over updates (the runtime's clock) */
+  double inv, pre;                                   /* the owner phase's inversions and preconditioning (inside own) */
   double owner_max, owner_mean;                      /* owner seconds over nodes (summary) */
   int N, nl, comm_allreduce, assign_lpt, fisher_sampled;
   int owner[NET_MAX_LAYERS];
   double *load;                                      /* [N] inversion cost owned by each node */
   const char *rates;
+  double inv_scale;                                  /* sim: the calibrated scale of the inversion charges */
   kfac_t *k;
   double msg1_bytes, msg2_bytes;                     /* floats sent per update in steps 3 and 6, x4 */
 } kstats_t;
 
 /* Relative rates of the K-FAC kinds against the training step, for the sim's charges: a kind's
  * flops are charged as flops / rel (so a kind that runs at half the training rate costs twice). */
-typedef struct { double factors, precond, inv_n[4], inv_rel[4]; int calibrated; } krates_t;
+typedef struct { double factors, precond, inv_n[4], inv_rel[4], inv_scale; int calibrated; } krates_t;
 
 static double inv_rel(const krates_t *kr, int n) {   /* log-linear in n between the measured sizes */
   if (!kr->calibrated) return 1.0;
@@ -60,10 +63,16 @@ static double inv_rel(const krates_t *kr, int n) {   /* log-linear in n between 
   return kr->inv_rel[3];
 }
 
-/* The kfac_rel_* figures of the calibration file for this net (pdl calibrate), if it has them. */
-static void load_rates(const run_t *r, krates_t *kr) {
+/* The kfac_rel_* figures of the calibration file for this net (pdl calibrate), if it has them.
+ * The inversion rates are measured on random SPD matrices at n = 16, 64, 256, 1024 and
+ * interpolated; summed over this net's factors they can miss the inversions of the calibration's
+ * own K-FAC step (kfac_inverse_ms: 103 ms predicted against 85 measured for vgg-small at 1
+ * thread, issue 33). When the file was calibrated on this net (its net_spec), inv_scale =
+ * measured / predicted scales every inversion charge, so that one process's inversion phase is
+ * the measured one and the sizes only share it out among the owners. */
+static void load_rates(const run_t *r, const kfac_t *k, krates_t *kr) {
   memset(kr, 0, sizeof *kr);
-  kr->factors = kr->precond = 1;
+  kr->factors = kr->precond = kr->inv_scale = 1;
   char path[1200];
   if (!algo_calibration_path(&r->cfg, &r->net, path, sizeof path)) return;
   FILE *f = fopen(path, "r");
@@ -82,7 +91,16 @@ static void load_rates(const run_t *r, krates_t *kr) {
     if (*v == ',') v++;
   }
   kr->calibrated = kr->factors > 0 && kr->precond > 0 && kr->inv_rel[0] > 0 && kr->inv_rel[3] > 0;
-  if (!kr->calibrated) { kr->factors = kr->precond = 1; }
+  if (!kr->calibrated) { kr->factors = kr->precond = 1; return; }
+  const char *spec = strstr(line, "\"net_spec\":\""), *ms = strstr(line, "\"kfac_inverse_ms\":"), *gf = strstr(line, "\"gflops\":");
+  size_t sl = strlen(r->net.spec);
+  if (!spec || !ms || !gf || strncmp(spec + 12, r->net.spec, sl) || spec[12 + sl] != '"') return;
+  double pred = 0, meas = atof(ms + 18) * 1e-3, rate = atof(gf + 9) * 1e9;
+  for (int l = 0; l < k->nl; l++) {
+    double da = k->L[l].da, dg = k->L[l].dg;
+    pred += (da * da * da / inv_rel(kr, k->L[l].da) + dg * dg * dg / inv_rel(kr, k->L[l].dg)) / rate;
+  }
+  if (pred > 0 && meas > 0 && rate > 0) kr->inv_scale = meas / pred;
 }
 
 /* Owners of the layers: the paper's round robin, or longest-processing-time first; load[r]
@@ -100,6 +118,12 @@ static void assign(const kfac_t *k, int R, int lpt, int *owner, double *load) {
   }
 }
 
+/* The summary's per-phase times (issue 33: the real and the simulated step side by side) are this
+ * node's (node 0 writes the line), per update, on the runtime's clock: wall seconds on real,
+ * simulated seconds on sim. fb + factors (steps 1-2), comm1 (3, waiting for the slowest node
+ * included), owner (4-5, of which inverse and precond; the rest is the damping and traces), comm2
+ * (6, waiting for the slowest owner included) and update (7) add up to time_per_update but for
+ * the loop's own bookkeeping. */
 static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   const kstats_t *s = arg;
   const kfac_t *k = s->k;
@@ -114,8 +138,8 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_num(j, "owner_mean_s_per_update", s->owner_mean / u);
   json_num(j, "comm2_s_per_update", s->comm2 / u);
   json_num(j, "update_s_per_update", s->update / u);
-  json_num(j, "inverse_s_per_update", k->st.inverse / u);
-  json_num(j, "precond_s_per_update", k->st.precond / u);
+  json_num(j, "inverse_s_per_update", s->inv / u);
+  json_num(j, "precond_s_per_update", s->pre / u);
   json_int(j, "inversions", k->st.inversions);
   json_int(j, "inverse_retries", k->st.retries);
   json_num(j, "kfac_damping", k->cfg.damping);
@@ -126,6 +150,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_str(j, "kfac_assign", s->assign_lpt ? "lpt" : "layer");
   json_str(j, "kfac_fisher", s->fisher_sampled ? "sampled" : "empirical");
   json_str(j, "kfac_sim_rates", s->rates);
+  if (s->inv_scale != 1) json_num(j, "kfac_sim_inv_scale", s->inv_scale);
   json_num(j, "msg1_bytes", s->msg1_bytes);
   json_num(j, "msg2_bytes", s->msg2_bytes);
   double mx = 0, tot = 0;
@@ -147,7 +172,7 @@ typedef struct {
   kfac_t *k; replica_t *rep; const krates_t *kr; const int *owner;
   const float *w; float *g, *bund, *mine, *myupd;
   const size_t *off_b, *off_w; size_t my_b0, my_w0;
-  int me, N, b; long step; double loss, t_fb;
+  int me, N, b; long step; double loss, t_fb, t_inv, t_pre;   /* t_*: this update's phases, the runtime's clock */
   /* --kfac-fisher sampled: labels drawn from the model, the sampled loss's gradient (discarded) */
   int sampled; uint64_t seed; int *ys; float *gs;
 } phase_t;
@@ -196,17 +221,25 @@ static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
 
 static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
   phase_t *p = arg; kfac_t *k = p->k;
-  double fp0 = k->st.fl_precond, charge = 0;
+  double fp0 = k->st.fl_precond, ti0 = k->st.inverse, tp0 = k->st.precond, inv = 0;
   for (int l = 0; l < k->nl; l++) {
     if (p->owner[l] != p->me) continue;
     kfac_owner_update(k, l, p->mine + (p->off_b[l] - p->my_b0), p->step, p->myupd + (p->off_w[l] - p->my_w0));
     if (k->inverted_at[l] == p->step) {   /* inverted now: each factor at its size's rate */
       double da = k->L[l].da, dg = k->L[l].dg;
-      charge += da * da * da / inv_rel(p->kr, k->L[l].da) + dg * dg * dg / inv_rel(p->kr, k->L[l].dg);
+      inv += (da * da * da / inv_rel(p->kr, k->L[l].da) + dg * dg * dg / inv_rel(p->kr, k->L[l].dg)) * p->kr->inv_scale;
     }
   }
-  charge += (k->st.fl_precond - fp0) / p->kr->precond;
-  rt->ops->compute(rt, charge);
+  if (!rt->ops->simulated) {   /* the inversions' and the preconditioning's own wall time (kfac.c) */
+    p->t_inv = k->st.inverse - ti0; p->t_pre = k->st.precond - tp0;
+    return;
+  }
+  /* sim: the two kinds charged one after the other, each timed on the simulated clock */
+  double t0 = rt->ops->now(rt);
+  rt->ops->compute(rt, inv);
+  double t1 = rt->ops->now(rt);
+  rt->ops->compute(rt, (k->st.fl_precond - fp0) / p->kr->precond);
+  p->t_inv = t1 - t0; p->t_pre = rt->ops->now(rt) - t1;
 }
 
 static void on_device(rt_t *rt, rt_fn fn, void *arg) {
@@ -290,8 +323,9 @@ static void kfac_node(rt_t *rt, void *arg) {
   kfac_t k; kfac_init(&k, &r->net, &kc, threads);
   st.k = &k; st.nl = k.nl; st.load = xcalloc((size_t)N, sizeof(double));
   assign(&k, N, st.assign_lpt, st.owner, st.load);
-  krates_t kr; load_rates(r, &kr);
+  krates_t kr; load_rates(r, &k, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
+  st.inv_scale = rt->ops->simulated ? kr.inv_scale : 1;
   kbuf_t B; kbuf_init(&B, &k, st.owner, N, me, st.comm_allreduce || N == 1);
   size_t *cnt_b = B.cnt_b, *cnt_w = B.cnt_w, tot_b = B.tot_b, tot_w = B.tot_w;
   float *bund = B.bund, *mine = B.mine, *upd = B.upd, *myupd = B.myupd;
@@ -306,7 +340,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
-  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0,
+  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
                 ko->fisher_sampled, c->seed, NULL, NULL};
   if (ph.sampled) { ph.ys = xmalloc((size_t)b * sizeof(int)); ph.gs = xmalloc(n * sizeof(float)); }
   for (; step < r->total_steps; step++) {
@@ -343,7 +377,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
     st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;
-    st.update += t6 - t5;
+    st.update += t6 - t5; st.inv += ph.t_inv; st.pre += ph.t_pre;
     double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
     if (loop_diverged(&L, mloss, step)) break;
