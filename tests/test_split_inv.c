@@ -87,8 +87,9 @@ static void test_split_accuracy(void) {
   for (int dbl = 0; dbl <= 1; dbl++) {
     kfac_split_t *s = kfac_split_open((int)MPI_Comm_c2f(MPI_COMM_WORLD), dbl);
     one_case(s, dbl, 1153, 1e4, 0);
-    one_case(s, dbl, 1153, 1e6, P - 1);
-    if (!dbl) { one_case(s, dbl, 1153, 1e2, 0); one_case(s, dbl, 257, 1e4, P - 1); one_case(s, dbl, 65, 1e4, 0); }
+    if (dbl) { kfac_split_close(s); break; }   /* double: the comparison that float suffices (1e4 only, CPU time) */
+    one_case(s, dbl, 1153, 1e6, P - 1); one_case(s, dbl, 1153, 1e2, 0); one_case(s, dbl, 257, 1e4, P - 1);
+    one_case(s, dbl, 65, 1e4, 0);
     kfac_split_close(s);
   }
 }
