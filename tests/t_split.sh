@@ -5,12 +5,14 @@
 #   1e6), 257 and 65, every root, plus its refusals, on 2 and 4 ranks (tests/test_split_inv.c);
 #   kfac-dist on `tiny` with its 1569-wide A split over 2 and 4 ranks gives the unsplit run's
 #   parameters within 1e-3 (both invert in float, in different orders: measured 1.3e-7 after 6
-#   updates at 2 ranks; the bound is t_kfac.sh's for the fast float inverse);
+#   updates at 2 ranks; the bound is t_kfac.sh's for the fast float inverse), also with
+#   --kfac-inv-every 2 (updates with no inversion due: the protocol's other exit);
 #   on the sim runtime the split changes the time and not the numbers (the owner inverts there:
 #   bit-identical parameters), and reports the split factor;
 #   bad values exit 2 naming the flag, and sequential kfac refuses the flag.
 # Without ScaLAPACK (the build's config says scalapack=no) the real-runtime checks print skip lines
 # naming libscalapack-openmpi-dev, and the flag must refuse with that name.
+# pdl-test: long
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
@@ -35,6 +37,12 @@ if grep -q 'scalapack=yes' "$BUILD/config.stamp" 2>/dev/null; then
     [ "$f" = "1:A1569" ] && ok "kfac-dist -np $np --kfac-split 1000 splits the fc layer's A ($f)" || notok "split factors, -np $np" "got '$f'"
     close "kfac-dist -np $np with the split == -np 2 without" "$T/d2.bin" "$T/s$np.bin" 1e-3
   done
+  # the protocol's other exit: updates with no inversion due (--kfac-inv-every 2) release the others
+  PDL_DUMP_PARAMS=$T/e2.bin MPIRUN -np 2 "$PDL" train "${S[@]}" --algo kfac-dist --batch 16 --kfac-inv-every 2 > "$T/e2.out" 2>&1 \
+    || notok "kfac-dist -np 2 --kfac-inv-every 2" "exit $?: $(tail -2 "$T/e2.out")"
+  PDL_DUMP_PARAMS=$T/e2s.bin MPIRUN -np 2 "$PDL" train "${S[@]}" --algo kfac-dist --batch 16 --kfac-inv-every 2 --kfac-split 1000 \
+    > "$T/e2s.out" 2>&1 || notok "kfac-dist -np 2 --kfac-inv-every 2 --kfac-split 1000" "exit $?: $(tail -2 "$T/e2s.out")"
+  close "kfac-dist -np 2 --kfac-inv-every 2: with the split == without" "$T/e2.bin" "$T/e2s.bin" 1e-3
 else
   echo "skip - the real runtime's split inversion: this build has no ScaLAPACK (scalapack=no; install libscalapack-openmpi-dev)"
   out=$(MPIRUN -np 2 "$PDL" train "${S[@]}" --algo kfac-dist --batch 16 --kfac-split 1000 2>&1); rc=$?
