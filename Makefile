@@ -5,7 +5,7 @@
 #   make deps       check/install the Debian packages (ci/install-deps.sh)
 #   make asan/tsan  unit/threaded tests under sanitizers;  make clean
 #   make report     plots, docs/REPRODUCTION.md and the one HTML page results/report/index.html
-# Options: NO_CUDA=1, NO_MPI=1 force optional parts off; QUICK=1, FORCE=1 for bench-*.
+# Options: NO_CUDA=1, NO_MPI=1, NO_SCALAPACK=1 force optional parts off; QUICK=1, FORCE=1 for bench-*.
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 BUILD ?= build
@@ -34,7 +34,8 @@ HAVE_SIMGRID := $(shell test -f /usr/include/simgrid/engine.h && echo 1)
 HAVE_XSMM := $(if $(NO_XSMM)$(SAN),,$(shell test -f /usr/include/libxsmm.h && echo 1))
 # ScaLAPACK (libscalapack-openmpi-dev, MPI builds only): --kfac-split's distributed Cholesky + inverse
 # (src/kfac/split_inv.c); without it the flag refuses on the real runtime, naming the package.
-HAVE_SCALAPACK := $(if $(HAVE_MPI),$(shell test -f /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so && echo 1))
+# NO_SCALAPACK=1 builds without it.
+HAVE_SCALAPACK := $(if $(NO_SCALAPACK),,$(if $(HAVE_MPI),$(shell test -f /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so && echo 1)))
 HAVE_GNUPLOT := $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 HAVE_TORCH := $(shell test -f /usr/lib/python3/dist-packages/torch/__init__.py && echo 1)
 ifneq ($(SAN),)
