@@ -8,7 +8,10 @@
 #               best whole-layer assignment, K2-lb) without the split and with --kfac-split
 #               SPLIT_THR (auto: every factor whose n^3 exceeds the mean inversion work per
 #               process, so nothing at 1-2 processes on vgg-small, both 1153-wide A factors from 4
-#               on); one line per run in $RES/split.jsonl (the run's summary plus mode, procs,
+#               on, the 577-wide ones too from 32) on the sim, and --kfac-split SPLIT_REAL_THR
+#               (1000: the two 1153-wide A factors at every P >= 2, so 2 ranks show what the split
+#               costs where LPT is already balanced, and 4 what it gains) on the real runtime;
+#               one line per run in $RES/split.jsonl (the run's summary plus mode, procs,
 #               split), then one line {"event":"split_metrics", ...} with what the claim reads:
 #                 sim_speedup_by_procs  {P: t_without / t_with} of the sim's time per update
 #                 sim_best_speedup      its maximum over P >= 4, and sim_best_procs where
@@ -16,20 +19,20 @@
 #                                       oversubscribe the 2 cores: a figure, not a claim)
 # Sourced by bench/kfac/run.sh (which provides PDL, RES, COMMON, BATCH, LR_KFAC, DAMP and the
 # calibration $RES/calibration.json of run_speed), or run alone: `bash bench/kfac/split.sh`
-# (QUICK=1: sim at 1 and 4, real at 1 and 2, 2 updates), which calibrates first when
+# (QUICK=1: sim at 4 and real at 2, with and without, 2 updates), which calibrates first when
 # $RES/calibration.json is missing. Without ScaLAPACK the real runs with the split are left out
 # (the rows say so) and the sim's are kept: the model needs no library.
 # Cost: a sim run computes every device's real gradient and factors, so the sim sweep costs about
 # 2 x (1 + 2 + ... + 64) x (SPLIT_STEPS + 1) per-device steps: about 1 min at ~50 ms per device
 # step (the Xeon's), and 10 min on a loaded machine.
 
-split_defaults() {
+split_defaults() {   # (SPLIT_REAL="" or SPLIT_SIM="": none of that mode)
   if [ -n "${QUICK:-}" ]; then
-    SPLIT_REAL=${SPLIT_REAL:-"1 2"}; SPLIT_SIM=${SPLIT_SIM:-"1 4"}; SPLIT_STEPS=${SPLIT_STEPS:-2}
+    SPLIT_REAL=${SPLIT_REAL-"2"}; SPLIT_SIM=${SPLIT_SIM-"4"}; SPLIT_STEPS=${SPLIT_STEPS:-2}
   else
-    SPLIT_REAL=${SPLIT_REAL:-"1 2 4"}; SPLIT_SIM=${SPLIT_SIM:-"1 2 4 8 16 32 64"}; SPLIT_STEPS=${SPLIT_STEPS:-4}
+    SPLIT_REAL=${SPLIT_REAL-"1 2 4"}; SPLIT_SIM=${SPLIT_SIM-"1 2 4 8 16 32 64"}; SPLIT_STEPS=${SPLIT_STEPS:-4}
   fi
-  SPLIT_THR=${SPLIT_THR:-auto}
+  SPLIT_THR=${SPLIT_THR:-auto}; SPLIT_REAL_THR=${SPLIT_REAL_THR:-1000}
 }
 
 split_one() {   # split_one MODE PROCS SPLIT(off|THR)
@@ -38,7 +41,9 @@ split_one() {   # split_one MODE PROCS SPLIT(off|THR)
               --lr "$LR_KFAC" --kfac-damping "$DAMP" --steps "$SPLIT_STEPS" --kfac-assign lpt --kfac-split "$sp"
               --eval-every 0 --threads 1 --tag "split-$mode-$p-$sp")
   if [ "$mode" = real ]; then
-    line=$(OMP_NUM_THREADS=1 mpirun_cmd -np "$p" "$PDL" "${args[@]}" 2>>"$RES/split.log" | tail -1) || return 1
+    # idle ranks yield their core (both runs): ScaLAPACK's many small messages between busy-polling
+    # ranks on shared cores cost 2.7 s per update instead of 0.95 (2 ranks, loaded 2-core machine)
+    line=$(OMPI_MCA_mpi_yield_when_idle=1 OMP_NUM_THREADS=1 mpirun_cmd -np "$p" "$PDL" "${args[@]}" 2>>"$RES/split.log" | tail -1) || return 1
   else
     line=$("$PDL" "${args[@]}" --runtime sim --platform "cluster:nodes=$p,gpus=1" --device-rate "calibrated:$RES/calibration.json" \
            2>>"$RES/split.log" | tail -1) || return 1
@@ -73,8 +78,8 @@ run_split() {
     echo "  split real: $p ranks" >&2
     split_one real "$p" off || return 1
     if [ "$p" -gt 1 ]; then
-      if [ -n "$have_sl" ]; then split_one real "$p" "$SPLIT_THR" || return 1
-      else echo "{\"mode\":\"real\",\"procs\":$p,\"split\":\"$SPLIT_THR\",\"skipped\":\"no ScaLAPACK (libscalapack-openmpi-dev)\"}" >> "$RES/split.jsonl.tmp"; fi
+      if [ -n "$have_sl" ]; then split_one real "$p" "$SPLIT_REAL_THR" || return 1
+      else echo "{\"mode\":\"real\",\"procs\":$p,\"split\":\"$SPLIT_REAL_THR\",\"skipped\":\"no ScaLAPACK (libscalapack-openmpi-dev)\"}" >> "$RES/split.jsonl.tmp"; fi
     fi
   done
   for p in $SPLIT_SIM; do
