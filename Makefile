@@ -5,7 +5,7 @@
 #   make deps       check/install the Debian packages (ci/install-deps.sh)
 #   make asan/tsan  unit/threaded tests under sanitizers;  make clean
 #   make report     plots, docs/REPRODUCTION.md and the one HTML page results/report/index.html
-# Options: NO_CUDA=1, NO_MPI=1 force optional parts off; QUICK=1, FORCE=1 for bench-*.
+# Options: NO_CUDA=1, NO_MPI=1, NO_SCALAPACK=1 force optional parts off; QUICK=1, FORCE=1 for bench-*.
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 BUILD ?= build
@@ -32,6 +32,10 @@ HAVE_SIMGRID := $(shell test -f /usr/include/simgrid/engine.h && echo 1)
 # NO_XSMM=1 builds without it (cblas_sgemm there; PDL_SMM=openblas picks that at run time too).
 # Left out of sanitizer builds: its JIT code is not instrumented.
 HAVE_XSMM := $(if $(NO_XSMM)$(SAN),,$(shell test -f /usr/include/libxsmm.h && echo 1))
+# ScaLAPACK (libscalapack-openmpi-dev, MPI builds only): --kfac-split's distributed Cholesky + inverse
+# (src/kfac/split_inv.c); without it the flag refuses on the real runtime, naming the package.
+# NO_SCALAPACK=1 builds without it.
+HAVE_SCALAPACK := $(if $(NO_SCALAPACK),,$(if $(HAVE_MPI),$(shell test -f /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so && echo 1)))
 HAVE_GNUPLOT := $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 HAVE_TORCH := $(shell test -f /usr/lib/python3/dist-packages/torch/__init__.py && echo 1)
 ifneq ($(SAN),)
@@ -41,7 +45,7 @@ ifneq ($(SAN),)
   HAVE_CUSOLVER :=
 endif
 yn = $(if $(1),yes,no)
-CONFIG := mpi=$(call yn,$(HAVE_MPI)) libxsmm=$(call yn,$(HAVE_XSMM)) nvcc=$(call yn,$(NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) cusolver=$(call yn,$(HAVE_CUSOLVER)) simgrid=$(call yn,$(HAVE_SIMGRID)) gnuplot=$(call yn,$(HAVE_GNUPLOT)) python3-torch=$(call yn,$(HAVE_TORCH))
+CONFIG := mpi=$(call yn,$(HAVE_MPI)) libxsmm=$(call yn,$(HAVE_XSMM)) nvcc=$(call yn,$(NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) cusolver=$(call yn,$(HAVE_CUSOLVER)) simgrid=$(call yn,$(HAVE_SIMGRID)) scalapack=$(call yn,$(HAVE_SCALAPACK)) gnuplot=$(call yn,$(HAVE_GNUPLOT)) python3-torch=$(call yn,$(HAVE_TORCH))
 
 # The git revision goes into util.o alone (results provenance), so a commit rebuilds one file.
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
@@ -58,9 +62,10 @@ SANFLAGS := $(SANFLAGS_$(SAN))
 # activations and fused conv+pool epilogues ran several times slower than with AVX-512 (issue 19).
 # It changes no value: it only lets the compiler evaluate both arms.
 CFLAGS := -std=c11 $(if $(SAN),$(SANFLAGS),$(OPT) -g) -fno-trapping-math -fopenmp -Wall -Wextra -Werror \
-  -D_GNU_SOURCE -Isrc -I. $(if $(HAVE_MPI),-DPDL_HAVE_MPI) $(if $(HAVE_XSMM),-DPDL_HAVE_XSMM)
+  -D_GNU_SOURCE -Isrc -I. $(if $(HAVE_MPI),-DPDL_HAVE_MPI) $(if $(HAVE_XSMM),-DPDL_HAVE_XSMM) \
+  $(if $(HAVE_SCALAPACK),-DPDL_HAVE_SCALAPACK)
 DEPFLAGS = -MMD -MP
-LDLIBS := $(if $(HAVE_XSMM),-lxsmm) -llapacke -lopenblas -lz -lm -lpthread -ldl
+LDLIBS := $(if $(HAVE_XSMM),-lxsmm) $(if $(HAVE_SCALAPACK),-lscalapack-openmpi) -llapacke -lopenblas -lz -lm -lpthread -ldl
 ifneq ($(NVCC),)
   CFLAGS += -DPDL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DPDL_HAVE_NCCL) \
             $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)

@@ -5,11 +5,12 @@
 # Quiet and idempotent when everything is present. Optional extras (python3-torch for the
 # PyTorch side of bench-core) are installed by that bench, not here.
 set -euo pipefail
-# NO_MPI=1 (as for make) leaves Open MPI out. chromium: the headless browser tests/t_report.sh
+# NO_MPI=1 (as for make) leaves Open MPI out, and ScaLAPACK with it (libscalapack-openmpi-dev:
+# --kfac-split's distributed inversion, src/kfac/split_inv.c). chromium: the headless browser tests/t_report.sh
 # loads the report page in (make report).
 REQUIRED=(build-essential libopenblas-dev liblapacke-dev libxsmm-dev zlib1g-dev libsimgrid-dev gnuplot-nox
           dataset-fashion-mnist python3 git clang libclang-rt-14-dev chromium ${PDL_EXTRA_PKGS:-})
-[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin)
+[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin libscalapack-openmpi-dev)
 missing=()
 for p in "${REQUIRED[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/algo.h"
+#include "algo/kfac_split.h"
 #include "kfac/kfac.h"
 #include "rt/watchdog.h"
 
@@ -163,6 +164,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   for (int l = 0; l < k->nl && o + 24 < sizeof dims; l++)
     o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%dx%d", l ? "," : "", k->L[l].da, k->L[l].dg);
   json_str(j, "factor_dims", dims);
+  ksplit_summary(j, k);
 }
 
 /* The two compute phases of an update run as a role on the node's device, so that the sim
@@ -219,11 +221,15 @@ static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   rt->ops->compute(rt, fl_sampled + (k->st.fl_factors - fl0) / p->kr->factors);
 }
 
+static void owner_one(void *arg, int l) { phase_t *p = arg; kfac_owner_update(p->k, l, p->mine + (p->off_b[l] - p->my_b0), p->step, p->myupd + (p->off_w[l] - p->my_w0)); }
+static double inv_rel_v(const void *kr, int n) { return inv_rel(kr, n); }
 static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
   phase_t *p = arg; kfac_t *k = p->k;
   double fp0 = k->st.fl_precond, ti0 = k->st.inverse, tp0 = k->st.precond, inv = 0;
+  int split_done[NET_MAX_LAYERS] = {0};   /* --kfac-split: its layers first, all nodes (src/algo/kfac_split.c) */
+  inv += ksplit_phase(k, rt, p->step, p->owner, owner_one, p, inv_rel_v, p->kr, split_done) * p->kr->inv_scale;
   for (int l = 0; l < k->nl; l++) {
-    if (p->owner[l] != p->me) continue;
+    if (p->owner[l] != p->me || split_done[l]) continue;
     kfac_owner_update(k, l, p->mine + (p->off_b[l] - p->my_b0), p->step, p->myupd + (p->off_w[l] - p->my_w0));
     if (k->inverted_at[l] == p->step) {   /* inverted now: each factor at its size's rate */
       double da = k->L[l].da, dg = k->L[l].dg;
@@ -248,7 +254,7 @@ static void on_device(rt_t *rt, rt_fn fn, void *arg) {
 }
 
 /* kfac's own options (train_cfg_t.algo_opts; descriptors at the end of this file) */
-typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt, fisher_sampled; } kfac_opts_t;
+typedef struct { float damping, stat_decay; int inv_every, inverse, comm_allreduce, assign_lpt, fisher_sampled, split; } kfac_opts_t;
 _Static_assert(sizeof(kfac_opts_t) <= sizeof(((train_cfg_t *)0)->algo_opts), "kfac_opts_t fits algo_opts");
 
 /* The buffers ordered by owner: step 3's bundles and step 6's ΔW (+ the CTL_F control floats per
@@ -322,6 +328,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   kfac_cfg_t kc = {ko->damping, ko->stat_decay, ko->inv_every, (kfac_inv_t)ko->inverse};
   kfac_t k; kfac_init(&k, &r->net, &kc, threads);
   st.k = &k; st.nl = k.nl; st.load = xcalloc((size_t)N, sizeof(double));
+  ksplit_open(rt, &k, ko->split);   /* before the owners: it lowers the split layers' cost */
   assign(&k, N, st.assign_lpt, st.owner, st.load);
   krates_t kr; load_rates(r, &k, &kr);
   st.rates = !rt->ops->simulated ? "measured" : kr.calibrated ? "calibrated per kind" : "device rate (no kfac calibration)";
@@ -388,7 +395,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
   loop_finish(&L, w, w);
-  replica_free(&rep); optim_free(&o); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
+  replica_free(&rep); optim_free(&o); ksplit_close(&k); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
   xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
 
@@ -407,11 +414,17 @@ static const optdef_t
   od_fisher = {"--kfac-fisher", OD_ENUM, 0, 0, fishers, "empirical", "F",
                "G factors from: empirical (the data's labels, the paper's eq. 4) | sampled (y ~ the model, Martens & Grosse)",
                KO(fisher_sampled), 1, NULL};
+static void set_split(const optdef_t *d, void *area, const char *v) {   /* off | auto | N */
+  *(int *)((char *)area + d->off) = !strcmp(v, "off") ? KFAC_SPLIT_OFF : !strcmp(v, "auto") ? KFAC_SPLIT_AUTO : (int)parse_long(d->name, v, 2, 1 << 20);
+}
+static const optdef_t od_split = {"--kfac-split", OD_INT, 0, 0, NULL, "off", "S",
+  "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim)",
+  KO(split), 1, set_split};
 /* (new options go last: a checkpoint written before one existed is then refused naming it) */
 static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
                                             &od_fisher, NULL};
 static const optdef_t *const kfac_dist_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
-                                                 &od_comm, &od_assign, &od_fisher, NULL};
+                                                 &od_comm, &od_assign, &od_fisher, &od_split, NULL};
 const algo_t algo_kfac = {
   .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
   .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD (--momentum 0: the paper's Alg. 1)",

@@ -240,7 +240,9 @@ static int cuda_inverse_host(kfac_t *k, float *inv, const float *a, int n) {
 #endif
 
 /* The chosen inversion of the SPD n x n matrix a into inv. */
-static int invert(kfac_t *k, float *inv, const float *a, int n) {
+int kfac_invert(kfac_t *k, float *inv, const float *a, int n) {
+  int info;   /* --kfac-split's factors go to its hook first */
+  if (k->split && n >= k->split_min && k->split(k->split_ctx, inv, a, n, &info)) return info;
   switch (k->cfg.inverse) {
   case KFAC_INV_REF: return ref_spd_inverse(inv, a, n, NULL);
   case KFAC_INV_EIG: return ref_spd_inverse_eig(inv, a, n, NULL);
@@ -261,7 +263,7 @@ static int damped_inverse(kfac_t *k, float *inv, const float *F, int n, double d
   for (int tries = 0; tries < 5; tries++, delta *= 10) {
     memcpy(k->dmp, F, (size_t)n * n * sizeof(float));
     for (int i = 0; i < n; i++) k->dmp[(size_t)i * n + i] += (float)delta;
-    info = invert(k, inv, k->dmp, n);
+    info = kfac_invert(k, inv, k->dmp, n);
     k->st.inversions++;
     k->st.fl_inverse += (double)n * n * n;
     if (!info) return 0;

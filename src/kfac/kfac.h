@@ -75,6 +75,11 @@ typedef struct {
   float *dev_a, *dev_inv; size_t dev_n; /* --kfac-inverse cuda: device buffers, grown on demand */
   int nthreads;
   kfac_stats_t st;
+  /* --kfac-split (src/algo/kfac_split.c): factors of order >= split_min go to split(), which
+   * returns 1 with the info in *info when it inverted the factor, 0 to invert it here */
+  int (*split)(void *ctx, float *inv, const float *a, int n, int *info);
+  void *split_ctx;
+  int split_min;
 } kfac_t;
 
 /* The K-FAC layers of net (every conv, fc and softmax layer, in order). */
@@ -99,6 +104,9 @@ void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const 
  * writes ΔW into dw [dg][da]. Returns 0, or the inversion's non-zero info if even 1e4x the
  * damping did not give an SPD factor (then dw is the unpreconditioned Gw). */
 int kfac_owner_update(kfac_t *k, int l, const float *bundle, long step, float *dw);
+
+/* The configured inversion of the SPD n x n matrix a into inv (contract/inv.h's return value). */
+int kfac_invert(kfac_t *k, float *inv, const float *a, int n);
 
 /* Layer l's [dg][da] matrix to/from its weights and bias in a flat vector. */
 void kfac_to_flat(const kfac_t *k, int l, const float *m, float *flat);

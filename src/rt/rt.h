@@ -82,6 +82,10 @@ int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv);
  * cannot start (nccl without a CUDA device, or a build without NCCL). */
 int rt_real_set_coll(const char *name);
 const rt_ops_t *rt_real_ops(void);
+/* The real runtime's MPI communicator as a Fortran handle (MPI_Comm_c2f), for a library that
+ * builds its own process grid on it (--kfac-split's BLACS grid, src/kfac/split_inv.c); -1 when
+ * MPI is not running (no MPI build, or one process without mpirun). */
+int rt_real_mpi_comm_f(void);
 /* Starts the real runtime's clock (now() = 0) for a caller that runs roles itself, in this
  * process, without rt_real_run (the emulated-staleness mode). */
 void rt_real_clock_start(void);

@@ -103,6 +103,12 @@ static const rt_ops_t real_ops = {
 };
 
 const rt_ops_t *rt_real_ops(void) { return &real_ops; }
+int rt_real_mpi_comm_f(void) {
+#ifdef PDL_HAVE_MPI
+  if (pdl_mpi_active()) return (int)MPI_Comm_c2f(MPI_COMM_WORLD);
+#endif
+  return -1;
+}
 
 int rt_real_set_coll(const char *name) {
   if (strcmp(name, "mpi") && strcmp(name, "nccl")) return 2;
