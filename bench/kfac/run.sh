@@ -258,6 +258,12 @@ done_or_run speed run_speed || exit 1
 done_or_run k2 run_k2 || exit 1
 done_or_run k2m run_k2m || exit 1
 done_or_run k2p run_k2p || exit 1
+# beyond the paper (issue 33 item 4): the split inversion, bench/kfac/split.sh; the full bench only
+# (QUICK: SPLIT_QUICK=1; its correctness is tests/t_split.sh's, in make test)
+if [ -z "$QUICK" ] || [ -n "${SPLIT_QUICK:-}" ]; then
+  source bench/kfac/split.sh; split_defaults
+  done_or_run split run_split || exit 1
+fi
 done_or_run k3 run_k3 1 || exit 1
 for s in $K3_SEEDS; do [ "$s" = 1 ] || done_or_run "k3-s$s" run_k3 "$s" || exit 1; done
 for s in $K4_SEEDS; do done_or_run "k4-s$s" run_k4 "$s" || exit 1; done

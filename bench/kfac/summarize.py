@@ -351,7 +351,21 @@ if k4:
                     mode="real, 1 process", data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k4.png"))
         analysis["k4"] = {"batches": bs, "msgd_acc": am, "kfac_acc": ak, "msgd_loss": lm, "kfac_loss": lk}
 
-for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K2-phases", "K2-paper", "K2-sgd", "K3a", "K3b", "K4"):
+# ---- beyond the paper: the split inversion (bench/kfac/split.sh, issue 33 item 4) ------------------
+sm = [d for d in lines("split.jsonl") if d.get("event") == "split_metrics"]
+if sm:
+    m = sm[-1]
+    fmt = lambda d: ", ".join("%s: %.2fx" % (p, v) for p, v in sorted(((int(k), v) for k, v in (d or {}).items()))) or "-"
+    row("K2-split", "beyond the paper (future work, Sec. 6): split the inversion that bounds the step",
+        "time per update without / with --kfac-split, owners by cost (LPT): SIMULATED %s (best %.2fx at %s devices); "
+        "real %s (ranks on this machine's 2 cores: a figure, not the claim)"
+        % (fmt(m.get("sim_speedup_by_procs")), m.get("sim_best_speedup") or 0, m.get("sim_best_procs"), fmt(m.get("real_speedup_by_procs"))),
+        "Fashion-MNIST, vgg-small", "SIMULATED (+ real)",
+        V.claim("K2-split", {k: m.get(k) for k in ("sim_best_speedup", "sim_min_speedup", "sim_best_procs",
+                                                     "sim_speedup_by_procs", "real_speedup_by_procs")},
+                mode="SIMULATED", data_set="Fashion-MNIST, vgg-small"))
+
+for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K2-phases", "K2-paper", "K2-sgd", "K2-split", "K3a", "K3b", "K4"):
     if not any(m["id"] == cid for m in V.meas):
         row(cid, V.reg["_by_id"][cid]["statement"], "not run", "-", "-", V.claim(cid))
 V.write()
