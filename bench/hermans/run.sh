@@ -95,7 +95,11 @@ else
   H3D_N=${H3D_N:-20}; H3D_L=${H3D_L:-10}; EPOCHS_H3D=${EPOCHS_H3D:-5}; EPOCHS_H3D_FAIR=${EPOCHS_H3D_FAIR:-40}; EVALS_H3D=${EVALS_H3D:-40}
 fi
 NET_H3D=${NET_H3D:-$NET_H3}
-SIG_H3D=$(echo "$SIG $NET_H3D $H3D_N $H3D_L $EPOCHS_H3D $EPOCHS_H3D_FAIR $EVALS_H3D" | md5sum | cut -c1-8)
+# the same lambda = 1 / H3D_L pair on EPOCHS_H3D epochs again on the thesis' own net (h3dt-*): a seed-1
+# check showed that on hermans-mlp lambda = 10 neither ends lower nor falls, so the net matters to
+# H3d-l10 and H3d-unstable and they are judged on these runs (QUICK: the 1/8-width net, for the path)
+if [ -n "$QUICK" ]; then NET_H3D_THESIS=${NET_H3D_THESIS:-$NET_H3}; else NET_H3D_THESIS=${NET_H3D_THESIS:-$NET}; fi
+SIG_H3D=$(echo "$SIG $NET_H3D $H3D_N $H3D_L $EPOCHS_H3D $EPOCHS_H3D_FAIR $EVALS_H3D $NET_H3D_THESIS" | md5sum | cut -c1-8)
 RUNS_H3D=$RUNS/h3d-$SIG_H3D; mkdir -p "$RUNS_H3D"
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
 
@@ -178,6 +182,9 @@ h3d() { # DynSGD at n = H3D_N: lambda = 1 and H3D_L on the same EPOCHS_H3D epoch
     SEED=$s h_run "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x" dynsgd "$H3D_N" "$H3D_L" "$EPOCHS_H3D"
     SEED=$s h_run "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D_FAIR$x" dynsgd "$H3D_N" "$H3D_L" "$EPOCHS_H3D_FAIR"
     names+=("h3d-n$H3D_N-l1-e$EPOCHS_H3D$x" "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x" "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D_FAIR$x")
+    H_NET=$NET_H3D_THESIS SEED=$s h_run "h3dt-n$H3D_N-l1-e$EPOCHS_H3D$x" dynsgd "$H3D_N" 1 "$EPOCHS_H3D"
+    H_NET=$NET_H3D_THESIS SEED=$s h_run "h3dt-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x" dynsgd "$H3D_N" "$H3D_L" "$EPOCHS_H3D"
+    names+=("h3dt-n$H3D_N-l1-e$EPOCHS_H3D$x" "h3dt-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x")
   done
   h_wait "${names[@]}"
 }

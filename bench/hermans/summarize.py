@@ -441,16 +441,52 @@ if g1 and md:
                     eD, lD, eD, lD, eF, nD, S["l1"].get("net_spec", "?"), NTEST, DATA, sdd[0], len(sdd)))
 else:
     DSD, oursd, nD, lD, eF = DS3, "not run", "?", "L", "E"
-for cid, thesis, lab in (
+def t_metrics(sd):
+    """H3d-l10 / H3d-unstable metrics of seed sd on the thesis' own net (run.sh's h3dt-nN-l1-eE and
+    h3dt-nN-lL-eE pair), or None."""
+    got = {}
+    for k, s in runs("h3dt-", sd, RUNS_H3D).items():
+        m = re.match(r"^h3dt-n(\d+)-l(\d+)-e([0-9.]+)$", k)
+        if m:
+            got[int(m.group(2))] = (k + sfx(sd), s)
+    if len(got) != 2 or 1 not in got:
+        return None
+    lL = max(got)
+    c1, cL = d_curve(got[1][0]), d_curve(got[lL][0])
+    if not c1 or not cL:
+        return None
+    return {"t1": float(got[1][1]["time_s"]), "t10": float(got[lL][1]["time_s"]), "acc1": c1[-1][2], "acc10": cL[-1][2],
+            "dd1": d_fall(c1), "dd10": d_fall(cL), "_net": got[1][1].get("net_spec") or got[1][1].get("net", "?"), "_lL": lL}
+mt, sdt = per_seed(t_metrics)
+if mt:
+    m1t = mt[0]
+    ourst = ("seed %d: lambda=1: %.3g s, train acc %.3f (largest fall after the first %d%%: %.3f); lambda=%d: %.3g s (%.2f of lambda=1's), "
+             "train acc %.3f (fall %.3f)") % (sdt[0], m1t["t1"], m1t["acc1"], 100 * EARLY_D, m1t["dd1"], m1t["_lL"], m1t["t10"],
+                                             m1t["t10"] / m1t["t1"], m1t["acc10"], m1t["dd10"])
+    if len(sdt) > 1:
+        ourst += "; %d seeds: acc lambda=1 %s, lambda=%d %s; fall lambda=1 %s, lambda=%d %s; time ratio %s" % (
+            len(sdt), "/".join("%.3f" % m["acc1"] for m in mt), m1t["_lL"], "/".join("%.3f" % m["acc10"] for m in mt),
+            "/".join("%.3f" % m["dd1"] for m in mt), m1t["_lL"], "/".join("%.3f" % m["dd10"] for m in mt),
+            "/".join("%.2f" % (m["t10"] / m["t1"]) for m in mt))
+    DST = DSD.replace(S["l1"].get("net_spec", "?"), m1t["_net"]) if g1 and md else "net %s" % m1t["_net"]
+    DST = DST.replace(" and %.3g epochs" % eF, "") if g1 and md else DST
+    mt = [{k: v for k, v in m.items() if not k.startswith("_")} for m in mt]
+else:
+    ourst, DST = "not run", DS3
+# H3d-l10 and H3d-unstable are judged on the thesis' net (h3dt); H3d-fair, and the same pair on the
+# 1/8-width net shown beside (H3d-eighth), on the 1/8-width runs (h3d)
+for cid, thesis, lab, o, d, m, sds in (
         ("H3d-l10", "n = 20, 5 epochs: lambda = 10 takes ~1/10 of lambda = 1's time but reaches ~90% training accuracy against 98.1% (Figs. 2.14, 2.15 a)",
-         "lambda=%s on the same epochs is faster but ends lower than lambda=1" % lD),
+         "lambda=%s on the same epochs is faster but ends lower than lambda=1" % lD, ourst, DST, mt, sdt),
         ("H3d-unstable", "at lambda = 10 the larger commits destabilise the center (its accuracy falls from ~0.92 to ~0.59 mid-run); "
                          "at lambda = 1 DynSGD copes with the staleness (Figs. 2.14, 2.15 a)",
-         "lambda=%s destabilises the center, lambda=1 does not" % lD),
+         "lambda=%s destabilises the center, lambda=1 does not" % lD, ourst, DST, mt, sdt),
+        ("H3d-eighth", "the same comparison (Figs. 2.14, 2.15 a), on the thesis' net",
+         "lambda=1 vs %s on the 1/8-width net (shown)" % lD, oursd, DSD, md, sdd),
         ("H3d-fair", "lambda = 10 on 40 epochs: 99.7% training accuracy in about lambda = 1's time, against 98.1% (Fig. 2.15 b)",
-         "lambda=%s on %s epochs ahead of lambda=1 at equal time" % (lD, eF if isinstance(eF, str) else "%.3g" % eF))):
-    row("H3d DynSGD n=%s: %s" % (nD, lab), thesis, oursd, DSD, SIM,
-        V.claim(cid, md, seeds=sdd, mode=SIM, data_set=DSD, label="H3d DynSGD n=%s: %s" % (nD, lab), plot="plots/out/hermans-dynsgd.png"))
+         "lambda=%s on %s epochs ahead of lambda=1 at equal time" % (lD, eF if isinstance(eF, str) else "%.3g" % eF), oursd, DSD, md, sdd)):
+    row("H3d DynSGD n=%s: %s" % (nD, lab), thesis, o, d, SIM,
+        V.claim(cid, m, seeds=sds, mode=SIM, data_set=d, label="H3d DynSGD n=%s: %s" % (nD, lab), plot="plots/out/hermans-dynsgd.png"))
 
 # ---- Booth ---------------------------------------------------------------------------------------
 b = lines(os.path.join(RES, "booth.jsonl"))
