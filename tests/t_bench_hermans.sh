@@ -5,7 +5,8 @@
 # the summarizer over the QUICK runs copied as three seeds gives the 3-seed claims 3 seeds and the spread;
 # H3b (issue 32) is judged on the center's training accuracy with Adam AEASGD workers, the thesis' per-cell
 # figures beside ours on the cells its table has (checked with the QUICK cells copied as n, lambda in
-# {10, 20}); H3c is judged on the early phase.
+# {10, 20}); H3c is judged on the early phase; H3d (the thesis' DynSGD lambda = 1 vs 10) gives three rows, a
+# plot and its seeds.
 # pdl-test: long
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -29,6 +30,25 @@ grep '^| Booth' "$tab" 2>/dev/null | grep -q 'agrees' && ok "Booth: asynchronous
 for p in staleness momentum curves efficiency throughput adag-scaling; do
   [ -s "$T/out/hermans-$p.png" ] && [ -s "$T/out/hermans-$p.pdf" ] && ok "plot hermans-$p png+pdf" || notok "plot hermans-$p" "missing"
 done
+# H3d (issue 32, item 1): the thesis' DynSGD comparison of communication windows, three rows judged by the
+# engine from the runs in their own subdirectory (runs-*/h3d-<hash>/), and its plot
+[ "$(grep -c '^| H3d DynSGD n=8: lambda=4 .*| \(agrees\|disagrees\|inconclusive\)[ |]' "$tab" 2>/dev/null)" = 3 ] \
+  && ok "H3d: three DynSGD rows (lambda = 1 vs L) with a verdict" || notok "H3d rows" "$(grep '^| H3d' "$tab")"
+[ -s "$T/out/hermans-dynsgd.png" ] && [ -s "$T/out/hermans-dynsgd.pdf" ] && ok "plot hermans-dynsgd png+pdf" || notok "plot hermans-dynsgd" "missing"
+D3=$T/h3d/hermans; HD=$(ls -d "$T"/results/hermans/runs-quick-*/h3d-*); mkdir -p "$D3/runs/h3d"
+for f in "$HD"/*.jsonl; do b=$(basename "$f" .jsonl); cp "$f" "$D3/runs/h3d/$b.jsonl"; for s in 2 3; do cp "$f" "$D3/runs/h3d/$b-s$s.jsonl"; done; done
+cp "$HD"/h3d-n8-l1-e1.jsonl "$D3/runs/h3d/h3d-n8-l4-e1-s3.jsonl"   # seed 3: its lambda = 4 run is lambda = 1's
+cp "$HD"/h3dt-n8-l1-e1.jsonl "$D3/runs/h3d/h3dt-n8-l4-e1-s3.jsonl"  # (H3d-l10 reads the thesis-net pair h3dt)
+python3 bench/hermans/summarize.py "$D3" "$D3/runs" quick "relu F128 F256 F128 S10" fashion-mnist 100Gf 10Gbps 0.1ms 1 "relu F128 F256 F128 S10" \
+  "1 2 3" "relu F128 F256 F128 S10" 1 1000 "$D3/runs/h3d" > "$T/h3d.out" 2>&1
+python3 - "$D3/verdicts.json" <<'PY' && ok "H3d over seeds 1 2 3: three seeds per claim, seed 3's own metrics" || notok "H3d seeds" "$(tail -3 "$T/h3d.out")"
+import json, sys
+r = {x["id"]: x for x in json.load(open(sys.argv[1]))}
+bad = [c for c in ("H3d-l10", "H3d-unstable", "H3d-fair", "H3d-eighth") if [s["seed"] for s in r[c]["seeds"]] != [1, 2, 3]]
+m = [s["metrics"] for s in r["H3d-l10"]["seeds"]]
+if bad or not (m[0] == m[1] and m[2]["acc10"] == m[2]["acc1"] == m[0]["acc1"] and m[2]["t10"] == m[2]["t1"]) or "3 seeds: acc lambda=1" not in r["H3d-l10"]["ours"]:
+    print("H3d seeds: %s %s %s" % (bad, m, r["H3d-l10"]["ours"])); sys.exit(1)
+PY
 # three seeds (issue 31): the QUICK runs copied as seeds 2 and 3 ("-s2", "-s3", as the full bench
 # names them), seed 3 with AGN and AEASGD swapped in one H3b cell (AGN's win count moves) and seed 2's
 # ADAG diverged; the summarizer given SEEDS "1 2 3" hands every 3-seed claim three seeds, the engine

@@ -25,11 +25,18 @@
 #           efficiency integrates the center's training accuracy (eval lines' train_err: the first
 #           NTEST training examples). H3c evaluates EVALS_H3C (50) times per run, so the early phase
 #           (the first 25%) on which ADAG vs AGN is judged has points in it.
+#           H3d (issue 32, item 1; the thesis' own DynSGD comparison of communication windows, Ch. 2
+#           sec. 2.3.2, Figs. 2.14 / 2.15): DynSGD with n = 20 (H3D_N) at lambda = 1 and 10 (H3D_L) on
+#           the same 5 epochs (EPOCHS_H3D) and lambda = 10 on 40 epochs (EPOCHS_H3D_FAIR), as the thesis;
+#           40 evaluations per run (EVALS_H3D), on the 1/8-width MLP (NET_H3D = NET_H3; the full MLP
+#           would cost ~1750 CPU s per seed, see below). Its runs live in RUNS/h3d-<hash of its own
+#           variables>, outside SIG, so adding it reuses every other experiment's runs and done marks.
 # SEEDS (full bench "1 2 3", QUICK 1): the seeds of the runs the claims with seeds = 3 in
 # bench/claims/hermans.toml read (issue 31): h1-n* (H3a-full), h3a (H3a sub-claims), the whole h3b
-# grid (H3b) and h3c's AGN and ADAG (H3c); 3 + 5 + 32 + 2 = 42 runs per seed. Seed 1 keeps the plain
+# grid (H3b), h3c's AGN and ADAG (H3c) and the three h3d runs (H3d); 3 + 5 + 32 + 2 + 3 = 45 runs per
+# seed. Seed 1 keeps the plain
 # names, seed s > 1 adds "-sS" (h3b-agn-n10-l10-s2); the runs directory does not depend on SEEDS, so
-# adding a seed reuses the runs of the others; the done marks of h1, h3a, h3b, h3c name their seeds.
+# adding a seed reuses the runs of the others; the done marks of h1, h3a, h3b, h3c, h3d name their seeds.
 # Seed 1 only: h1het (H1-het), h2 (H2), h3c's DynSGD (shown, read by no claim), Booth and the server
 # throughput (deterministic or seeds = 1 in the registry).
 # Budget (before issue 32's items 2-4): the full bench took 10.6 min at 1 seed on 2 cores. Timed here (AMD EPYC, one core, CPU
@@ -44,6 +51,17 @@
 # and back, under the 1000 bound); n = 20 diverges within seconds. ~800 CPU s of H3a per seed
 # against ~115 for the 1/8-width h3a it replaces: +~2100 CPU s over 3 seeds, and H3c's 50
 # evaluations +~90: ~+18 min on 2 cores, ~41 min in all (estimated from these timings, not run).
+# H3d (issue 32, item 1), timed here on the loaded machine (CPU s = user + sys, one core each, 10000 +
+# 10000 examples per evaluation): lambda = 1 on 5 epochs 9.9 s, lambda = 10 on 5 epochs 8.4 s, lambda =
+# 10 on 40 epochs 39.3 s, 40 evaluations each: ~58 CPU s per seed, ~175 over 3 seeds, ~1.5 min on 2
+# cores: ~42.5 min in all. On the full MLP (seed 1, timed the same way) the two 5-epoch runs take 268
+# and 218 CPU s and the 40-epoch run would take ~1250, ~1750 CPU s per seed (~43 min more over 3 seeds):
+# not in the budget for all three runs. That full-MLP check did not show the lambda = 10 fall the small
+# net shows, so the net matters: the 5-epoch pair runs on the full MLP too (h3dt-*, NET_H3D_THESIS),
+# ~490 CPU s per seed, ~1470 over 3 seeds, ~12 min on 2 cores, and H3d-l10 / H3d-unstable are judged
+# on it; H3d-fair (40 epochs) stays on the 1/8-width net. That takes the bench to ~55 min, over the
+# ~45 min budget by ~10 min: spent because the scaled net was shown to change the outcome.
+# QUICK adds ~4 CPU s (n = 8, lambda = 1 and 4 on 1 epoch, lambda = 4 on 4 epochs, 20 evaluations).
 # QUICK=1 (make test): 1/8-width MLP everywhere, few epochs, a 2 x 2 grid, n up to 16 (~20 s).
 set -u
 cd "$(dirname "$0")/../.."
@@ -69,6 +87,23 @@ SUB=(); [ "$TRAIN" != 0 ] && SUB=(--train-subset "$TRAIN")
 SIG=$(echo "$NET $NET_H3 $EPOCHS $GRID_N $GRID_L $H1_N $H2_N $H3A_N $H3A_NDIV $H3A_L $H3C_N $NTEST $TRAIN $DATA $BATCH $LR $GAMMA $RATE $BW $LAT" \
       "$NET_H3A $EPOCHS_H3A aeasgd=adam,alpha=$H3B_ALPHA,te=train $EVALS_H3C" | md5sum | cut -c1-8)
 RUNS=$RES/runs-${QUICK:+quick-}$SIG; mkdir -p "$RUNS"
+# H3d (issue 32, item 1): the thesis' own DynSGD comparison of communication windows (Ch. 2 sec. 2.3.2,
+# Figs. 2.14 / 2.15): n = H3D_N workers, lambda = 1 and H3D_L on EPOCHS_H3D epochs, lambda = H3D_L on
+# EPOCHS_H3D_FAIR (> EPOCHS_H3D) epochs, EVALS_H3D evaluations per run, on NET_H3D; runs h3d-nN-lL-eE(-sS).
+# Its variables stay out of SIG (the other experiments' runs do not depend on them): its runs live in a
+# subdirectory of RUNS named by them, and its done mark names that.
+if [ -n "$QUICK" ]; then
+  H3D_N=${H3D_N:-8}; H3D_L=${H3D_L:-4}; EPOCHS_H3D=${EPOCHS_H3D:-1}; EPOCHS_H3D_FAIR=${EPOCHS_H3D_FAIR:-4}; EVALS_H3D=${EVALS_H3D:-20}
+else
+  H3D_N=${H3D_N:-20}; H3D_L=${H3D_L:-10}; EPOCHS_H3D=${EPOCHS_H3D:-5}; EPOCHS_H3D_FAIR=${EPOCHS_H3D_FAIR:-40}; EVALS_H3D=${EVALS_H3D:-40}
+fi
+NET_H3D=${NET_H3D:-$NET_H3}
+# the same lambda = 1 / H3D_L pair on EPOCHS_H3D epochs again on the thesis' own net (h3dt-*): a seed-1
+# check showed that on hermans-mlp lambda = 10 neither ends lower nor falls, so the net matters to
+# H3d-l10 and H3d-unstable and they are judged on these runs (QUICK: the 1/8-width net, for the path)
+if [ -n "$QUICK" ]; then NET_H3D_THESIS=${NET_H3D_THESIS:-$NET_H3}; else NET_H3D_THESIS=${NET_H3D_THESIS:-$NET}; fi
+SIG_H3D=$(echo "$SIG $NET_H3D $H3D_N $H3D_L $EPOCHS_H3D $EPOCHS_H3D_FAIR $EVALS_H3D $NET_H3D_THESIS" | md5sum | cut -c1-8)
+RUNS_H3D=$RUNS/h3d-$SIG_H3D; mkdir -p "$RUNS_H3D"
 export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do not depend on it
 
 h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in the background
@@ -141,6 +176,21 @@ h3c() { # AGN alone vs ADAG at n = 30 (lambda = (n + #layers) / 2, the thesis' h
   h_run "h3c-dynsgd-n$H3C_N" dynsgd "$H3C_N" "$l" "$EPOCHS"   # shown beside, read by no claim: seed 1 only
   h_wait "${names[@]}"
 }
+h3d() { # DynSGD at n = H3D_N: lambda = 1 and H3D_L on the same EPOCHS_H3D epochs (thesis Figs. 2.14, 2.15 (a)),
+        # lambda = H3D_L on EPOCHS_H3D_FAIR epochs (Fig. 2.15 (b), its "fair" comparison in time)
+  local RUNS=$RUNS_H3D H_NET=$NET_H3D H_EVALS=$EVALS_H3D
+  local s x names=()
+  for s in $SEEDS; do x=$(sfx "$s")
+    SEED=$s h_run "h3d-n$H3D_N-l1-e$EPOCHS_H3D$x" dynsgd "$H3D_N" 1 "$EPOCHS_H3D"
+    SEED=$s h_run "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x" dynsgd "$H3D_N" "$H3D_L" "$EPOCHS_H3D"
+    SEED=$s h_run "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D_FAIR$x" dynsgd "$H3D_N" "$H3D_L" "$EPOCHS_H3D_FAIR"
+    names+=("h3d-n$H3D_N-l1-e$EPOCHS_H3D$x" "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x" "h3d-n$H3D_N-l$H3D_L-e$EPOCHS_H3D_FAIR$x")
+    H_NET=$NET_H3D_THESIS SEED=$s h_run "h3dt-n$H3D_N-l1-e$EPOCHS_H3D$x" dynsgd "$H3D_N" 1 "$EPOCHS_H3D"
+    H_NET=$NET_H3D_THESIS SEED=$s h_run "h3dt-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x" dynsgd "$H3D_N" "$H3D_L" "$EPOCHS_H3D"
+    names+=("h3dt-n$H3D_N-l1-e$EPOCHS_H3D$x" "h3dt-n$H3D_N-l$H3D_L-e$EPOCHS_H3D$x")
+  done
+  h_wait "${names[@]}"
+}
 booth() { # the thesis' own script: 40 asynchronous workers on Booth from (90, 90), lr 0.01
   local f=$RES/booth.jsonl r; rm -f "$f.tmp"
   for r in easgd downpour agn adag dynsgd; do
@@ -164,9 +214,9 @@ throughput() { # the server on the REAL runtime: commits/s and bytes/s vs n (MPI
 
 ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of h1, h3a, h3b, h3c name their seeds
 done_or_run h1-$SIG$ST h1 && done_or_run h2-$SIG h2 && done_or_run h3a-$SIG$ST h3a && done_or_run h3b-$SIG$ST h3b && done_or_run h3c-$SIG$ST h3c \
-  && done_or_run booth booth && done_or_run throughput throughput || exit 1
+  && done_or_run h3d-$SIG_H3D$ST h3d && done_or_run booth booth && done_or_run throughput throughput || exit 1
 python3 bench/hermans/summarize.py "$RES" "$RUNS" "${QUICK:+quick}" "$NET" "$DATA" "$RATE" "$BW" "$LAT" "$EPOCHS" "$NET_H3" "$SEEDS" \
-  "$NET_H3A" "$EPOCHS_H3A" "$NTEST" || exit 1
+  "$NET_H3A" "$EPOCHS_H3A" "$NTEST" "$RUNS_H3D" || exit 1
 while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
-for p in staleness momentum curves efficiency throughput adag-scaling; do render_plot "plots/hermans-$p.gp"; done
+for p in staleness momentum curves efficiency throughput adag-scaling dynsgd; do render_plot "plots/hermans-$p.gp"; done
 table_print

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS NET_H3 [SEEDS [NET_H3A EPOCHS_H3A NTEST]] — reads the runs
+"""bench/hermans/summarize.py RES RUNS QUICK NET DATA RATE BW LAT EPOCHS NET_H3 [SEEDS [NET_H3A EPOCHS_H3A NTEST [RUNS_H3D]]] — reads the runs
 of bench/hermans/run.sh and writes the .dat files plots/hermans-*.gp read, and rows.tsv (id, thesis,
 ours, data set, real/simulated, verdict) for the table. This script derives metrics only; every
 verdict comes from bench/verdict.py applying bench/claims/hermans.toml (verdicts.json/.md beside
@@ -8,7 +8,10 @@ s > 1's the suffix "-sS" (h3b-agn-n10-l10-s2). The claims the registry asks 3 se
 H3c) get one set of metrics per seed that has the runs; the text, the plots and the seed-1 claims
 (H1, H2, ...) read seed 1. NET_H3A, EPOCHS_H3A: H3a's net and epochs (default NET_H3, EPOCHS); NTEST: the
 evaluation subsets' size (the center's training accuracy is taken on the first NTEST training
-examples; default 10000). Stdlib only."""
+examples; default 10000). RUNS_H3D: the directory of H3d's runs (run.sh: RUNS/h3d-<its settings' hash>;
+default RUNS): DynSGD at n workers with lambda = 1 and L on the same epochs and lambda = L on more
+epochs (h3d-nN-l1, h3d-nN-lL, h3d-nN-lL-eE, seed suffixes as above); its settings are read off the
+runs. Stdlib only."""
 import glob
 import json
 import math
@@ -16,12 +19,13 @@ import os
 import re
 import sys
 
-if len(sys.argv) not in (11, 12, 15) or sys.argv[1] in ("-h", "--help"):
+if len(sys.argv) not in (11, 12, 15, 16) or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
     sys.exit(0 if len(sys.argv) == 2 else 2)
 RES, RUNS, QUICK, NET, DATA, RATE, BW, LAT, EPOCHS, NET_H3 = sys.argv[1:11]
 SEEDS = [int(x) for x in (sys.argv[11].split() if len(sys.argv) > 11 else ["1"])] or [1]
 NET_H3A, EPOCHS_H3A, NTEST = sys.argv[12:15] if len(sys.argv) > 12 else (NET_H3, EPOCHS, "10000")
+RUNS_H3D = sys.argv[15] if len(sys.argv) > 15 else RUNS
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import verdict  # noqa: E402
 V = verdict.Session("hermans", RES, quick=bool(QUICK))
@@ -39,13 +43,13 @@ def lines(path):
         return []
 
 
-def summary(name):
-    s = [d for d in lines(os.path.join(RUNS, name + ".jsonl")) if d.get("event") == "summary"]
+def summary(name, d=None):
+    s = [x for x in lines(os.path.join(d or RUNS, name + ".jsonl")) if x.get("event") == "summary"]
     return s[-1] if s else None
 
 
-def evals(name):
-    return [d for d in lines(os.path.join(RUNS, name + ".jsonl")) if d.get("event") == "eval"]
+def evals(name, d=None):
+    return [x for x in lines(os.path.join(d or RUNS, name + ".jsonl")) if x.get("event") == "eval"]
 
 
 def sfx(seed):
@@ -53,15 +57,16 @@ def sfx(seed):
     return "" if seed == 1 else "-s%d" % seed
 
 
-def runs(prefix, seed=1):
-    """{name without the seed's suffix: summary} of seed `seed`'s runs whose names start with prefix."""
+def runs(prefix, seed=1, d=None):
+    """{name without the seed's suffix: summary} of seed `seed`'s runs whose names start with prefix
+    (in directory d, default RUNS)."""
     out = {}
-    for f in sorted(glob.glob(os.path.join(RUNS, prefix + "*.jsonl"))):
+    for f in sorted(glob.glob(os.path.join(d or RUNS, prefix + "*.jsonl"))):
         n = os.path.basename(f)[:-6]
         m = re.search(r"-s\d+$", n)
         if (m.group(0) if m else "") != sfx(seed):
             continue
-        s = summary(n)
+        s = summary(n, d)
         if s:
             out[n[:len(n) - len(sfx(seed))]] = s
     return out
@@ -339,6 +344,149 @@ with open(os.path.join(RES, "curves.txt"), "w") as f:
     f.write(" ".join(sorted(os.path.basename(p)[6:-4] for p in glob.glob(os.path.join(RES, "curve-*.dat")))) + "\n")
 row("H3 ADAG scaling", "ADAG's scaling factor for gamma in {1e-3, 1e-4, 1e-5}", "plotted: 1 / (gamma^-1 e^2 + 1) against the per-weight distance e",
     "-", "analytic", V.claim("H3-scaling", {}, mode="analytic", plot="plots/out/hermans-adag-scaling.png"))
+
+# ---- H3d: DynSGD, lambda = 1 against lambda = L (the thesis' Ch. 2, Figs. 2.14 / 2.15) -------------
+# Per seed, from the three runs: t (the run's simulated time), acc (the center's training accuracy on
+# the first NTEST training examples at the run's last evaluation, i.e. its end), dd (the largest fall
+# of that accuracy below its best so far over the evaluations after the first EARLY_D of the run's
+# epochs) and acc40_t1 (the longer lambda = L run's accuracy at the lambda = 1 run's end time t1,
+# linear between evaluations, or at its own end where that comes first). A run that diverged counts
+# as accuracy 0 from its last evaluation on.
+EARLY_D = 0.25
+def d_curve(name):
+    """[(time_s, epoch, train acc, test acc)] of H3d run `name` (with the seed's suffix), plus a 0 at the
+    end of a run that diverged."""
+    ok = lambda x: x is not None and x == x and abs(x) < 1e300
+    pts = [(float(e["time_s"]), float(e["epoch"]), 1.0 - e["train_err"] if ok(e.get("train_err")) else 0.0,
+            1.0 - e["test_err"] if ok(e.get("test_err")) else 0.0) for e in evals(name, RUNS_H3D)]
+    s = summary(name, RUNS_H3D)
+    if s and s.get("diverged") and pts:
+        pts.append((max(float(s["time_s"]), pts[-1][0]), pts[-1][1], 0.0, 0.0))
+    return pts
+def d_fall(pts):
+    """The largest fall of the training accuracy below its best so far after the first EARLY_D of the run."""
+    if not pts:
+        return None
+    last = max(p[1] for p in pts)
+    best, dd = -1.0, 0.0
+    for p in pts:
+        if p[1] + 1e-9 >= EARLY_D * last:
+            best = max(best, p[2]); dd = max(dd, best - p[2])
+    return dd
+def d_at(pts, t):
+    """Training accuracy at time t (linear between evaluations; the last one past the end)."""
+    prev = None
+    for p in pts:
+        if p[0] >= t:
+            if prev is None or p[0] == prev[0]:
+                return p[2]
+            return prev[2] + (p[2] - prev[2]) * (t - prev[0]) / (p[0] - prev[0])
+        prev = p
+    return pts[-1][2] if pts else None
+def d_runs(sd):
+    """{'l1'|'lL'|'fair': (name with the seed's suffix, summary), 'E': epochs, 'E_fair': the longer run's} of
+    seed sd's H3d runs (h3d-nN-l1-eE, h3d-nN-lL-eE, h3d-nN-lL-eE_fair), or None."""
+    got = {}
+    for k, s in runs("h3d-", sd, RUNS_H3D).items():
+        m = re.match(r"^h3d-n(\d+)-l(\d+)-e([0-9.]+)$", k)
+        if m:
+            got[(int(m.group(2)), float(m.group(3)))] = (k + sfx(sd), s)
+    one = [c for c in got if c[0] == 1]
+    more = sorted(c for c in got if c[0] > 1 and one and c[0] == max(got)[0])
+    if len(got) != 3 or len(one) != 1 or len(more) != 2 or more[0][1] != one[0][1] or more[1][1] <= one[0][1]:
+        return None   # not the three runs run.sh makes (lambda = 1 and L on E epochs, L on more)
+    return {"l1": got[one[0]], "lL": got[more[0]], "fair": got[more[1]], "E": one[0][1], "E_fair": more[1][1]}
+def d_metrics(sd):
+    got = d_runs(sd)
+    if not got:
+        return None
+    c = {k: d_curve(got[k][0]) for k in ("l1", "lL", "fair")}
+    if not all(c.values()):
+        return None
+    t1, tl, tf = (float(got[k][1]["time_s"]) for k in ("l1", "lL", "fair"))
+    return {"t1": t1, "t10": tl, "t40": tf, "acc1": c["l1"][-1][2], "acc10": c["lL"][-1][2], "acc40": c["fair"][-1][2],
+            "dd1": d_fall(c["l1"]), "dd10": d_fall(c["lL"]), "acc40_t1": d_at(c["fair"], min(t1, tf))}
+md, sdd = per_seed(d_metrics)
+g1 = d_runs(1) or (d_runs(sdd[0]) if sdd else None)
+if g1 and md:
+    S = {k: g1[k][1] for k in ("l1", "lL", "fair")}
+    nD, lD, eD, eF = S["lL"]["workers"], S["lL"]["lambda"], g1["E"], g1["E_fair"]
+    m1 = md[0]
+    DSD = "%s%s, net %s, DynSGD (%s workers), n = %d, m = %s, %.3g and %.3g epochs split over the workers; %d evaluations per run" % (
+        DATA, " (subset, QUICK)" if QUICK else "", S["l1"].get("net_spec", "?"), S["l1"].get("worker_opt", "?"), nD, S["l1"].get("batch", "?"),
+        eD, eF, len(evals(g1["l1"][0], RUNS_H3D)) - 1)
+    oursd = ("seed %d: lambda=1, %.3g epochs: %.3g s, train acc %.3f (largest fall after the first %d%%: %.3f); "
+             "lambda=%d, %.3g epochs: %.3g s (%.2f of lambda=1's), train acc %.3f (fall %.3f); "
+             "lambda=%d, %.3g epochs: %.3g s, train acc %.3f (%.3f at %s)") % (
+        sdd[0], eD, m1["t1"], m1["acc1"], 100 * EARLY_D, m1["dd1"], lD, eD, m1["t10"], m1["t10"] / m1["t1"], m1["acc10"], m1["dd10"],
+        lD, eF, m1["t40"], m1["acc40"], m1["acc40_t1"], "lambda=1's end time" if m1["t1"] < m1["t40"] else "its own end, before lambda=1's")
+    if len(sdd) > 1:
+        oursd += "; %d seeds: acc lambda=1 %s, lambda=%d %s, %d epochs at equal time %s; fall lambda=1 %s, lambda=%d %s; time ratio %s" % (
+            len(sdd), "/".join("%.3f" % m["acc1"] for m in md), lD, "/".join("%.3f" % m["acc10"] for m in md), eF,
+            "/".join("%.3f" % m["acc40_t1"] for m in md), "/".join("%.3f" % m["dd1"] for m in md), lD,
+            "/".join("%.3f" % m["dd10"] for m in md), "/".join("%.2f" % (m["t10"] / m["t1"]) for m in md))
+    # the plot's data: one file per configuration, one block per seed (seed 1 first), and the panel titles
+    for key, fn in (("l1", "h3d-l1.dat"), ("lL", "h3d-l10.dat"), ("fair", "h3d-fair.dat")):
+        with open(os.path.join(RES, fn), "w") as f:
+            f.write("# time_s train_acc(the center, first %s training examples) test_acc epoch; one block per seed (%s)\n" % (
+                NTEST, ", ".join(map(str, sdd))))
+            for i, sd in enumerate(sdd):
+                f.write(("\n\n" if i else "") + "# seed %d\n" % sd)
+                for p in d_curve((d_runs(sd) or {})[key][0]):
+                    f.write("%.6g %.6g %.6g %.6g\n" % (p[0], p[2], p[3], p[1]))
+    with open(os.path.join(RES, "h3d-panels.txt"), "w") as f:
+        f.write("(a) lambda = 1, %.3g epochs (thesis Fig. 2.14)\n(b) lambda = %d, %.3g epochs (Fig. 2.15 a)\n"
+                "(c) lambda = %d, %.3g epochs (Fig. 2.15 b)\nDynSGD, n = %d, %s: the center's accuracy (training: the first %s "
+                "training examples; SIMULATED cluster, %s; seed %d bold, %d seed(s))\n" % (
+                    eD, lD, eD, lD, eF, nD, S["l1"].get("net_spec", "?"), NTEST, DATA, sdd[0], len(sdd)))
+else:
+    DSD, oursd, nD, lD, eF = DS3, "not run", "?", "L", "E"
+def t_metrics(sd):
+    """H3d-l10 / H3d-unstable metrics of seed sd on the thesis' own net (run.sh's h3dt-nN-l1-eE and
+    h3dt-nN-lL-eE pair), or None."""
+    got = {}
+    for k, s in runs("h3dt-", sd, RUNS_H3D).items():
+        m = re.match(r"^h3dt-n(\d+)-l(\d+)-e([0-9.]+)$", k)
+        if m:
+            got[int(m.group(2))] = (k + sfx(sd), s)
+    if len(got) != 2 or 1 not in got:
+        return None
+    lL = max(got)
+    c1, cL = d_curve(got[1][0]), d_curve(got[lL][0])
+    if not c1 or not cL:
+        return None
+    return {"t1": float(got[1][1]["time_s"]), "t10": float(got[lL][1]["time_s"]), "acc1": c1[-1][2], "acc10": cL[-1][2],
+            "dd1": d_fall(c1), "dd10": d_fall(cL), "_net": got[1][1].get("net_spec") or got[1][1].get("net", "?"), "_lL": lL}
+mt, sdt = per_seed(t_metrics)
+if mt:
+    m1t = mt[0]
+    ourst = ("seed %d: lambda=1: %.3g s, train acc %.3f (largest fall after the first %d%%: %.3f); lambda=%d: %.3g s (%.2f of lambda=1's), "
+             "train acc %.3f (fall %.3f)") % (sdt[0], m1t["t1"], m1t["acc1"], 100 * EARLY_D, m1t["dd1"], m1t["_lL"], m1t["t10"],
+                                             m1t["t10"] / m1t["t1"], m1t["acc10"], m1t["dd10"])
+    if len(sdt) > 1:
+        ourst += "; %d seeds: acc lambda=1 %s, lambda=%d %s; fall lambda=1 %s, lambda=%d %s; time ratio %s" % (
+            len(sdt), "/".join("%.3f" % m["acc1"] for m in mt), m1t["_lL"], "/".join("%.3f" % m["acc10"] for m in mt),
+            "/".join("%.3f" % m["dd1"] for m in mt), m1t["_lL"], "/".join("%.3f" % m["dd10"] for m in mt),
+            "/".join("%.2f" % (m["t10"] / m["t1"]) for m in mt))
+    DST = DSD.replace(S["l1"].get("net_spec", "?"), m1t["_net"]) if g1 and md else "net %s" % m1t["_net"]
+    DST = DST.replace(" and %.3g epochs" % eF, "") if g1 and md else DST
+    mt = [{k: v for k, v in m.items() if not k.startswith("_")} for m in mt]
+else:
+    ourst, DST = "not run", DS3
+# H3d-l10 and H3d-unstable are judged on the thesis' net (h3dt); H3d-fair, and the same pair on the
+# 1/8-width net shown beside (H3d-eighth), on the 1/8-width runs (h3d)
+for cid, thesis, lab, o, d, m, sds in (
+        ("H3d-l10", "n = 20, 5 epochs: lambda = 10 takes ~1/10 of lambda = 1's time but reaches ~90% training accuracy against 98.1% (Figs. 2.14, 2.15 a)",
+         "lambda=%s on the same epochs is faster but ends lower than lambda=1" % lD, ourst, DST, mt, sdt),
+        ("H3d-unstable", "at lambda = 10 the larger commits destabilise the center (its accuracy falls from ~0.92 to ~0.59 mid-run); "
+                         "at lambda = 1 DynSGD copes with the staleness (Figs. 2.14, 2.15 a)",
+         "lambda=%s destabilises the center, lambda=1 does not" % lD, ourst, DST, mt, sdt),
+        ("H3d-eighth", "the same comparison (Figs. 2.14, 2.15 a), on the thesis' net",
+         "lambda=1 vs %s on the 1/8-width net (shown)" % lD, oursd, DSD, md, sdd),
+        ("H3d-fair", "lambda = 10 on 40 epochs: 99.7% training accuracy in about lambda = 1's time, against 98.1% (Fig. 2.15 b)",
+         "lambda=%s on %s epochs ahead of lambda=1 at equal time" % (lD, eF if isinstance(eF, str) else "%.3g" % eF), oursd, DSD, md, sdd)):
+    row("H3d DynSGD n=%s: %s" % (nD, lab), thesis, o, d, SIM,
+        V.claim(cid, m, seeds=sds, mode=SIM, data_set=d, label="H3d DynSGD n=%s: %s" % (nD, lab), plot="plots/out/hermans-dynsgd.png"))
 
 # ---- Booth ---------------------------------------------------------------------------------------
 b = lines(os.path.join(RES, "booth.jsonl"))
