@@ -5,7 +5,7 @@
 #   make deps       check/install the Debian packages (ci/install-deps.sh)
 #   make asan/tsan  unit/threaded tests under sanitizers;  make clean
 #   make report     plots, docs/REPRODUCTION.md and the one HTML page results/report/index.html
-# Options: NO_CUDA=1, NO_MPI=1, NO_SCALAPACK=1 force optional parts off; QUICK=1, FORCE=1 for bench-*.
+# Options: NO_CUDA=1, NO_MPI=1, NO_SCALAPACK=1 force optional parts off; QUICK=1, FORCE=1, ONLY="step ..." for bench-*.
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 BUILD ?= build
@@ -219,7 +219,7 @@ cuda-emu:
 # ---- benches, plots, regression (each bench folder has its own driver) ----------------------
 bench-core bench-ppasgd bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac: bench-%: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
-	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) DATA=$(DATA) ISA=$(ISA) bash bench/$*/run.sh
+	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) ONLY=$(ONLY) DATA=$(DATA) ISA=$(ISA) bash bench/$*/run.sh
 
 bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench-gossip bench-kfac
 

@@ -21,6 +21,10 @@ bench_init() {
 }
 done_or_run() {
   local name=$1; shift
+  if [ -n "${ONLY:-}" ]; then   # ONLY="h3d k2": run only the experiments whose step names start so
+    local w hit=; for w in $ONLY; do [ "${name#"$w"}" != "$name" ] && hit=1; done
+    [ -n "$hit" ] || { echo "[$PAPER] $name: not in ONLY ($ONLY), skipped"; return 0; }
+  fi
   if [ -z "$FORCE" ] && [ -f "$RES/$name.done" ] && [ "$(cat "$RES/$name.done")" = "${QUICK:+quick}${QUICK:-full}" ]; then
     echo "[$PAPER] $name: complete, skipping (FORCE=1 re-runs)"; return 0
   fi
