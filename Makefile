@@ -219,7 +219,7 @@ cuda-emu:
 # ---- benches, plots, regression (each bench folder has its own driver) ----------------------
 bench-core bench-ppasgd bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac: bench-%: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
-	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) ONLY=$(ONLY) DATA=$(DATA) ISA=$(ISA) bash bench/$*/run.sh
+	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) ONLY="$(ONLY)" DATA=$(DATA) ISA=$(ISA) bash bench/$*/run.sh
 
 bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench-gossip bench-kfac
 
