@@ -20,6 +20,8 @@ compare: prints metric | baseline | now | delta | tolerance | verdict, one expli
 failure, appends the run to the history file and derives the .dat files plots/ci-history.gp
 reads; exits 1 on any failure. update: rewrites the value fields from this run (policy fields are
 kept), prints the diff, appends to history; exits 1 when something could not be measured.
+clear --name N --value V: exits 0 when V passes N's record with at least half the tolerance to
+spare (not for exact records or a null value): ci/regress.sh's ab stops taking pairs then.
 Stdlib only."""
 import argparse
 import datetime
@@ -323,13 +325,15 @@ def spread(recs, paths):
 
 def main():
     ap = argparse.ArgumentParser(description="compare CI measurements with ci/baselines")
-    ap.add_argument("mode", choices=("compare", "update", "spread", "validate", "derive"))
+    ap.add_argument("mode", choices=("compare", "update", "spread", "validate", "derive", "clear"))
     ap.add_argument("--measured", nargs="+", default=[], help="JSONL written by the probes (spread: one per pass)")
     ap.add_argument("--baselines", default="ci/baselines")
     ap.add_argument("--history", default="", help="append the run here ('' = do not)")
     ap.add_argument("--elapsed", type=float, default=0.0)
     ap.add_argument("--only", default="", help="probe filter used (partial run: unmeasured records are not judged)")
     ap.add_argument("--reference", default="", help="the throughput reference revision measured in this run")
+    ap.add_argument("--name", default="", help="clear: the metric")
+    ap.add_argument("--value", type=float, default=float("nan"), help="clear: the figure so far")
     a = ap.parse_args()
     os.environ["REGRESS_BASELINES"] = a.baselines
     recs, files = load_baselines(a.baselines)
@@ -339,6 +343,13 @@ def main():
     if a.mode == "derive":
         derive_dat(a.history)
         return 0
+    if a.mode == "clear":
+        r = recs.get(a.name)
+        if r is None or r["value"] is None or r["direction"] == "exact" or not math.isfinite(a.value):
+            return 1
+        sign = 1.0 if r["direction"] == "higher_is_better" else -1.0
+        spare = sign * (a.value - r["value"]) + tol_abs(r, r["value"])
+        return 0 if spare >= 0.5 * tol_abs(r, r["value"]) else 1
     if a.mode == "spread":
         return spread(recs, a.measured)
     samples, skips, pend, errors = load_measured(a.measured[0])

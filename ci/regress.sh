@@ -24,6 +24,7 @@
 #      REGRESS_BASELINES (ci/baselines), REGRESS_PROBES (ci/probes),
 #      REGRESS_HISTORY (results/ci/history.jsonl; the plot reads RESDIR/ci/ with RESDIR two
 #      levels up), REGRESS_PLOTDIR (plots/out), REGRESS_KEEP=1 keeps the probe logs.
+#      REGRESS_AB_MIN (2: ab's pairs before it may stop early, see ab),
 # Probes run under `set -e -o pipefail` in a subshell: any failing command fails that probe, its
 # log tail is printed and the gate fails (its metrics also show as MISSING).
 set -u
@@ -50,6 +51,7 @@ done
 REPEATS=${REPEATS:-$([ "$mode" = update ] && echo 8 || echo 4)}
 [ -x "$PDL" ] || { echo "regress: $PDL is not built (run make)" >&2; exit 2; }
 case $REPEATS in ''|*[!0-9]*|0) echo "regress: REPEATS must be a positive integer, got '$REPEATS'" >&2; exit 2 ;; esac
+case ${REGRESS_AB_MIN:-2} in *[!0-9]*|0) echo "regress: REGRESS_AB_MIN must be a positive integer" >&2; exit 2 ;; esac
 python3 ci/regress.py validate --baselines "$BASELINES" >/dev/null || exit 2
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pdl-regress.XXXXXX")
@@ -119,29 +121,41 @@ ref_pdl() {
 }
 # ab NAME rate|time MEASURE [ARGS...]: the same-run, same-machine throughput comparison.
 # MEASURE ARGS prints one number for the pdl in $PDL: a rate (higher = faster) or a time
-# (lower = faster). REPEATS pairs run it once with the reference revision's pdl and once with
-# this tree's, in ABBA order (pair i: reference first when i is even, this tree first when odd,
-# so a steady drift of the machine's speed touches both sides alike). NAME records each side's
-# BEST sample over the pairs, as this/ref (rates) or ref/this (times): above 1 means this tree is
-# faster. Best-of-N, not the median of pair ratios: another process on a 2-core machine slows
-# single samples of either side at random (pairs from 0.66 to 1.12 around an unchanged tree),
-# the best sample of each side is its uncontended speed, and a real slowdown lowers it too. The
-# pairs go to the probe log.
+# (lower = faster). Up to REPEATS pairs run it once with the reference revision's pdl and once
+# with this tree's, in ABBA order (pair i: reference first when i is even, this tree first when
+# odd, so a steady drift of the machine's speed touches both sides alike). NAME records each
+# side's BEST sample over the pairs, as this/ref (rates) or ref/this (times): above 1 means this
+# tree is faster. Best-of-N, not the median of pair ratios: another process on a 2-core machine
+# slows single samples of either side at random (pairs from 0.66 to 1.12 around an unchanged
+# tree), the best sample of each side is its uncontended speed, and a real slowdown lowers it
+# too. A compare run stops after a whole ABBA cycle (from REGRESS_AB_MIN pairs on, default 2)
+# when the figure so far passes with at least half its tolerance to spare (ci/regress.py clear):
+# more pairs can lower the figure only by raising the reference's best, so they could fail it
+# only if noise had slowed both of the reference's first two samples by about half the
+# tolerance and not this tree's (on a quiet machine single pairs stay within 1-4% for the speed
+# probes). A figure that fails or sits nearer its edge gets every pair, as before; --update and
+# --spread run every pair. The pairs go to the probe log.
 ab() {
   local name=$1 kind=$2 ref cur=$PDL i a b as=() bs=(); shift 2
   case $kind in rate|time) ;; *) echo "ab $name: kind must be rate or time, got '$kind'" >&2; return 2 ;; esac
   ref=$(ref_pdl 2>>"$PLOG") || { echo "reference revision unavailable: $(tail -n 3 "$PLOG" | tr '\n' ' ')" >&2; return 1; }
+  local min=${REGRESS_AB_MIN:-2}
   for ((i = 0; i < REPEATS; i++)); do
     if [ $((i % 2)) = 0 ]; then PDL=$ref; a=$("$@"); PDL=$cur; b=$("$@")
     else PDL=$cur; b=$("$@"); PDL=$ref; a=$("$@"); PDL=$cur; fi
     printf 'ab %s pair %d: reference %s, this tree %s (%s)\n' "$name" "$i" "$a" "$b" "$kind" >> "$PLOG"
     as+=("$a"); bs+=("$b")
-  done
-  r=$(python3 -c 'import sys
+    r=$(python3 -c 'import sys
 k, n = sys.argv[1], int(sys.argv[2]); a = [float(x) for x in sys.argv[3:3 + n]]; b = [float(x) for x in sys.argv[3 + n:]]
 print("%.6g" % (max(b) / max(a) if k == "rate" else min(a) / min(b)))' "$kind" "${#as[@]}" "${as[@]}" "${bs[@]}") \
-    || { echo "ab $name: not numbers: reference ${as[*]}, this tree ${bs[*]}" >&2; return 1; }
-  printf 'ab %s: best %s -> %s\n' "$name" "$kind" "$r" >> "$PLOG"
+      || { echo "ab $name: not numbers: reference ${as[*]}, this tree ${bs[*]}" >&2; return 1; }
+    if [ "$mode" = compare ] && [ $((i % 2)) = 1 ] && [ $((i + 1)) -ge "$min" ] && [ $((i + 1)) -lt "$REPEATS" ] \
+       && python3 ci/regress.py clear --baselines "$BASELINES" --name "$name" --value "$r" >> "$PLOG" 2>&1; then
+      printf 'ab %s: %s after %d pairs passes with half its tolerance to spare: the other pairs are not needed\n' "$name" "$r" $((i + 1)) >> "$PLOG"
+      break
+    fi
+  done
+  printf 'ab %s: best %s over %d pairs -> %s\n' "$name" "$kind" "${#as[@]}" "$r" >> "$PLOG"
   metric "$name" "$r"
 }
 # unknown_algo ALGO: true when the last pdl run in this probe rejected --algo ALGO (not built yet).

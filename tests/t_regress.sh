@@ -114,9 +114,21 @@ PDL=$T/bins/rate60 REGRESS_REF_PDL=$T/bins/rate100 abgate
 check "ab: 1.67x slower than the reference fails naming the metric" 1 '^FAIL t\.ab: REGRESSED: baseline 1, now 0\.6 '
 PDL=$T/bins/rate100 REGRESS_REF_PDL=$T/bins/rate60 abgate
 check "ab: sides swapped, the faster tree shows as improved" 0 '^t\.ab .*\| improved'
-: > "$T/order"; PDL=$T/bins/logcur REGRESS_REF_PDL=$T/bins/logref abgate
+: > "$T/order"; PDL=$T/bins/logcur REGRESS_REF_PDL=$T/bins/logref REGRESS_AB_MIN=4 abgate
 [ "$(tr '\n' ' ' < "$T/order")" = "ref cur cur ref ref cur cur ref " ] && ok "ab: pairs run in ABBA order" \
   || notok "ab: ABBA order" "$(tr '\n' ' ' < "$T/order")"
+# a figure clear of its tolerance by half or more after one ABBA cycle needs no more pairs; one
+# nearer its edge (0.93: 7% down, tolerance 10%) gets all REPEATS; --update always does
+: > "$T/order"; PDL=$T/bins/logcur REGRESS_REF_PDL=$T/bins/logref abgate
+[ "$(tr '\n' ' ' < "$T/order")" = "ref cur cur ref " ] && [ $rc = 0 ] && ok "ab: a figure clear by half its tolerance stops after one ABBA cycle" \
+  || notok "ab: early stop" "exit $rc, order $(tr '\n' ' ' < "$T/order")"
+printf '#!/bin/sh\necho cur >> %s\necho 93\n' "$T/order" > "$T/bins/log93"; chmod +x "$T/bins/log93"
+: > "$T/order"; PDL=$T/bins/log93 REGRESS_REF_PDL=$T/bins/logref abgate
+[ "$(grep -c . "$T/order")" = 8 ] && [ $rc = 0 ] && grep -q '^t\.ab .*| 0\.93 .*| ok' <<<"$out" \
+  && ok "ab: a figure within its tolerance but not clear by half gets every pair (4 here)" \
+  || notok "ab: no early stop near the edge" "exit $rc, $(grep -c . "$T/order") runs: $(grep '^t\.ab' <<<"$out")"
+: > "$T/order"; PDL=$T/bins/logcur REGRESS_REF_PDL=$T/bins/logref REPEATS=4 abgate --update
+[ "$(grep -c . "$T/order")" = 8 ] && ok "ab: --update runs every pair" || notok "ab: --update pairs" "$(grep -c . "$T/order") runs"
 PDL=$T/bins/rate100 PERF_REFERENCE=0123456789abcdef0123456789abcdef01234567 abgate
 check "ab: a reference revision missing from the clone fails the gate plainly" 1 'not in this clone'
 check "ab: ... and the run says FAIL" 1 '^regress: .*FAIL'
