@@ -7,12 +7,26 @@
 # exits non-zero on any regression. How to add a metric: ci/README.md.
 #
 # usage: ci/regress.sh [--update | --spread N] [--only REGEX] [--no-history]
+#        ci/regress.sh --untimed-to FILE [--mpi only|skip] [--only REGEX]
+#        ci/regress.sh --untimed-from DIR [--only REGEX] [--no-history]
 #   --update       rewrite the baseline values from this run and print the diff
 #   --spread N     run the probes N times and print each metric's run-to-run spread beside its
 #                  tolerance (to set tolerances on a new CI machine; judges nothing, no history)
 #   --only REGEX   run only the probes whose function name matches (records not measured are
 #                  then left out of the table instead of failing as MISSING)
 #   --no-history   do not append to the history file
+#   --untimed-to FILE   run only the probes that time nothing (those not marked timed, below) and
+#                  write their records to FILE; judges nothing (exit 1 when a probe failed: its
+#                  error is in FILE and fails the judging run). --mpi only|skip: of those, only the
+#                  ones marked mpi, or all but them. make test runs these beside the unit tests
+#                  (tests/run.sh, GATE_UNTIMED): they give the same figures however loaded the
+#                  machine is (one thread, fixed seeds, simulated time, counts)
+#   --untimed-from DIR  run only the timed probes, alone, and judge them together with the records
+#                  in DIR/*.jsonl, which --untimed-to runs of this same pdl binary and probe files
+#                  wrote; an untimed probe with no such record fails the gate as a probe error
+# A probe's definition line may carry a tag: "probe_x() {   # probe: timed" (it times something:
+# it calls ab, or its figure is a speed; it must run alone) or "# probe: mpi" (it runs mpirun:
+# tests/run.sh runs it beside the other MPI tests). ab refuses to run in a probe not marked timed.
 # Throughput is never compared with a figure recorded elsewhere: a throughput probe calls ab,
 # which runs the same measurement with this tree's pdl and with the reference revision's pdl
 # (ci/perf-reference, built here by ci/perf-ref.sh), interleaved, and records their ratio.
@@ -33,7 +47,7 @@ PDL=${PDL:-bin/pdl}
 BASELINES=${REGRESS_BASELINES:-ci/baselines}
 PROBES=${REGRESS_PROBES:-ci/probes}
 HISTORY=${REGRESS_HISTORY:-results/ci/history.jsonl}
-mode=compare only="" passes=1
+mode=compare only="" passes=1 untimed_to="" untimed_from="" mpi_sel=""
 while [ $# -gt 0 ]; do
   case $1 in
     --update) mode=update ;;
@@ -41,11 +55,20 @@ while [ $# -gt 0 ]; do
               mode=spread passes=$2; shift ;;
     --only) [ $# -ge 2 ] || { echo "regress: --only needs a REGEX" >&2; exit 2; }; only=$2; shift ;;
     --no-history) HISTORY="" ;;
+    --untimed-to) [ $# -ge 2 ] && [ -n "$2" ] || { echo "regress: --untimed-to needs a FILE" >&2; exit 2; }; untimed_to=$2; shift ;;
+    --untimed-from) [ $# -ge 2 ] && [ -d "${2:-}" ] || { echo "regress: --untimed-from needs a directory (of --untimed-to files)" >&2; exit 2; }
+                    untimed_from=$2; shift ;;
+    --mpi) [[ ${2:-} =~ ^(only|skip)$ ]] || { echo "regress: --mpi needs only or skip" >&2; exit 2; }; mpi_sel=$2; shift ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regress: unknown flag '$1' (ci/regress.sh --help)" >&2; exit 2 ;;
   esac
   shift
 done
+if [ -n "$untimed_to" ] && [ -n "$untimed_from" ]; then echo "regress: --untimed-to and --untimed-from exclude each other" >&2; exit 2; fi
+if { [ -n "$untimed_to" ] || [ -n "$untimed_from" ]; } && [ "$mode" != compare ]; then
+  echo "regress: --untimed-to/--untimed-from split a compare run; not with --update or --spread" >&2; exit 2
+fi
+[ -n "$mpi_sel" ] && [ -z "$untimed_to" ] && { echo "regress: --mpi goes with --untimed-to" >&2; exit 2; }
 # a new baseline deserves more samples than a check: 8 for --update, 4 otherwise (an even count:
 # ab's pairs then make whole ABBA cycles)
 REPEATS=${REPEATS:-$([ "$mode" = update ] && echo 8 || echo 4)}
@@ -138,6 +161,7 @@ ref_pdl() {
 ab() {
   local name=$1 kind=$2 ref cur=$PDL i a b as=() bs=(); shift 2
   case $kind in rate|time) ;; *) echo "ab $name: kind must be rate or time, got '$kind'" >&2; return 2 ;; esac
+  [ "${PROBE_TAG[$CUR_PROBE]:-}" = timed ] || { echo "ab $name: $CUR_PROBE times things: mark it '# probe: timed' (ci/regress.sh)" >&2; return 2; }
   ref=$(ref_pdl 2>>"$PLOG") || { echo "reference revision unavailable: $(tail -n 3 "$PLOG" | tr '\n' ' ')" >&2; return 1; }
   local min=${REGRESS_AB_MIN:-2}
   for ((i = 0; i < REPEATS; i++)); do
@@ -167,15 +191,64 @@ files=("$PROBES"/*.sh)
 [ ${#files[@]} -gt 0 ] || { echo "regress: no probe files in $PROBES" >&2; exit 2; }
 for f in "${files[@]}"; do source "$f" || { echo "regress: cannot source $f" >&2; exit 2; }; done
 mapfile -t probes < <(grep -ho '^probe_[A-Za-z0-9_]*' "${files[@]}")
+# the tags: "# probe: timed" / "# probe: mpi" on the definition line
+declare -A PROBE_TAG
+while IFS= read -r line; do
+  PROBE_TAG[${line%%(*}]=$(sed -n 's/.*# probe: *\([a-z]*\).*/\1/p' <<<"$line")
+done < <(grep -h '^probe_[A-Za-z0-9_]*()' "${files[@]}")
+for p in "${probes[@]}"; do
+  case ${PROBE_TAG[$p]:-} in ''|timed|mpi) ;; *) echo "regress: $p: unknown tag '# probe: ${PROBE_TAG[$p]}' (timed or mpi)" >&2; exit 2 ;; esac
+done
+# this pdl binary and these probes: an --untimed-to file is used by an --untimed-from run only
+# when it was written by the same
+RUN_ID=$(cat "$PDL" "${files[@]}" | sha1sum | cut -c1-16)
+# wanted P: P runs in this invocation (--only, and the split of --untimed-to/--untimed-from)
+wanted() {
+  [ -n "$only" ] && ! [[ $1 =~ $only ]] && return 1
+  local tag=${PROBE_TAG[$1]:-}
+  if [ -n "$untimed_to" ]; then
+    [ "$tag" = timed ] && return 1
+    case $mpi_sel in only) [ "$tag" = mpi ] ;; skip) [ "$tag" != mpi ] ;; *) true ;; esac
+  elif [ -n "$untimed_from" ]; then [ "$tag" = timed ]
+  else true; fi
+}
 t_all=$SECONDS nrun=0 meas_files=()
-echo "regress: $mode, $(git rev-parse --short HEAD 2>/dev/null || echo '?'), host $(hostname), load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), REPEATS=$REPEATS" >&2
+echo "regress: $mode${untimed_to:+ (untimed probes${mpi_sel:+, mpi $mpi_sel})}${untimed_from:+ (timed probes; the others from $untimed_from)}, $(git rev-parse --short HEAD 2>/dev/null || echo '?'), host $(hostname), load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null), REPEATS=$REPEATS" >&2
 for ((pass = 1; pass <= passes; pass++)); do
   MEAS=$WORK/measured-$pass.jsonl; : > "$MEAS"; meas_files+=("$MEAS")
   [ "$passes" -gt 1 ] && echo "regress: pass $pass of $passes" >&2
+  if [ -n "$untimed_from" ]; then   # the untimed probes' records, from runs of this binary and these probes
+    nfrom=0 tfrom=0
+    for p in "${probes[@]}"; do
+      [ "${PROBE_TAG[$p]:-}" = timed ] && continue
+      [ -n "$only" ] && ! [[ $p =~ $only ]] && continue
+      f=$(grep -l "^{\"ran\": \"$p\", \"id\": \"$RUN_ID\"" "$untimed_from"/*.jsonl 2>/dev/null | head -n 1)
+      if [ -z "$f" ]; then
+        jrec probe "$p" error "not run: no record of it from this pdl and these probes in $untimed_from/*.jsonl (ci/regress.sh --untimed-to)"
+        echo "regress: $p: no record in $untimed_from/ (FAILED)" >&2; continue
+      fi
+      python3 - "$f" "$p" >> "$MEAS" <<'PY'
+import json, sys
+f, p = sys.argv[1], sys.argv[2]
+on = False
+for line in open(f):   # the records between the probe's "start" and "ran" lines
+    o = json.loads(line)
+    if o.get("start") == p:
+        on = True
+    elif o.get("ran") == p:
+        break
+    elif on:
+        print(line.rstrip("\n"))
+PY
+      nfrom=$((nfrom + 1)); tfrom=$((tfrom + $(sed -n "s/^{\"ran\": \"$p\".*\"seconds\": \([0-9]*\).*/\1/p" "$f" | head -n 1)))
+    done
+    echo "regress: $nfrom untimed probes' records from $untimed_from/ ($tfrom s, run beside the tests)" >&2
+  fi
   for p in "${probes[@]}"; do
-    [ -n "$only" ] && ! [[ $p =~ $only ]] && continue
-    PLOG=$WORK/$p.log; : > "$PLOG"
+    wanted "$p" || continue
+    PLOG=$WORK/$p.log; : > "$PLOG"; CUR_PROBE=$p
     t0=$SECONDS before=$(wc -l < "$MEAS")
+    [ -n "$untimed_to" ] && printf '{"start": "%s"}\n' "$p" >> "$MEAS"
     ( set -e -o pipefail; "$p" ) >>"$PLOG" 2>&1; rc=$?
     n=$(( $(wc -l < "$MEAS") - before )); nrun=$((nrun + 1))
     if [ $rc -ne 0 ]; then
@@ -184,9 +257,16 @@ for ((pass = 1; pass <= passes; pass++)); do
     else
       echo "regress: $p: $n records in $((SECONDS - t0)) s" >&2
     fi
+    [ -n "$untimed_to" ] && printf '{"ran": "%s", "id": "%s", "seconds": %d, "status": %d}\n' "$p" "$RUN_ID" $((SECONDS - t0)) $rc >> "$MEAS"
   done
 done
-[ $nrun -gt 0 ] || { echo "regress: no probe matches --only '$only'" >&2; exit 2; }
+[ $nrun -gt 0 ] || [ -n "$untimed_from" ] || { echo "regress: no probe matches --only '$only'" >&2; exit 2; }
+if [ -n "$untimed_to" ]; then   # records for a later --untimed-from run; judged there
+  cp "$MEAS" "$untimed_to.tmp" && mv "$untimed_to.tmp" "$untimed_to" || { echo "regress: cannot write $untimed_to" >&2; exit 2; }
+  echo "regress: $nrun untimed probes in $((SECONDS - t_all)) s -> $untimed_to (judged by ci/regress.sh --untimed-from)" >&2
+  ! grep -q '^{"probe": ' "$MEAS"
+  exit
+fi
 if [ "$mode" = spread ]; then
   python3 ci/regress.py spread --baselines "$BASELINES" --measured "${meas_files[@]}"
   exit

@@ -13,10 +13,15 @@ mkdir -p "$logs"
 rm -f "$logs"/*.result
 # JOBS: how many tests run side by side (default: the core count, at most 4). They time
 # nothing (throughput is judged by the CI gate, which runs alone after them) and their waits have
-# wide margins, so sharing the cores costs only wall time. A script whose header has the line
-# "# pdl-test: long" starts first (the longest ones bound the wall time); one with
-# "# pdl-test: serial" runs alone, after the others (none today: the CUDA emulator was one while it
-# ran a host thread per CUDA thread; its launches are fibers on one thread now).
+# wide margins, so sharing the cores costs only wall time. A script's header may tag it with
+# "# pdl-test: TAG..." lines: "long" (> ~20 CPU-s: it starts early, the longest ones bound the wall
+# time), "mpi" (most of its time is in mpirun's ranks: the MPI tests run side by side, before the
+# others, see below) and "serial" (it runs alone, after the others; none today: the CUDA emulator
+# was one while it ran a host thread per CUDA thread; its launches are fibers on one thread now).
+# GATE_UNTIMED=DIR: the CI gate's probes that time nothing run in the same pool, as two more jobs
+# (ci/regress.sh --untimed-to DIR/mpi.jsonl --mpi only, and DIR/other.jsonl --mpi skip); the gate
+# run after the tests (ci/regress.sh --untimed-from DIR) runs the timed probes alone and judges
+# all. They are not tests: no ok lines; a probe that fails shows in the gate's verdict.
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
 case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: JOBS must be a positive integer, got '$JOBS'" >&2; exit 2 ;; esac
 t_start=$SECONDS
@@ -38,12 +43,18 @@ run_one() {
     if [ "$f" -gt 0 ]; then grep -E '^(not ok|  FAIL)|error' "$log" | head -20 | sed 's/^/    /'; fi
     grep '^skip - ' "$log" | sed 's/^/    /'; } | flock "$logs" cat   # one test's lines together
 }
-# The job list: the "long" scripts first (they bound the wall time), then the other scripts, then
-# the unit binaries (the shortest jobs, at most ~12 CPU-s each: they fill the pool's tail, so the
-# last job to end is a short one -- longest first, as in LPT scheduling); all share the JOBS pool
-# (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog margins are
-# 100x), and the "serial" scripts run alone at the end. Mark a script "long" when it costs more
-# than ~20 CPU-s (make test's budget and where it goes: docs/DESIGN.md, "Tests").
+# The job list: the "mpi" scripts (long ones first), then the other "long" scripts, then the other
+# scripts, then the unit binaries (the shortest jobs, at most ~10 CPU-s each: they fill the pool's
+# tail, so the last job to end is a short one -- longest first, as in LPT scheduling); all share
+# the JOBS pool (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog
+# margins are 100x), and the "serial" scripts run alone at the end. The MPI scripts go together
+# because oversubscribed ranks yield the core while they wait (OMPI_MCA_mpi_yield_when_idle):
+# beside another MPI job the waiting ranks hand the cores to ranks that have work, but beside a
+# CPU-bound job a rank loses its core for whole time slices while its peers spin (measured on 2
+# loaded cores: an mpirun -np 3 ssgd run took 4.2 CPU-s and 6 s beside another one, 8.6 CPU-s and
+# 13.7 s beside a single-threaded training run, which itself was not slowed). Mark a script
+# "long" when it costs more than ~20 CPU-s, "mpi" when most of it runs under mpirun (make test's
+# budget and where it goes: docs/DESIGN.md, "Tests").
 units=()
 for bin in "$BUILD"/tests/test_*; do
   [ -x "$bin" ] || continue
@@ -51,19 +62,37 @@ for bin in "$BUILD"/tests/test_*; do
   case "${TESTS_ONLY:-}" in threads) [[ $(basename "$bin") == *thread* ]] || continue ;; esac
   units+=("$bin")
 done
-long=() rest=() serial=()
+mpi_long=() mpi_rest=() long=() rest=() serial=()
 if [ "${TESTS_ONLY:-}" != unit ]; then
   for sh in tests/t_*.sh; do
     [ -f "$sh" ] || continue
     case "${TESTS_ONLY:-}" in threads) [[ $(basename "$sh" .sh) == *thread* ]] || continue ;; esac
-    if grep -q '^# pdl-test: serial' "$sh"; then serial+=("$sh")
-    elif grep -q '^# pdl-test: long' "$sh"; then long+=("$sh")
+    tags=" $(sed -n 's/^# pdl-test: *//p' "$sh" | tr '\n' ' ') "
+    if [[ $tags == *" serial "* ]]; then serial+=("$sh")
+    elif [[ $tags == *" mpi "* && $tags == *" long "* ]]; then mpi_long+=("$sh")
+    elif [[ $tags == *" mpi "* ]]; then mpi_rest+=("$sh")
+    elif [[ $tags == *" long "* ]]; then long+=("$sh")
     else rest+=("$sh"); fi
   done
 fi
-for job in "${long[@]}" "${rest[@]}" "${units[@]}"; do
+# run_gate NAME ARGS...: a part of the CI gate (ci/regress.sh --untimed-to ...) as a job of the pool
+run_gate() {
+  local name=$1 t0=$SECONDS rc; shift
+  PDL=$PDL BUILD=$BUILD timeout --kill-after=10 ${TEST_TIMEOUT:-600} bash ci/regress.sh "$@" >"$logs/$name.log" 2>&1; rc=$?
+  local n; n=$(grep -o '[0-9]* untimed probes' "$logs/$name.log" | tail -n 1)
+  { printf '%-32s %s of the CI gate, judged after the tests (%ds)\n' "$name" "${n:-no untimed probes}" $((SECONDS - t0))
+    [ $rc -ne 0 ] && grep -E 'FAILED|^regress: [^p]' "$logs/$name.log" | grep -v 'untimed probes' | head -5 | sed 's/^/    /'; } | flock "$logs" cat
+}
+gate_mpi=() gate_other=()
+if [ -n "${GATE_UNTIMED:-}" ] && [ -z "${TESTS_ONLY:-}" ]; then
+  mkdir -p "$GATE_UNTIMED" && rm -f "$GATE_UNTIMED"/*.jsonl
+  gate_mpi=("gate:mpi"); gate_other=("gate:other")
+fi
+for job in "${mpi_long[@]}" "${gate_mpi[@]}" "${mpi_rest[@]}" "${long[@]}" "${gate_other[@]}" "${rest[@]}" "${units[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   case $job in
+    gate:mpi)   run_gate gate_untimed_mpi --untimed-to "$GATE_UNTIMED/mpi.jsonl" --mpi only & ;;
+    gate:other) run_gate gate_untimed_other --untimed-to "$GATE_UNTIMED/other.jsonl" --mpi skip & ;;
     *.sh) run_one "$(basename "$job" .sh)" bash "$job" & ;;
     *)    run_one "$(basename "$job")" "$job" & ;;
   esac

@@ -5,9 +5,12 @@
 # the metric, exact metrics compare exactly (7 vs 8, and floats differing in the last digit),
 # differing repeats of an exact metric fail, MISSING/NEW/probe errors fail, skip and pending pass,
 # regress-update rewrites only the value and then the gate passes, history lines are appended.
-# Part 2 runs two real probes (E1 stability counts, PP-ASGD under emulated staleness) against
-# the real baselines, then against a copy with one value made unattainable: the gate must fail
-# with a FAIL line naming that metric.
+# Part 1c: the split make test uses (--untimed-to beside the tests, --untimed-from alone after
+# them), on fake probes tagged timed / mpi.
+# Part 2 runs two real probes (E1 stability counts, PP-ASGD under emulated staleness) once, as
+# make test does (--untimed-to), and judges their records against the real baselines, then
+# against a copy with one value made unattainable: the gate must fail with a FAIL line naming
+# that metric.
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -105,7 +108,7 @@ rm -f "$T/base/bad.json"
 mkdir -p "$T/bins" "$T/abprobes" "$T/abbase"
 for v in 100 60; do printf '#!/bin/sh\necho %s\n' "$v" > "$T/bins/rate$v"; chmod +x "$T/bins/rate$v"; done
 for w in ref cur; do printf '#!/bin/sh\necho %s >> %s\necho 100\n' "$w" "$T/order" > "$T/bins/log$w"; chmod +x "$T/bins/log$w"; done
-printf '%s\n' 'fake_rate() { "$PDL"; }' 'probe_ab() { ab t.ab rate fake_rate; }' > "$T/abprobes/ab.sh"
+printf '%s\n' 'fake_rate() { "$PDL"; }' 'probe_ab() {   # probe: timed' '  ab t.ab rate fake_rate; }' > "$T/abprobes/ab.sh"
 echo '[{"name": "t.ab", "value": 1, "tolerance": "10%", "direction": "higher_is_better", "unit": "ratio", "why": "test", "kind": "throughput", "compare": "reference"}]' > "$T/abbase/ab.json"
 abgate() { out=$(REGRESS_PROBES=$T/abprobes REGRESS_BASELINES=$T/abbase REPEATS=4 bash ci/regress.sh --no-history "$@" 2>&1); rc=$?; }
 PDL=$T/bins/rate100 REGRESS_REF_PDL=$T/bins/rate100 abgate
@@ -129,15 +132,67 @@ printf '#!/bin/sh\necho cur >> %s\necho 93\n' "$T/order" > "$T/bins/log93"; chmo
   || notok "ab: no early stop near the edge" "exit $rc, $(grep -c . "$T/order") runs: $(grep '^t\.ab' <<<"$out")"
 : > "$T/order"; PDL=$T/bins/logcur REGRESS_REF_PDL=$T/bins/logref REPEATS=4 abgate --update
 [ "$(grep -c . "$T/order")" = 8 ] && ok "ab: --update runs every pair" || notok "ab: --update pairs" "$(grep -c . "$T/order") runs"
+printf '%s\n' 'fake_rate() { "$PDL"; }' 'probe_ab() { ab t.ab rate fake_rate; }' > "$T/abprobes/ab.sh"
+PDL=$T/bins/rate100 REGRESS_REF_PDL=$T/bins/rate100 abgate
+check "ab in a probe not marked timed fails, naming the tag" 1 "probe_ab times things: mark it '# probe: timed'"
+printf '%s\n' 'fake_rate() { "$PDL"; }' 'probe_ab() {   # probe: timed' '  ab t.ab rate fake_rate; }' > "$T/abprobes/ab.sh"
 PDL=$T/bins/rate100 PERF_REFERENCE=0123456789abcdef0123456789abcdef01234567 abgate
 check "ab: a reference revision missing from the clone fails the gate plainly" 1 'not in this clone'
 check "ab: ... and the run says FAIL" 1 '^regress: .*FAIL'
 expect_exit 1 "perf-ref.sh names a missing revision" bash ci/perf-ref.sh --rev 0123456789abcdef0123456789abcdef01234567
 
+# ---- part 1c: the split of make test: untimed probes beside the tests, timed ones alone after --
+# fake probes: one plain, one mpi, one timed (an ab against the same fake binary)
+mkdir -p "$T/sprobes" "$T/sbase" "$T/u"
+cat > "$T/sprobes/s.sh" <<'EOF'
+probe_s_plain() { echo plain >> "$SPLIT_LOG"; metric s.plain 3; }
+probe_s_mpi() {   # probe: mpi
+  echo mpi >> "$SPLIT_LOG"; metric s.mpi "${S_MPI:-5}"; }
+probe_s_timed() {   # probe: timed
+  echo timed >> "$SPLIT_LOG"; ab s.timed rate s_rate; }
+s_rate() { "$PDL"; }
+EOF
+cat > "$T/sbase/s.json" <<'EOF'
+[{"name": "s.plain", "value": 3, "tolerance": 0, "direction": "exact", "unit": "count", "why": "test"},
+ {"name": "s.mpi", "value": 5, "tolerance": 0, "direction": "exact", "unit": "count", "why": "test"},
+ {"name": "s.timed", "value": 1, "tolerance": "10%", "direction": "higher_is_better", "unit": "ratio", "why": "test", "kind": "throughput", "compare": "reference"}]
+EOF
+export SPLIT_LOG=$T/split.log
+sgate() {   # sgate [PDL=...] ARGS...: the gate on the split probes
+  : > "$SPLIT_LOG"
+  out=$(PDL=${SPDL:-$T/bins/rate100} REGRESS_REF_PDL=$T/bins/rate100 REGRESS_PROBES=$T/sprobes REGRESS_BASELINES=$T/sbase \
+        bash ci/regress.sh --no-history "$@" 2>&1); rc=$?
+}
+sgate --untimed-to "$T/u/mpi.jsonl" --mpi only
+[ $rc = 0 ] && [ "$(cat "$SPLIT_LOG")" = mpi ] && grep -q '"s.mpi"' "$T/u/mpi.jsonl" && ok "--untimed-to --mpi only: runs the mpi probe alone and saves its records" \
+  || notok "--untimed-to --mpi only" "exit $rc, ran: $(tr '\n' ' ' < "$SPLIT_LOG"): $(tail -2 <<<"$out")"
+sgate --untimed-to "$T/u/other.jsonl" --mpi skip
+[ $rc = 0 ] && [ "$(cat "$SPLIT_LOG")" = plain ] && ok "--untimed-to --mpi skip: the other untimed probes, never a timed one" \
+  || notok "--untimed-to --mpi skip" "exit $rc, ran: $(tr '\n' ' ' < "$SPLIT_LOG")"
+sgate --untimed-from "$T/u"
+[ "$(cat "$SPLIT_LOG")" = timed ] && ok "--untimed-from: runs only the timed probes" || notok "--untimed-from runs" "$(tr '\n' ' ' < "$SPLIT_LOG")"
+check "--untimed-from judges every record, the saved ones too" 0 '^regress: 3 metrics: .*PASS'
+S_MPI=6 sgate --untimed-to "$T/u/mpi.jsonl" --mpi only; sgate --untimed-from "$T/u"
+check "a saved record that regressed fails the judging run" 1 '^FAIL s\.mpi: CHANGED'
+rm -f "$T/u/mpi.jsonl"; sgate --untimed-from "$T/u"
+check "an untimed probe with no saved record fails, naming it" 1 '^FAIL probe probe_s_mpi: not run'
+sgate --untimed-to "$T/u/mpi.jsonl" --mpi only
+cp "$T/bins/rate100" "$T/bins/other"; echo '# another build' >> "$T/bins/other"
+SPDL=$T/bins/other sgate --untimed-from "$T/u"
+check "records saved from another pdl binary are not used" 1 '^FAIL probe probe_s_mpi: not run'
+sgate --untimed-to "$T/u/x.jsonl" --update
+check "--untimed-to with --update is refused" 2 'not with --update'
+unset SPLIT_LOG
+
 # ---- part 2: real probes against the real baselines ---------------------------------------------
+# run once, as make test runs them (--untimed-to), and judged twice from the saved records
 unset REGRESS_PROBES FAKE_SKIP FAKE_PENDING
 cp ci/baselines/*.json "$T/base/" && rm -f "$T/base/fake.json"
-gate --only 'probe_easgd_stability|probe_ppasgd_emulate' --no-history
+rm -rf "$T/u" && mkdir -p "$T/u"
+gate --only 'probe_easgd_stability|probe_ppasgd_emulate' --untimed-to "$T/u/real.jsonl"
+[ $rc = 0 ] && grep -q '"ppasgd.emulate-S7.test_err"' "$T/u/real.jsonl" && ok "real stability and PP-ASGD probes run (--untimed-to)" \
+  || notok "real probes" "exit $rc: $(tail -3 <<<"$out")"
+gate --only 'probe_easgd_stability|probe_ppasgd_emulate' --untimed-from "$T/u" --no-history
 check "real stability and PP-ASGD probes match the committed baselines" 0 '^ppasgd\.emulate-S7\.test_err .*\| ok'
 python3 - "$T/base/ppasgd.json" <<'EOF'
 import json, sys
@@ -147,7 +202,7 @@ for r in recs:
         r["value"] = 0.01   # unattainable after 160 updates of the tiny net
 json.dump(recs, open(sys.argv[1], "w"), indent=2)
 EOF
-gate --only 'probe_ppasgd_emulate' --no-history
+gate --only 'probe_ppasgd_emulate' --untimed-from "$T/u" --no-history
 check "an unattainable baseline fails make regress naming the metric" 1 '^FAIL ppasgd\.emulate-S7\.test_err: REGRESSED: baseline 0\.01, now 0\.279'
 check "the failing run ends with FAIL" 1 '^regress: .*FAIL'
 finish

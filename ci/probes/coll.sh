@@ -11,7 +11,7 @@ coll_wrong() { # coll_wrong FILE: #wrong summed over the sizes of a --json file
   python3 -c 'import json,sys; print(sum(json.loads(l)["wrong"] for l in open(sys.argv[1])))' "$1"
 }
 
-probe_coll_wrong() {
+probe_coll_wrong() {   # probe: mpi
   local op rc f
   for op in "${COLL_OPS[@]}"; do
     f=$WORK/coll-$op.jsonl; rc=0
@@ -35,6 +35,6 @@ allreduce_busbw() { # busbw (GB/s) of a 4 MiB Allreduce on 2 ranks
   OMPI_MCA_mpi_yield_when_idle=1 mpi_json 2 coll --op allreduce -m 4M -i 20 -x 2 --json "$WORK/ar.jsonl" >/dev/null
   jnum "$(tail -n 1 "$WORK/ar.jsonl")" 'd["busbw_gbs"]'
 }
-probe_coll_allreduce_bw() {
+probe_coll_allreduce_bw() {   # probe: timed
   ab coll.mpi-np2.allreduce-4M.busbw_vs_ref rate allreduce_busbw
 }

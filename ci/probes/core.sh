@@ -10,7 +10,7 @@
 speed_img_s() { # speed_img_s BATCH: img/s of the reference net on one thread, best window
   jnum "$(pdl_json speed --net ppasgd-cifar --batch "$1" --threads 1 --repeats 3)" 'd["img_per_s_max"]'
 }
-probe_core_speed() {
+probe_core_speed() {   # probe: timed
   ab core.speed-b128-t1.speed_vs_ref rate speed_img_s 128
   ab core.speed-b1-t1.speed_vs_ref rate speed_img_s 1
 }

@@ -21,10 +21,10 @@ ssgd_real_update_s() { # time per update of SSGD on 2 ranks, 40 updates, ranks y
       --train-subset 2000 --test-subset 100)
   jnum "$j" 'd["time_per_update_s"]'
 }
-probe_ssgd_real_time() {
+probe_ssgd_real_time() {   # probe: timed
   ab runtime.ssgd-real-np2.update_speed_vs_ref time ssgd_real_update_s
 }
-probe_ssgd_real_loss() { # twice: the two runs must agree exactly (NONDETERMINISTIC otherwise)
+probe_ssgd_real_loss() {   # probe: mpi. Twice: the two runs must agree exactly (NONDETERMINISTIC otherwise)
   local j r
   for r in 1 2; do
     j=$(mpi_json 2 train --algo ssgd --net ppasgd-cifar --batch 16 --steps 12 --threads 1 --train-subset 2000 --test-subset 100)
