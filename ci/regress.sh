@@ -43,6 +43,7 @@
 # log tail is printed and the gate fails (its metrics also show as MISSING).
 set -u
 cd "$(dirname "$0")/.." || exit 2
+BUILD=${BUILD:-build} source tests/pypath.sh   # python3 without a version manager's shim
 PDL=${PDL:-bin/pdl}
 BASELINES=${REGRESS_BASELINES:-ci/baselines}
 PROBES=${REGRESS_PROBES:-ci/probes}
