@@ -28,18 +28,20 @@ summary() { grep '"event":"summary"' "$1" | tail -1; }
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2]))' "$1" "$2"; }
 
 # ---- mpirun -np 3 ssgd: SIGINT on rank 1 mid-run, resume: bit-identical --------------------------
-S=(train --algo ssgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 3000 --eval-every 100 --momentum 0.9 --threads 1 --quiet --seed 3)
+# 1000 updates (23 epochs): the SIGINT lands after the second evaluation (update ~85), ~900 updates
+# (seconds) before the end; was 3000 (issue 36 item 8: each -np 3 update is 3 oversubscribed ranks)
+S=(train --algo ssgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 1000 --eval-every 100 --momentum 0.9 --threads 1 --quiet --seed 3)
 PDL_DUMP_PARAMS=$T/ss-a.bin MPIRUN -np 3 "$PDL" "${S[@]}" --results "$T/ss-a.jsonl" >/dev/null 2>"$T/err" \
   || notok "ssgd uninterrupted" "$(tail -3 "$T/err")"
 MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --results "$T/ss-b.jsonl" >/dev/null 2>"$T/ss-b.err" &
 mp=$!
 wait_lines "$T/ss-b.jsonl" 2; victim=$(rank_pid $mp 1); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
 sm=$(summary "$T/ss-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
-if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 3000 ] && [ -f "$T/ss.ck" ] && [ -f "$T/ss.ck.node1" ] && [ -f "$T/ss.ck.node2" ]; then
+if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 1000 ] && [ -f "$T/ss.ck" ] && [ -f "$T/ss.ck.node1" ] && [ -f "$T/ss.ck.node2" ]; then
   ok "ssgd -np 3: SIGINT on rank 1 stops every rank at update $u with a snapshot per node (exit $rc)"
 else notok "ssgd SIGINT" "rc=$rc updates=$u sig=$sig files=$(ls "$T" | tr '\n' ' ') $(tail -3 "$T/ss-b.err")"; fi
 PDL_DUMP_PARAMS=$T/ss-b.bin MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --resume --results "$T/ss-b.jsonl" >/dev/null 2>"$T/err"
-cmp -s "$T/ss-a.bin" "$T/ss-b.bin" && [ "$(field "$(summary "$T/ss-b.jsonl")" updates)" = 3000 ] \
+cmp -s "$T/ss-a.bin" "$T/ss-b.bin" && [ "$(field "$(summary "$T/ss-b.jsonl")" updates)" = 1000 ] \
   && ok "ssgd -np 3: resumed run is bit-identical to the uninterrupted one" \
   || notok "ssgd resume" "params differ or the run is short: $(tail -3 "$T/err")"
 grep -q '"event":"resume"' "$T/ss-b.jsonl" && ok "the results file records the resume" || notok "resume line" "none"
@@ -64,7 +66,10 @@ PDL_DUMP_PARAMS=$T/pv-a.bin MPIRUN -np 3 "$PDL" "${R[@]}" --quiet >/dev/null 2>&
   || notok ".prev fallback" "rc=$rc $(tail -3 <<<"$out")"
 
 # ---- mpirun -np 3 easgd (requests in arrival order): SIGINT on a worker, then on the server -------
-E=(train --algo easgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 1500 --eval-every 300 --tau 4 --threads 1 --quiet --seed 3)
+# 500 steps per worker (2 workers: 1000 updates; the test error is at most 0.004 from update 500
+# on): the SIGINT lands at the second evaluation (update 300; the first is update 0), 700 updates
+# before the end; was 1500 (issue 36 item 8)
+E=(train --algo easgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 500 --eval-every 300 --tau 4 --threads 1 --quiet --seed 3)
 MPIRUN -np 3 "$PDL" "${E[@]}" --results "$T/ea-a.jsonl" >/dev/null 2>"$T/err" || notok "easgd uninterrupted" "$(tail -3 "$T/err")"
 ea=$(summary "$T/ea-a.jsonl")
 for victim_rank in 2 0; do
@@ -73,7 +78,7 @@ for victim_rank in 2 0; do
   mp=$!
   wait_lines "$T/ea-b.jsonl" 2; victim=$(rank_pid $mp $victim_rank); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
   sm=$(summary "$T/ea-b.jsonl"); sig=$(field "$sm" interrupted_by_signal); st=$(field "$sm" steps_per_worker)
-  if [ $rc -ne 0 ] && [ "$sig" = 2 ] && python3 -c "import sys; sys.exit(0 if float('$st') < 1500 else 1)" \
+  if [ $rc -ne 0 ] && [ "$sig" = 2 ] && python3 -c "import sys; sys.exit(0 if float('$st') < 500 else 1)" \
      && [ -f "$T/ea.ck" ] && [ -f "$T/ea.ck.node1" ] && [ -f "$T/ea.ck.node2" ]; then
     ok "easgd -np 3: SIGINT on rank $victim_rank ends every rank with a snapshot (at $st steps per worker)"
   else notok "easgd SIGINT on rank $victim_rank" "rc=$rc sig=$sig steps=$st $(tail -3 "$T/ea-b.err")"; fi
@@ -82,7 +87,7 @@ for victim_rank in 2 0; do
   if python3 - "$ea" "$eb" <<'EOF'
 import json, sys
 a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-same = a["steps_per_worker"] == b["steps_per_worker"] == 1500 and a["master_clock"] == b["master_clock"]
+same = a["steps_per_worker"] == b["steps_per_worker"] == 500 and a["master_clock"] == b["master_clock"]
 sys.exit(0 if same and abs(a["test_err"] - b["test_err"]) <= 0.05 and b["test_err"] < 0.2 else 1)
 EOF
   then ok "easgd resume after rank $victim_rank's SIGINT: same steps and commits, test error $(field "$eb" test_err) vs $(field "$ea" test_err)"
