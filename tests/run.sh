@@ -15,10 +15,11 @@ rm -f "$logs"/*.result
 # JOBS: how many tests run side by side (default: the core count, at most 4). They time
 # nothing (throughput is judged by the CI gate, which runs alone after them) and their waits have
 # wide margins, so sharing the cores costs only wall time. A script's header may tag it with
-# "# pdl-test: TAG..." lines: "long" (> ~20 CPU-s: it starts early, the longest ones bound the wall
-# time), "mpi" (most of its time is in mpirun's ranks: the MPI tests run side by side, before the
-# others, see below) and "serial" (it runs alone, after the others; none today: the CUDA emulator
-# was one while it ran a host thread per CUDA thread; its launches are fibers on one thread now).
+# "# pdl-test: TAG..." lines: "cpu=N" (it costs about N CPU-s: within its group the costliest
+# start first, the longest ones bound the wall time; "long" is cpu=20, no tag cpu=5), "mpi" (most
+# of its time is in mpirun's ranks: the MPI tests run side by side, before the others, see below)
+# and "serial" (it runs alone, after the others; none today: the CUDA emulator was one while it
+# ran a host thread per CUDA thread; its launches are fibers on one thread now).
 # GATE_UNTIMED=DIR: the CI gate's probes that time nothing run in the same pool, as two more jobs
 # (ci/regress.sh --untimed-to DIR/mpi.jsonl --mpi only, and DIR/other.jsonl --mpi skip); the gate
 # run after the tests (ci/regress.sh --untimed-from DIR) runs the timed probes alone and judges
@@ -44,18 +45,18 @@ run_one() {
     if [ "$f" -gt 0 ]; then grep -E '^(not ok|  FAIL)|error' "$log" | head -20 | sed 's/^/    /'; fi
     grep '^skip - ' "$log" | sed 's/^/    /'; } | flock "$logs" cat   # one test's lines together
 }
-# The job list: the "mpi" scripts (long ones first), then the other "long" scripts, then the other
-# scripts, then the unit binaries (the shortest jobs, at most ~10 CPU-s each: they fill the pool's
-# tail, so the last job to end is a short one -- longest first, as in LPT scheduling); all share
-# the JOBS pool (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog
+# The job list: the "mpi" scripts, then the other scripts, each group costliest first (cpu=N),
+# then the unit binaries (the shortest jobs, at most ~10 CPU-s each: they fill the pool's tail, so
+# the last job to end is a short one -- longest first, as in LPT scheduling); all share the JOBS
+# pool (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog
 # margins are 100x), and the "serial" scripts run alone at the end. The MPI scripts go together
 # because oversubscribed ranks yield the core while they wait (OMPI_MCA_mpi_yield_when_idle):
 # beside another MPI job the waiting ranks hand the cores to ranks that have work, but beside a
 # CPU-bound job a rank loses its core for whole time slices while its peers spin (measured on 2
 # loaded cores: an mpirun -np 3 ssgd run took 4.2 CPU-s and 6 s beside another one, 8.6 CPU-s and
 # 13.7 s beside a single-threaded training run, which itself was not slowed). Mark a script
-# "long" when it costs more than ~20 CPU-s, "mpi" when most of it runs under mpirun (make test's
-# budget and where it goes: docs/DESIGN.md, "Tests").
+# "cpu=N" when it costs more than ~10 CPU-s, "mpi" when most of it runs under mpirun (make test's
+# budget and where it goes: docs/DESIGN.md, "Tests"; the figures need only be roughly right).
 units=()
 for bin in "$BUILD"/tests/test_*; do
   [ -x "$bin" ] || continue
@@ -63,17 +64,16 @@ for bin in "$BUILD"/tests/test_*; do
   case "${TESTS_ONLY:-}" in threads) [[ $(basename "$bin") == *thread* ]] || continue ;; esac
   units+=("$bin")
 done
-mpi_long=() mpi_rest=() long=() rest=() serial=()
+scripts=() serial=()   # scripts: "GROUP COST PATH" lines, GROUP 0 = mpi, 1 = the others
 if [ "${TESTS_ONLY:-}" != unit ]; then
   for sh in tests/t_*.sh; do
     [ -f "$sh" ] || continue
     case "${TESTS_ONLY:-}" in threads) [[ $(basename "$sh" .sh) == *thread* ]] || continue ;; esac
     tags=" $(sed -n 's/^# pdl-test: *//p' "$sh" | tr '\n' ' ') "
-    if [[ $tags == *" serial "* ]]; then serial+=("$sh")
-    elif [[ $tags == *" mpi "* && $tags == *" long "* ]]; then mpi_long+=("$sh")
-    elif [[ $tags == *" mpi "* ]]; then mpi_rest+=("$sh")
-    elif [[ $tags == *" long "* ]]; then long+=("$sh")
-    else rest+=("$sh"); fi
+    if [[ $tags == *" serial "* ]]; then serial+=("$sh"); continue; fi
+    cost=5; [[ $tags == *" long "* ]] && cost=20
+    [[ $tags =~ \ cpu=([0-9]+)\  ]] && cost=${BASH_REMATCH[1]}
+    scripts+=("$([[ $tags == *" mpi "* ]] && echo 0 || echo 1) $cost $sh")
   done
 fi
 # run_gate NAME ARGS...: a part of the CI gate (ci/regress.sh --untimed-to ...) as a job of the pool
@@ -84,12 +84,13 @@ run_gate() {
   { printf '%-32s %s of the CI gate, judged after the tests (%ds)\n' "$name" "${n:-no untimed probes}" $((SECONDS - t0))
     [ $rc -ne 0 ] && grep -E 'FAILED|^regress: [^p]' "$logs/$name.log" | grep -v 'untimed probes' | head -5 | sed 's/^/    /'; } | flock "$logs" cat
 }
-gate_mpi=() gate_other=()
-if [ -n "${GATE_UNTIMED:-}" ] && [ -z "${TESTS_ONLY:-}" ]; then
+if [ -n "${GATE_UNTIMED:-}" ] && [ -z "${TESTS_ONLY:-}" ]; then   # their CPU-s, roughly
   mkdir -p "$GATE_UNTIMED" && rm -f "$GATE_UNTIMED"/*.jsonl
-  gate_mpi=("gate:mpi"); gate_other=("gate:other")
+  scripts+=("0 13 gate:mpi" "1 35 gate:other")
 fi
-for job in "${mpi_long[@]}" "${gate_mpi[@]}" "${mpi_rest[@]}" "${long[@]}" "${gate_other[@]}" "${rest[@]}" "${units[@]}"; do
+ordered=()
+[ ${#scripts[@]} -gt 0 ] && mapfile -t ordered < <(printf '%s\n' "${scripts[@]}" | sort -k1,1n -k2,2nr -k3,3 | cut -d' ' -f3-)
+for job in "${ordered[@]}" "${units[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
   case $job in
     gate:mpi)   run_gate gate_untimed_mpi --untimed-to "$GATE_UNTIMED/mpi.jsonl" --mpi only & ;;

@@ -3,7 +3,7 @@
 # (PDL_RESULTS, PDL_PLOTS_OUT) so a user's results are never touched: E1-E3 complete, the table
 # has the E1, E2 and E3 rows with real/simulated labels and verdicts, every plot is rendered as PNG
 # and PDF, the training runs are marked simulated, and a re-run skips the complete experiments.
-# pdl-test: long
+# pdl-test: cpu=38
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export PDL_RESULTS=$T/results PDL_PLOTS_OUT=$T/out QUICK=1

@@ -3,7 +3,7 @@
 # every G row, the eq. (1)/(2) check and the beyond-the-paper rows exist with a verdict, every row
 # says SIMULATED, the plots are rendered, and the deterministic facts hold (T = 1 congests the
 # narrow nodes of the 6-wide setting, T = 4 does not; case (b)'s G lies in the eq. (1) interval).
-# pdl-test: long
+# pdl-test: cpu=35
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

@@ -5,7 +5,7 @@
 # the sim used was written there (not into the user's results/), and the five plots are rendered;
 # the summarizer over the QUICK runs
 # copied as three seeds gives K3a and K4 3 seeds and the spread.
-# pdl-test: long
+# pdl-test: cpu=40
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

@@ -3,7 +3,7 @@
 # root (PDL_RESULTS, PDL_PLOTS_OUT) so a user's results are never touched: every experiment
 # completes, the table has the P1-P4 and hybrid rows with real/simulated labels, the plots are
 # rendered, sim results are marked simulated, and a re-run skips the complete experiments.
-# pdl-test: long
+# pdl-test: cpu=26
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export PDL_RESULTS=$T/results PDL_PLOTS_OUT=$T/out QUICK=1

@@ -9,7 +9,7 @@
 # gossip-warmup-compute; and a run extended by a resume), statistical under mpirun; a changed
 # gossip option refused. Also: a changed node count, an incomplete node set,
 # the kept .prev generation, and algorithms that do not checkpoint.
-# pdl-test: long mpi
+# pdl-test: cpu=65 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 

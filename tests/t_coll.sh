@@ -5,7 +5,7 @@
 # validation catching a result made wrong through the test-only hook, and the watchdog turning a
 # hang into exit 124 with a message naming op, size and rank. Needs mpirun; fails without it.
 # (Every op at 3 ranks, a few at 2, to keep the launch count and time down on 2 cores.)
-# pdl-test: long mpi
+# pdl-test: cpu=20 mpi
 cd "$(dirname "$0")/.."
 source tests/lib.sh
 export OMP_NUM_THREADS=1

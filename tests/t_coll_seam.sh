@@ -14,7 +14,7 @@
 #   on a real GPU: bin/pdl ssgd --coll nccl == --coll mpi at 1 rank, and with 2 or more GPUs ssgd
 #   and kfac-dist at 2 ranks, bit for bit.
 cd "$(dirname "$0")/.." || exit 1
-# pdl-test: long mpi
+# pdl-test: cpu=25 mpi
 source tests/lib.sh
 BUILD=${BUILD:-build}
 EMU=$BUILD/nccl-emu/pdl

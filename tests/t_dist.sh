@@ -5,7 +5,7 @@
 #   updates at lr 0.02, parameters are O(1); measured ~1e-6);
 #   PP-ASGD under emulated staleness 0 == SSGD on one worker, bit for bit;
 #   a killed rank ends the whole job (no hang) within the watchdog time.
-# pdl-test: mpi
+# pdl-test: cpu=8 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.02 --momentum 0.9 --threads 1 --quiet --steps 24)

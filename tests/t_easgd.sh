@@ -13,7 +13,7 @@
 #     x_3 from core adam, on both runtimes; p = 3 round-robin: sim == real bit for bit, != sgd; Adam's
 #     state survives a SIGINT + resume (bit-identical end) and a resume with another --worker-opt is refused;
 #   bad flags exit 2.
-# pdl-test: mpi
+# pdl-test: cpu=20 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --threads 1 --quiet --batch 16)

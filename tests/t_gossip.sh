@@ -5,7 +5,7 @@
 # the paper's 54 MiB, device rate set for 0.125 s per step) the narrow nodes congest at T = 1 and
 # not at T = 4, where eq. (1) says so too. --target-err stops every node (sim and mpirun).
 # Checkpoint/resume: t_ckpt_dist.sh.
-# pdl-test: long
+# pdl-test: cpu=35
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 summary_of() { tail -n 1; }

@@ -12,6 +12,7 @@
 #    is not committed (dist-keras);
 #  - every algorithm runs under mpirun (3 ranks: a server and 2 workers).
 cd "$(dirname "$0")/.." || exit 1
+# pdl-test: cpu=11
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 C=(--runtime sim --platform links:k=5,bw=1Gbps,lat=1ms --data synthetic:n=2048,seed=3 --net tiny --batch 16 --lr 0.01

@@ -12,7 +12,7 @@
 #   bad flags and a sequential kfac under mpirun exit 2 naming the flag;
 #   on vgg-small (a Fashion-MNIST subset) 40 K-FAC updates learn (K3 compares optimizers properly;
 #   40 gave test error 0.215 and train loss 1.00 here, 60 gave 0.212 and 0.87).
-# pdl-test: long mpi
+# pdl-test: cpu=50 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.01 --threads 1 --quiet --steps 12)

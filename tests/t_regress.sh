@@ -12,6 +12,7 @@
 # against a copy with one value made unattainable: the gate must fail with a FAIL line naming
 # that metric.
 cd "$(dirname "$0")/.." || exit 1
+# pdl-test: cpu=17
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/probes" "$T/base"

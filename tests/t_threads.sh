@@ -20,7 +20,7 @@
 # inversion inside libmpi; no suppressions file is needed then (tests/tsan.supp lists none).
 # With a binary that is not a TSan build (plain `bash tests/run.sh`), the runs still execute as
 # functional checks and the TSan checks are reported as skipped.
-# pdl-test: mpi
+# pdl-test: cpu=6 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export OMP_NUM_THREADS=1 OMPI_MCA_btl=self,vader

@@ -2,6 +2,7 @@
 # t_train_cli.sh — `pdl train` / `pdl speed` / `pdl nets` from the command line: help, bad flags
 # (exit 2), broken data (exit 1 naming the file), learning on synthetic data, bit-identical
 # repeats, checkpoint/resume and SIGINT give the same final parameters as an uninterrupted run.
+# pdl-test: cpu=10
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 SYN="synthetic:n=512,seed=3"
