@@ -7,7 +7,7 @@
 # figures beside ours on the cells its table has (checked with the QUICK cells copied as n, lambda in
 # {10, 20}); H3c is judged on the early phase; H3d (the thesis' DynSGD lambda = 1 vs 10) gives three rows, a
 # plot and its seeds.
-# pdl-test: cpu=42
+# pdl-test: cpu=50
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

@@ -12,7 +12,7 @@
 #   bad values exit 2 naming the flag, and sequential kfac refuses the flag.
 # Without ScaLAPACK (the build's config says scalapack=no) the real-runtime checks print skip lines
 # naming libscalapack-openmpi-dev, and the flag must refuse with that name.
-# pdl-test: long
+# pdl-test: cpu=27 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
