@@ -414,8 +414,10 @@ static const optdef_t
   od_fisher = {"--kfac-fisher", OD_ENUM, 0, 0, fishers, "empirical", "F",
                "G factors from: empirical (the data's labels, the paper's eq. 4) | sampled (y ~ the model, Martens & Grosse)",
                KO(fisher_sampled), 1, NULL};
-static void set_split(const optdef_t *d, void *area, const char *v) {   /* off | auto | N */
-  *(int *)((char *)area + d->off) = !strcmp(v, "off") ? KFAC_SPLIT_OFF : !strcmp(v, "auto") ? KFAC_SPLIT_AUTO : (int)parse_long(d->name, v, 2, 1 << 20);
+static void set_split(const optdef_t *d, void *area, const char *v) {   /* off | auto | N; "0" and "-1" are how the
+                                                                            checkpoint header and a rewrite store off and auto */
+  *(int *)((char *)area + d->off) = !strcmp(v, "off") || !strcmp(v, "0") ? KFAC_SPLIT_OFF
+                                    : !strcmp(v, "auto") || !strcmp(v, "-1") ? KFAC_SPLIT_AUTO : (int)parse_long(d->name, v, 2, 1 << 20);
 }
 static const optdef_t od_split = {"--kfac-split", OD_INT, 0, 0, NULL, "off", "S",
   "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim)",
