@@ -419,7 +419,7 @@ static void set_split(const optdef_t *d, void *area, const char *v) {   /* off |
   *(int *)((char *)area + d->off) = !strcmp(v, "off") || !strcmp(v, "0") ? KFAC_SPLIT_OFF
                                     : !strcmp(v, "auto") || !strcmp(v, "-1") ? KFAC_SPLIT_AUTO : (int)parse_long(d->name, v, 2, 1 << 20);
 }
-static const optdef_t od_split = {"--kfac-split", OD_INT, 0, 0, NULL, "off", "S",
+static const optdef_t od_split = {"--kfac-split", OD_INT, 2, 1 << 20, NULL, "off", "S",
   "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim)",
   KO(split), 1, set_split};
 /* (new options go last: a checkpoint written before one existed is then refused naming it) */
