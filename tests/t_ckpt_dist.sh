@@ -25,6 +25,17 @@ rank_pid() {
   done; return 1
 }
 summary() { grep '"event":"summary"' "$1" | tail -1; }
+# interrupt_np3 TAG ARGS...: pdl ARGS on 3 ranks with --checkpoint $T/TAG.ck --results $T/TAG-b.jsonl,
+# SIGINT to rank 1 after two evaluations; sets rc, u (updates) and sig (the summary's signal), and
+# snaps=1 when the snapshot and both nodes' files exist
+interrupt_np3() {
+  local tag=$1; shift
+  MPIRUN -np 3 "$PDL" "$@" --checkpoint "$T/$tag.ck" --results "$T/$tag-b.jsonl" >/dev/null 2>"$T/$tag-b.err" &
+  local mp=$!
+  wait_lines "$T/$tag-b.jsonl" 2; kill -INT "$(rank_pid $mp 1)" 2>/dev/null; wait $mp; rc=$?
+  local sm; sm=$(summary "$T/$tag-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
+  snaps=; [ -f "$T/$tag.ck" ] && [ -f "$T/$tag.ck.node1" ] && [ -f "$T/$tag.ck.node2" ] && snaps=1
+}
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2]))' "$1" "$2"; }
 
 # ---- mpirun -np 3 ssgd: SIGINT on rank 1 mid-run, resume: bit-identical --------------------------
@@ -33,11 +44,8 @@ field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.arg
 S=(train --algo ssgd --data synthetic:n=2048,seed=5 --net tiny --batch 16 --steps 1000 --eval-every 100 --momentum 0.9 --threads 1 --quiet --seed 3)
 PDL_DUMP_PARAMS=$T/ss-a.bin MPIRUN -np 3 "$PDL" "${S[@]}" --results "$T/ss-a.jsonl" >/dev/null 2>"$T/err" \
   || notok "ssgd uninterrupted" "$(tail -3 "$T/err")"
-MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --results "$T/ss-b.jsonl" >/dev/null 2>"$T/ss-b.err" &
-mp=$!
-wait_lines "$T/ss-b.jsonl" 2; victim=$(rank_pid $mp 1); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
-sm=$(summary "$T/ss-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
-if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 1000 ] && [ -f "$T/ss.ck" ] && [ -f "$T/ss.ck.node1" ] && [ -f "$T/ss.ck.node2" ]; then
+interrupt_np3 ss "${S[@]}"
+if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 1000 ] && [ -n "$snaps" ]; then
   ok "ssgd -np 3: SIGINT on rank 1 stops every rank at update $u with a snapshot per node (exit $rc)"
 else notok "ssgd SIGINT" "rc=$rc updates=$u sig=$sig files=$(ls "$T" | tr '\n' ' ') $(tail -3 "$T/ss-b.err")"; fi
 PDL_DUMP_PARAMS=$T/ss-b.bin MPIRUN -np 3 "$PDL" "${S[@]}" --checkpoint "$T/ss.ck" --resume --results "$T/ss-b.jsonl" >/dev/null 2>"$T/err"
@@ -186,11 +194,8 @@ out=$("$PDL" "${G1[@]}" --epochs 2 --gossip-timeline "$T/tl.csv" --checkpoint "$
 GR=(train --algo gossip --data synthetic:n=4096,seed=2 --net tiny --batch 16 --epochs 6 --lr 0.05 --tau 1 --eval-every 32 --threads 1 --quiet)
 rm -f "$T"/gr.ck* "$T/gr-a.jsonl" "$T/gr-b.jsonl"
 MPIRUN -np 3 "$PDL" "${GR[@]}" --results "$T/gr-a.jsonl" >/dev/null 2>"$T/err" || notok "gossip -np 3 uninterrupted" "$(tail -3 "$T/err")"
-MPIRUN -np 3 "$PDL" "${GR[@]}" --checkpoint "$T/gr.ck" --results "$T/gr-b.jsonl" >/dev/null 2>"$T/gr-b.err" &
-mp=$!
-wait_lines "$T/gr-b.jsonl" 2; victim=$(rank_pid $mp 1); kill -INT "$victim" 2>/dev/null; wait $mp; rc=$?
-sm=$(summary "$T/gr-b.jsonl"); u=$(field "$sm" updates); sig=$(field "$sm" interrupted_by_signal)
-if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 510 ] && [ -f "$T/gr.ck" ] && [ -f "$T/gr.ck.node1" ] && [ -f "$T/gr.ck.node2" ]; then
+interrupt_np3 gr "${GR[@]}"
+if [ $rc -ne 0 ] && [ "$sig" = 2 ] && [ "$u" -lt 510 ] && [ -n "$snaps" ]; then
   ok "gossip -np 3: SIGINT on rank 1 stops every rank at local step $u with a snapshot per node (exit $rc)"
 else notok "gossip -np 3 SIGINT" "rc=$rc updates=$u sig=$sig $(tail -3 "$T/gr-b.err")"; fi
 MPIRUN -np 3 "$PDL" "${GR[@]}" --checkpoint "$T/gr.ck" --resume --results "$T/gr-b.jsonl" >/dev/null 2>"$T/err"
