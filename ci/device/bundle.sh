@@ -20,6 +20,21 @@ for f in $B/pkg/bin/*; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// {print 
     case "$so" in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++*|libgcc_s*|libz.so*|ld-linux*) continue ;; esac
     cp -L "$path" "$B/pkg/lib/$so"
   done
+# Open MPI 4.1 (Debian's), relocated under ompi/ (OPAL_PREFIX; check.sh sets it): its components,
+# PMIx's, orted and mpirun, and their help texts, so that pdl's MPI starts on the GPU machine (a
+# singleton or mpirun -np 1) for the --coll nccl and kfac-dist checks; their libraries join lib/
+O=$B/pkg/ompi
+mkdir -p $O/bin $O/lib/x86_64-linux-gnu $O/share
+cp -a /usr/lib/x86_64-linux-gnu/openmpi $O/lib/x86_64-linux-gnu/
+rm -rf $O/lib/x86_64-linux-gnu/openmpi/include $O/lib/x86_64-linux-gnu/openmpi/lib/*.a
+cp -a /usr/lib/x86_64-linux-gnu/pmix2 $O/pmix2
+cp -L /usr/bin/orted /usr/bin/orterun $O/bin/ && ln -sf orterun $O/bin/mpirun
+cp -a /usr/share/openmpi $O/share/
+for f in $O/bin/orted $O/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so $O/pmix2/lib/pmix/*.so; do ldd "$f"; done |
+  awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r so path; do
+    case "$so" in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++*|libgcc_s*|libz.so*|ld-linux*) continue ;; esac
+    [ -e "$B/pkg/lib/$so" ] || cp -L "$path" "$B/pkg/lib/$so"
+  done
 git describe --always --dirty > $B/pkg/REVISION
 # Fashion-MNIST (dataset-fashion-mnist) for check.sh's training runs: carry build-gpu/fmnist too
 if [ -d /usr/share/datasets/fashion-mnist ]; then

@@ -12,8 +12,9 @@
 #   (carry build-gpu/fmnist as well).
 #   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only);
 #   --device cuda checkpoint after epoch 1 + resume == an uninterrupted 2 epochs (CHECKS=resume only).
-# CHECKS="tests train nccl kfac inverse speed san" (the default: all but profile) picks a subset; SAN_TESTS,
-# SAN_TIMEOUT and SPEED_BATCHES narrow those parts.
+# CHECKS="tests train nccl seam kfac inverse speed san" (the default: all but profile and resume) picks a
+# subset; SAN_TOOLS, SAN_TESTS, SAN_TIMEOUT and SPEED_BATCHES narrow those parts. seam: pdl train --algo
+# ssgd and kfac-dist on --coll nccl == --coll mpi at 1 rank, bit for bit (Open MPI from the bundle).
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
 set -u
@@ -28,6 +29,13 @@ for so in libcudnn.so.9 libnccl.so.2 libcusolver.so.12 libcublas.so.13 libnvJitL
   d=$(find / -xdev -name "$so" -path '*nvidia*' 2>/dev/null | head -1)
   [ -n "$d" ] && LP=$LP:$(dirname "$d")
 done
+# Open MPI relocated from the bundle (bundle.sh): OPAL_PREFIX finds its components and help texts,
+# PMIx's are named; shared memory and self only (no UCX or fabric on one node)
+if [ -d $G/ompi ]; then
+  export OPAL_PREFIX=$G/ompi PMIX_INSTALL_PREFIX=$G/ompi/pmix2 PMIX_MCA_mca_base_component_path=$G/ompi/pmix2/lib/pmix
+  export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_osc=^ucx
+  LP=$LP:$G/ompi/lib/x86_64-linux-gnu/openmpi/lib:$G/ompi/pmix2/lib; export PATH=$G/ompi/bin:$PATH
+fi
 export LD_LIBRARY_PATH=$LP${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=/usr/local/cuda/bin:$PATH PDL_REQUIRE_GPU=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "bundle $(cat $G/REVISION); $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
@@ -42,7 +50,7 @@ step() { # step NAME CMD...: run, log, record pass/fail and the tail
   SUM+=("$(printf '%-28s rc=%-3s ok=%-4s not_ok=%-3s skip=%-3s %4ss' "$name" "$rc" "$tests" "$bad" "$skips" $((SECONDS - t0)))")
   echo "== $name (rc $rc)"; tail -4 "$OUTD/$name.log"
 }
-want() { [[ " ${CHECKS:-tests train nccl kfac inverse speed san} " == *" $1 "* ]]; }
+want() { [[ " ${CHECKS:-tests train nccl seam kfac inverse speed san} " == *" $1 "* ]]; }
 PDL=$G/bin/pdl
 if want tests; then
   step cuda_layers $G/bin/test_cuda_layers
@@ -70,6 +78,19 @@ print("max |diff| %.3g over %d params" % (max(abs(x-y) for x,y in zip(a,b)) if l
     step san_memcheck_train timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 $PDL "${R[@]}" --steps 20
 fi
 want nccl && step nccl_coll_np1 $PDL coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
+if want seam; then # the collective seam on a real GPU: training on --coll nccl == --coll mpi, 1 rank, bit for bit
+  S=(--data "synthetic:n=1024,seed=3" --net tiny --threads 1 --quiet)
+  for c in mpi nccl; do
+    PDL_DUMP_PARAMS=/tmp/seam-ss-$c.bin step seam_ssgd_$c mpirun -np 1 $PDL train "${S[@]}" --algo ssgd --lr 0.02 \
+      --momentum 0.9 --batch 32 --steps 24 --coll $c
+    PDL_DUMP_PARAMS=/tmp/seam-kf-$c.bin step seam_kfac_$c mpirun -np 1 $PDL train "${S[@]}" --algo kfac-dist --lr 0.01 \
+      --batch 16 --steps 12 --kfac-inverse cuda --coll $c
+  done
+  for a in ss kf; do
+    if cmp -s /tmp/seam-$a-mpi.bin /tmp/seam-$a-nccl.bin; then SUM+=("seam $a: --coll nccl == --coll mpi at 1 rank, bit for bit")
+    else SUM+=("seam $a: --coll nccl DIFFERS from --coll mpi at 1 rank (or a run failed)"); fi
+  done
+fi
 if want kfac; then
   for inv in cuda fast; do
     step kfac_$inv $PDL train --net ppasgd-cifar --data synthetic --batch 32 --steps 20 --seed 7 --algo kfac --kfac-inverse $inv
@@ -87,7 +108,7 @@ if want profile; then # where a GPU step's time goes, layer by layer (timers wai
 fi
 # last, being the slowest (each bounded by SAN_TIMEOUT seconds; exit 124 = ran out)
 if want san && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     for t in ${SAN_TESTS:-cuda_layers cuda_net cuda_inv}; do
       step "san_${tool}_$t" timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool $tool --error-exitcode 9 $G/bin/test_$t
     done
