@@ -22,7 +22,8 @@
 #endif
 
 #define CUDA_TESTS(X) \
-  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_fc) X(test_maxpool) \
+  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_realistic) X(test_conv_impl_switch) \
+  X(test_fc) X(test_maxpool) \
   X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads)
 
 #ifdef PDL_HAVE_CUDA
@@ -151,22 +152,64 @@ static void check_conv_backward(const conv_case *c, int with_din) {
   free(adout); free(adin); free(adw); free(adb); free(nan); free(gdin); free(gdw); free(gdb);
 }
 
+/* The convolution implementations this build has (cuda_conv_set_impl): im2col always, cuDNN where
+ * built with it. Each conv test runs on every one; the default is restored after. */
+static const char *const conv_impls[] = {"im2col", "cudnn"};
+static int use_impl(int i) {
+  if (cuda_conv_set_impl(conv_impls[i]) != 0) return 0;
+  printf("  # conv implementation: %s\n", conv_impls[i]);
+  return 1;
+}
+static const char *g_default_impl;
+
 static void test_conv_forward(void) {
   NEED_GPU();
-  for (size_t i = 0; i < NCASES(conv_cases); i++) check_conv_forward(&conv_cases[i]);
+  for (int m = 0; m < 2; m++) {
+    if (!use_impl(m)) continue;
+    for (size_t i = 0; i < NCASES(conv_cases); i++) check_conv_forward(&conv_cases[i]);
+  }
+  cuda_conv_set_impl(g_default_impl);
 }
 
 static void test_conv_backward(void) {
   NEED_GPU();
-  for (size_t i = 0; i < NCASES(conv_cases); i++) {
-    check_conv_backward(&conv_cases[i], 1);
-    check_conv_backward(&conv_cases[i], 0);
+  for (int m = 0; m < 2; m++) {
+    if (!use_impl(m)) continue;
+    for (size_t i = 0; i < NCASES(conv_cases); i++) {
+      check_conv_backward(&conv_cases[i], 1);
+      check_conv_backward(&conv_cases[i], 0);
+    }
   }
+  cuda_conv_set_impl(g_default_impl);
 }
 
-/* A small scratch cap forces 2 images per chunk on B = 5 (chunks 2, 2, 1). */
+/* At a size where the sums are long: ppasgd-cifar's 28x28 32->32 layer (each dw element sums
+ * B x 784 products; B = 32 on a GPU, 4 under the emulator, whose direct convolutions are slow), with
+ * inputs whose low mantissa bits matter: a TF32 product (10-bit mantissa) misses the FP32 bound by
+ * orders of magnitude, so this is also the tripwire for TF32 slipping in (cuDNN's default math
+ * type allows it on Ampere and later; cuda_layers.cu sets CUDNN_FMA_MATH). The cuDNN algorithms
+ * chosen are printed. */
+static void test_conv_realistic(void) {
+  NEED_GPU();
+#ifdef PDL_CUDA_EMU
+  const conv_case c = {4, 32, 28, 28, 32, 3, 1};
+#else
+  const conv_case c = {32, 32, 28, 28, 32, 3, 1};
+#endif
+  for (int m = 0; m < 2; m++) {
+    if (!use_impl(m)) continue;
+    check_conv_forward(&c);
+    check_conv_backward(&c, 1);
+  }
+  char buf[2048];
+  printf("  # cuDNN algorithms: %s\n", cuda_conv_algos(buf, sizeof buf));
+  cuda_conv_set_impl(g_default_impl);
+}
+
+/* A small scratch cap forces 2 images per chunk on B = 5 (chunks 2, 2, 1): the im2col path's. */
 static void test_conv_chunked(void) {
   NEED_GPU();
+  cuda_conv_set_impl("im2col");
   const conv_case c = {5, 3, 6, 7, 4, 3, 1};
   size_t old = cuda_conv_get_scratch_cap();
   size_t full = cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1);
@@ -181,6 +224,22 @@ static void test_conv_chunked(void) {
   check_conv_forward(&c);
   check_conv_backward(&c, 1);
   cuda_conv_set_scratch_cap(old);
+  cuda_conv_set_impl(g_default_impl);
+}
+
+/* cuda_conv_set_impl: the names it takes, and cuda_conv_impl's answer */
+static void test_conv_impl_switch(void) {
+  NEED_GPU();
+  EXPECT(cuda_conv_set_impl("bogus") == -1);
+  EXPECT(strcmp(cuda_conv_impl(), g_default_impl) == 0);
+  EXPECT(cuda_conv_set_impl("im2col") == 0 && strcmp(cuda_conv_impl(), "im2col") == 0);
+#ifdef PDL_HAVE_CUDNN
+  EXPECT(cuda_conv_set_impl("cudnn") == 0 && strcmp(cuda_conv_impl(), "cudnn") == 0);
+  EXPECT(strcmp(g_default_impl, "cudnn") == 0);
+#else
+  EXPECT(cuda_conv_set_impl("cudnn") == -1);
+#endif
+  cuda_conv_set_impl(g_default_impl);
 }
 
 /* ---- fc ------------------------------------------------------------------------------------ */
@@ -456,10 +515,13 @@ int main(void) {
 #ifdef PDL_HAVE_CUDA
   rng_seed(&g_rng, 20240607, 0);
   g_ndev = gpu_test_devices();
+  g_default_impl = cuda_conv_impl();
 #endif
   RUN(test_conv_forward);
   RUN(test_conv_backward);
   RUN(test_conv_chunked);
+  RUN(test_conv_realistic);
+  RUN(test_conv_impl_switch);
   RUN(test_fc);
   RUN(test_maxpool);
   RUN(test_act);

@@ -33,6 +33,10 @@ bool pdl_cuda_sync_launches() {
 }
 
 static thread_local PdlCudaCtx t_ctx; /* zero-initialised: valid == 0 */
+thread_local cuda_counters_t pdl_cuda_counts;
+
+extern "C" void cuda_counters_get(cuda_counters_t *out) { *out = pdl_cuda_counts; }
+extern "C" void cuda_counters_reset(void) { memset(&pdl_cuda_counts, 0, sizeof pdl_cuda_counts); }
 
 static void ctx_destroy(PdlCudaCtx *c) {
   if (!c->valid) return;
@@ -42,6 +46,7 @@ static void ctx_destroy(PdlCudaCtx *c) {
   CHECK_CUDA(cudaStreamSynchronize(c->stream));
   CHECK_CUBLAS(cublasDestroy(c->blas));
   if (c->solver) c->solver_free(c->solver);
+  if (c->dnn) c->dnn_free(c->dnn);
   CHECK_CUDA(cudaFree(c->scratch));
   CHECK_CUDA(cudaStreamDestroy(c->stream));
   if (cur != c->device) CHECK_CUDA(cudaSetDevice(cur));
@@ -72,6 +77,7 @@ void *pdl_cuda_ctx_scratch(PdlCudaCtx *c, size_t bytes) {
   if (bytes <= c->scratch_bytes) return c->scratch;
   size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
   CHECK_CUDA(cudaStreamSynchronize(c->stream)); /* queued kernels may still use the old buffer */
+  pdl_cuda_counts.syncs++;
   CHECK_CUDA(cudaFree(c->scratch));
   c->scratch = nullptr;
   c->scratch_bytes = 0;
@@ -108,7 +114,10 @@ extern "C" void cuda_describe_device(int dev, char *buf, size_t len) {
   snprintf(buf, len, "%s, sm_%d%d, %zu MiB", p.name, p.major, p.minor, (size_t)(p.totalGlobalMem >> 20));
 }
 
-extern "C" void cuda_sync(void) { CHECK_CUDA(cudaStreamSynchronize(pdl_cuda_ctx()->stream)); }
+extern "C" void cuda_sync(void) {
+  CHECK_CUDA(cudaStreamSynchronize(pdl_cuda_ctx()->stream));
+  pdl_cuda_counts.syncs++;
+}
 
 extern "C" void cuda_thread_release(void) { ctx_destroy(&t_ctx); }
 
@@ -137,6 +146,9 @@ static void copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) 
   cudaStream_t s = pdl_cuda_ctx()->stream;
   CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s));
   CHECK_CUDA(cudaStreamSynchronize(s));
+  pdl_cuda_counts.syncs++;
+  if (kind == cudaMemcpyHostToDevice) pdl_cuda_counts.h2d_bytes += bytes;
+  else pdl_cuda_counts.d2h_bytes += bytes;
 }
 
 extern "C" void cuda_upload(float *dev, const float *host, size_t n) {
@@ -155,8 +167,10 @@ extern "C" void cuda_download_ints(int *host, const int *dev, size_t n) {
 extern "C" void cuda_copy_floats(float *dst, const float *src, size_t n) {
   if (n == 0) return;
   CHECK_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, pdl_cuda_ctx()->stream));
+  COUNT_OP();
 }
 extern "C" void cuda_zero_floats(float *dev, size_t n) {
   if (n == 0) return;
   CHECK_CUDA(cudaMemsetAsync(dev, 0, n * sizeof(float), pdl_cuda_ctx()->stream));
+  COUNT_OP();
 }

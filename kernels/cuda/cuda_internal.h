@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include "kernels/cuda/cuda_layers.h"
 
 [[noreturn]] void pdl_cuda_fail(const char *what, const char *errname, const char *errstr, const char *file,
                                 int line);
@@ -23,7 +24,7 @@ bool pdl_cuda_sync_launches();
   } while (0)
 /* After kernel<<<...>>>: a bad launch configuration or missing kernel image shows up here; with
  * PDL_CUDA_SYNC=1 so does a fault inside the kernel. */
-#define CHECK_LAUNCH(kernel, stream) do { cudaError_t e_ = cudaGetLastError(); \
+#define CHECK_LAUNCH(kernel, stream) do { cudaError_t e_ = cudaGetLastError(); COUNT_OP(); \
   if (e_ != cudaSuccess) pdl_cuda_fail("launch of " #kernel, cudaGetErrorName(e_), cudaGetErrorString(e_), \
                                        __FILE__, __LINE__); \
   if (pdl_cuda_sync_launches()) { e_ = cudaStreamSynchronize(stream); \
@@ -44,7 +45,16 @@ struct PdlCudaCtx {
   void *solver;                /* cuSOLVER handle bound to stream, made by cuda_inv.cu on first use */
   void (*solver_free)(void *); /* its destructor, called by the context's teardown (so the context
                                   itself needs no cuSOLVER) */
+  void *dnn;                   /* cuDNN state (handle, per-shape plans, workspace), made by
+                                  cuda_layers.cu on the first cuDNN convolution */
+  void (*dnn_free)(void *);    /* its destructor, likewise */
 };
+
+/* The calling thread's counters (cuda_layers.h, cuda_counters_t): every kernel launch, library
+ * call (cuBLAS, cuDNN, cuSOLVER), memset and device copy is an op; every host wait a sync; and the
+ * bytes copied each way. Incremented where the work is queued. */
+extern thread_local cuda_counters_t pdl_cuda_counts;
+#define COUNT_OP() (pdl_cuda_counts.ops++)
 
 /* The calling thread's context on its current device, created on first use. */
 PdlCudaCtx *pdl_cuda_ctx();

@@ -4,13 +4,23 @@
  * max pooling (floor/ceil), leaky ReLU whose backward reads out, dropout with a caller mask,
  * softmax_xent returning the batch SUM of -log p.
  *
- * conv = im2col kernel + one cublasSgemm per batch chunk, mirroring kernels/cpu; fc = cublasSgemm.
+ * conv = cuDNN (strict FP32, deterministic direct/GEMM algorithms chosen once per shape) where pdl
+ * was built with it, else, or with cuda_conv_set_impl("im2col"), im2col kernel + one cublasSgemm
+ * per batch chunk, mirroring kernels/cpu; fc = cublasSgemm.
  * Element-wise kernels use grid-stride loops over size_t indices, so any n works with a capped
  * grid. Reductions (bias grads, softmax rows, the loss) run in a fixed order in double: results
  * are deterministic run to run, and no atomics are used. */
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+#ifdef PDL_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_layers.h"
 
@@ -43,6 +53,7 @@ void gemm_rm(cublasHandle_t h, bool ta, bool tb, int M, int N, int K, float alph
              const float *B, int ldb, float beta, float *C, int ldc) {
   CHECK_CUBLAS(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
                            B, ldb, A, lda, &beta, C, ldc));
+  COUNT_OP();
 }
 
 /* ---- element-wise ----------------------------------------------------------------------------- */
@@ -215,6 +226,12 @@ __global__ void k_cbp_to_bcp_bias(float *out, const float *t, const float *bias,
   }
 }
 
+/* out[b][c][p] += bias[c] for out [B][C][P] (after cuDNN's convolution: one rounding, as the
+ * im2col path's t + bias). */
+__global__ void k_add_channel_bias(float *out, const float *bias, size_t n, int C, size_t P) {
+  GRID_STRIDE(i, n) out[i] = out[i] + bias[(i / P) % C];
+}
+
 /* out[i][j] = bias[j] for out [B][N]. */
 __global__ void k_fill_rows(float *out, const float *bias, size_t B, int N) {
   size_t n = B * N;
@@ -329,10 +346,173 @@ ConvShape conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
   return s;
 }
 
+/* ---- cuDNN convolutions -------------------------------------------------------------------------
+ * One plan per shape (B, Ci, H, W, Co, k, pad) and thread: the descriptors (NCHW float, cross-
+ * correlation, stride 1, math CUDNN_FMA_MATH = strict FP32, never TF32) and, for each direction,
+ * the fastest algorithm cudnnFind* measured that is deterministic, FMA-math, one of the direct or
+ * GEMM-based ones (no FFT or Winograd: transforms round differently from a sum of products) and
+ * needs at most kDnnWorkspaceCap bytes of workspace. A direction with no such algorithm falls back
+ * to the im2col path for that shape (said in cuda_conv_algos). The workspace is the context's, grown
+ * when a plan is made (the first call for a shape), never during a step after that. */
+std::atomic<int> g_conv_cudnn{
+#ifdef PDL_HAVE_CUDNN
+    1
+#else
+    0
+#endif
+};
+std::mutex g_algos_mu;
+std::vector<std::string> g_algos; /* "shape: fwd=.. bwd_data=.. bwd_filter=.." per shape seen */
+
+void note_algos(const std::string &line) {
+  std::lock_guard<std::mutex> lk(g_algos_mu);
+  for (const auto &l : g_algos) if (l == line) return;
+  g_algos.push_back(line);
+}
+
+#ifdef PDL_HAVE_CUDNN
+#define CHECK_CUDNN(call) do { cudnnStatus_t s_ = (call); \
+  if (s_ != CUDNN_STATUS_SUCCESS) pdl_cuda_fail(#call, "cuDNN error", cudnnGetErrorString(s_), __FILE__, __LINE__); \
+  } while (0)
+constexpr size_t kDnnWorkspaceCap = (size_t)256 << 20;
+
+struct DnnPlan {
+  int key[7];
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  int fwd, bwd_data, bwd_filter; /* algorithm, or -1: the im2col path for that direction */
+};
+struct DnnState {
+  cudnnHandle_t h;
+  std::vector<DnnPlan> plans;
+  void *ws = nullptr;
+  size_t ws_bytes = 0;
+};
+
+void dnn_free(void *p) {
+  DnnState *d = (DnnState *)p;
+  for (auto &pl : d->plans) {
+    CHECK_CUDNN(cudnnDestroyTensorDescriptor(pl.x));
+    CHECK_CUDNN(cudnnDestroyTensorDescriptor(pl.y));
+    CHECK_CUDNN(cudnnDestroyFilterDescriptor(pl.w));
+    CHECK_CUDNN(cudnnDestroyConvolutionDescriptor(pl.conv));
+  }
+  CHECK_CUDNN(cudnnDestroy(d->h));
+  CHECK_CUDA(cudaFree(d->ws));
+  delete d;
+}
+
+DnnState *ctx_dnn(PdlCudaCtx *c) {
+  if (!c->dnn) {
+    DnnState *d = new DnnState;
+    CHECK_CUDNN(cudnnCreate(&d->h));
+    CHECK_CUDNN(cudnnSetStream(d->h, c->stream));
+    c->dnn = d;
+    c->dnn_free = dnn_free;
+  }
+  return (DnnState *)c->dnn;
+}
+
+/* Algorithms admitted: deterministic by cuDNN's own report (checked per result as well), not a
+ * transform (FFT, Winograd). */
+bool fwd_ok(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+}
+bool bwd_data_ok(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+bool bwd_filter_ok(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+/* the first (fastest) admitted result: success, deterministic, FMA math, within the cap */
+template <class Perf, class Ok> int pick(const Perf *p, int n, Ok ok, size_t *ws) {
+  for (int i = 0; i < n; i++)
+    if (p[i].status == CUDNN_STATUS_SUCCESS && p[i].determinism == CUDNN_DETERMINISTIC &&
+        p[i].mathType == CUDNN_FMA_MATH && ok(p[i].algo) && p[i].memory <= kDnnWorkspaceCap) {
+      if (p[i].memory > *ws) *ws = p[i].memory;
+      return (int)p[i].algo;
+    }
+  return -1;
+}
+
+DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int pad, const ConvShape &s) {
+  DnnState *d = ctx_dnn(c);
+  const int key[7] = {B, Ci, H, W, Co, k, pad};
+  for (auto &pl : d->plans) if (!memcmp(pl.key, key, sizeof key)) return &pl;
+  DnnPlan pl;
+  memcpy(pl.key, key, sizeof key);
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&pl.x));
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&pl.y));
+  CHECK_CUDNN(cudnnCreateFilterDescriptor(&pl.w));
+  CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&pl.conv));
+  CHECK_CUDNN(cudnnSetTensor4dDescriptor(pl.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, Ci, H, W));
+  CHECK_CUDNN(cudnnSetTensor4dDescriptor(pl.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, Co, s.Ho, s.Wo));
+  CHECK_CUDNN(cudnnSetFilter4dDescriptor(pl.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, Co, Ci, k, k));
+  CHECK_CUDNN(cudnnSetConvolution2dDescriptor(pl.conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT));
+  CHECK_CUDNN(cudnnSetConvolutionMathType(pl.conv, CUDNN_FMA_MATH));
+  int n = 0;
+  size_t ws = 0;
+  cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(d->h, pl.x, pl.w, pl.conv, pl.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                   &n, pf));
+  pl.fwd = pick(pf, n, fwd_ok, &ws);
+  cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(d->h, pl.w, pl.y, pl.conv, pl.x,
+                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, pd));
+  pl.bwd_data = pick(pd, n, bwd_data_ok, &ws);
+  cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(d->h, pl.x, pl.y, pl.conv, pl.w,
+                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, pw));
+  pl.bwd_filter = pick(pw, n, bwd_filter_ok, &ws);
+  if (ws > d->ws_bytes) {
+    CHECK_CUDA(cudaStreamSynchronize(c->stream)); /* queued work may still use the old workspace */
+    pdl_cuda_counts.syncs++;
+    CHECK_CUDA(cudaFree(d->ws));
+    d->ws = nullptr;
+    CHECK_CUDA(cudaMalloc(&d->ws, ws));
+    d->ws_bytes = ws;
+  }
+  static const char *fwd_names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct"};
+  char line[256];
+  auto nm = [](int a, const char *const *names, int nn, char *buf) {
+    if (a < 0) snprintf(buf, 32, "im2col");
+    else if (names && a < nn) snprintf(buf, 32, "%s", names[a]);
+    else snprintf(buf, 32, "algo_%d", a);
+    return buf;
+  };
+  char a1[32], a2[32], a3[32];
+  snprintf(line, sizeof line, "%dx%dx%dx%d->%d k%d p%d: fwd=%s bwd_data=%s bwd_filter=%s", B, Ci, H, W, Co, k, pad,
+           nm(pl.fwd, fwd_names, 4, a1), nm(pl.bwd_data, nullptr, 0, a2), nm(pl.bwd_filter, nullptr, 0, a3));
+  note_algos(line);
+  d->plans.push_back(pl);
+  return &d->plans.back();
+}
+#endif /* PDL_HAVE_CUDNN */
+
 } /* namespace */
 
 /* ---- entry points ------------------------------------------------------------------------------ */
 extern "C" {
+
+int cuda_conv_set_impl(const char *name) {
+  if (!strcmp(name, "im2col")) { g_conv_cudnn.store(0); return 0; }
+#ifdef PDL_HAVE_CUDNN
+  if (!strcmp(name, "cudnn")) { g_conv_cudnn.store(1); return 0; }
+#endif
+  return -1;
+}
+const char *cuda_conv_impl(void) { return g_conv_cudnn.load() ? "cudnn" : "im2col"; }
+const char *cuda_conv_algos(char *buf, size_t len) {
+  std::lock_guard<std::mutex> lk(g_algos_mu);
+  std::string all;
+  for (const auto &l : g_algos) { if (!all.empty()) all += "; "; all += l; }
+  if (len) snprintf(buf, len, "%s", all.c_str());
+  return buf;
+}
 
 void cuda_conv_set_scratch_cap(size_t floats) { g_scratch_cap.store(floats); }
 size_t cuda_conv_get_scratch_cap(void) { return g_scratch_cap.load(); }
@@ -350,6 +530,22 @@ void cuda_conv_forward(float *out, const float *in, const float *w, const float 
   ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
   CUDA_SHAPE_ASSERT(scratch != nullptr);
   PdlCudaCtx *c = pdl_cuda_ctx();
+#ifdef PDL_HAVE_CUDNN
+  if (g_conv_cudnn.load()) {
+    DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
+    if (pl->fwd >= 0) {
+      DnnState *d = (DnnState *)c->dnn;
+      const float one = 1.0f, zero = 0.0f;
+      CHECK_CUDNN(cudnnConvolutionForward(d->h, &one, pl->x, in, pl->w, w, pl->conv,
+                                          (cudnnConvolutionFwdAlgo_t)pl->fwd, d->ws, d->ws_bytes, &zero, pl->y, out));
+      COUNT_OP();
+      const size_t nout = (size_t)B * Co * s.P;
+      k_add_channel_bias<<<grid_for(nout), kBlock, 0, c->stream>>>(out, b, nout, Co, s.P);
+      CHECK_LAUNCH(k_add_channel_bias, c->stream);
+      return;
+    }
+  }
+#endif
   for (int b0 = 0; b0 < B; b0 += s.chunk) {
     int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
     int cols = cb * (int)s.P;
@@ -373,6 +569,27 @@ void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, con
   PdlCudaCtx *c = pdl_cuda_ctx();
   k_channel_sum<<<Co < (int)kMaxGrid ? Co : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, Co, s.P);
   CHECK_LAUNCH(k_channel_sum, c->stream);
+#ifdef PDL_HAVE_CUDNN
+  if (g_conv_cudnn.load()) {
+    DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
+    if (pl->bwd_filter >= 0 && (pl->bwd_data >= 0 || !din)) {
+      DnnState *d = (DnnState *)c->dnn;
+      const float one = 1.0f, zero = 0.0f;
+      /* dw += (beta 1); din = (beta 0) */
+      CHECK_CUDNN(cudnnConvolutionBackwardFilter(d->h, &one, pl->x, in, pl->y, dout, pl->conv,
+                                                 (cudnnConvolutionBwdFilterAlgo_t)pl->bwd_filter, d->ws, d->ws_bytes,
+                                                 &one, pl->w, dw));
+      COUNT_OP();
+      if (din) {
+        CHECK_CUDNN(cudnnConvolutionBackwardData(d->h, &one, pl->w, w, pl->y, dout, pl->conv,
+                                                 (cudnnConvolutionBwdDataAlgo_t)pl->bwd_data, d->ws, d->ws_bytes,
+                                                 &zero, pl->x, din));
+        COUNT_OP();
+      }
+      return;
+    }
+  }
+#endif
   for (int b0 = 0; b0 < B; b0 += s.chunk) {
     int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
     int cols = cb * (int)s.P;
@@ -504,6 +721,7 @@ double cuda_softmax_xent_forward(float *probs, const float *logits, const int *l
   Result *res = (Result *)base;
   double *rowloss = (double *)(base + sizeof(Result));
   CHECK_CUDA(cudaMemsetAsync(res, 0, sizeof(Result), c->stream));
+  COUNT_OP();
   size_t blocks = ((size_t)B + kWarpsPerBlock - 1) / kWarpsPerBlock;
   k_softmax_fwd<<<(unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid), kBlock, 0, c->stream>>>(
       probs, rowloss, &res->bad, logits, labels, B, N);
@@ -513,6 +731,8 @@ double cuda_softmax_xent_forward(float *probs, const float *logits, const int *l
   Result h;
   CHECK_CUDA(cudaMemcpyAsync(&h, res, sizeof h, cudaMemcpyDeviceToHost, c->stream));
   CHECK_CUDA(cudaStreamSynchronize(c->stream));
+  pdl_cuda_counts.syncs++;
+  pdl_cuda_counts.d2h_bytes += sizeof h;
   if (h.bad) pdl_cuda_fail("cuda_softmax_xent_forward", "bad labels", "a label is outside [0, N)", __FILE__, __LINE__);
   return h.total;
 }

@@ -50,6 +50,28 @@ void cuda_thread_release(void);
  * work (e.g. an NCCL all-reduce of the gradients) on it to order it after the layer kernels. */
 void *cuda_current_stream(void);
 
+/* What the calling thread has asked of the GPU since it started (or since cuda_counters_reset):
+ * ops = kernel launches + library calls (a cuBLAS GEMM, a cuDNN convolution; not cuSOLVER's) +
+ * memsets and device-to-device copies, each queued work item counted once where pdl queues it (a
+ * library call may run several kernels of its own); syncs = times the host waited for the device
+ * (an upload or download, a loss read back, cuda_sync); h2d/d2h = bytes copied each way. pdl speed
+ * --device cuda reports them per training step. */
+typedef struct { long ops, syncs; size_t h2d_bytes, d2h_bytes; } cuda_counters_t;
+void cuda_counters_get(cuda_counters_t *out);
+void cuda_counters_reset(void);
+
+/* The convolution implementation of cuda_conv_forward/backward, for every thread: "cudnn" (the
+ * default where pdl was built with cuDNN: strict FP32 (CUDNN_FMA_MATH, no TF32), deterministic
+ * algorithms only, the direct and GEMM-based ones (no FFT or Winograd), each direction's chosen
+ * once per shape by cudnnFind*) or "im2col" (im2col + cuBLAS SGEMM, the fallback and the
+ * comparison). Returns 0, or -1 for another name or "cudnn" in a build without it. The environment
+ * variable PDL_CUDA_CONV sets it for pdl's commands (cuda_kernels_on). */
+int cuda_conv_set_impl(const char *name);
+const char *cuda_conv_impl(void);
+/* The algorithms cuDNN was given for each convolution shape so far, one "BxCixHxW->Co kK pP:
+ * fwd=A bwd_data=B bwd_filter=C" entry per shape, separated by "; " ("" if none); returns buf. */
+const char *cuda_conv_algos(char *buf, size_t len);
+
 /* Device memory. Allocation failures exit 1 with the size asked for; n == 0 returns NULL. */
 float *cuda_alloc_floats(size_t n);
 int *cuda_alloc_ints(size_t n);

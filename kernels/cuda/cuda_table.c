@@ -5,6 +5,7 @@
 #include "kernels/cuda/cuda_table.h"
 #include "kernels/cuda/cuda_layers.h"
 #include "util/util.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* The labels, on the device: one buffer per host thread, grown as needed (model.c passes host
@@ -61,6 +62,15 @@ const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t l
   const int nd = cuda_device_count();
   if (nd <= 0) die("%s: no CUDA device (%s)", flag, cuda_no_device_reason());
   if (dev < 0 || dev >= nd) die("%s: this machine has %d CUDA device(s) (0..%d)", flag, nd, nd - 1);
+  const char *impl = getenv("PDL_CUDA_CONV");
+  if (impl && *impl && cuda_conv_set_impl(impl) != 0)
+    die("PDL_CUDA_CONV=%s: the GPU convolutions are 'cudnn' (the default where built with cuDNN) or 'im2col'%s", impl,
+#ifdef PDL_HAVE_CUDNN
+        ""
+#else
+        " (this pdl was built without cuDNN: im2col only)"
+#endif
+    );
   cuda_set_device(dev);
   cuda_describe_device(dev, desc, len);
   json_meta_set_gpu(desc);

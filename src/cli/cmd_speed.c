@@ -105,6 +105,11 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
  * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
  * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. Each
  * window ends after the backend's queued work (k->sync). */
+#ifdef PDL_HAVE_CUDA
+/* the GPU counters at the start and the end of measure_train_speed's timed windows (device backends) */
+static cuda_counters_t g_counts0, g_counts1;
+#endif
+
 static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, int threads, int repeats,
                                    double window_s, int fused, double *prof, long *steps_out) {
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
@@ -120,6 +125,9 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   double v[64]; if (repeats > 64) repeats = 64;
   long timed = 0;
   for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
+#ifdef PDL_HAVE_CUDA
+    if (!k->host_memory && rep == 0) cuda_counters_get(&g_counts0);
+#endif
     int steps = 0; double t0 = now_s(), el;
     ws.prof = rep >= 0 ? prof : NULL;
     do {
@@ -139,6 +147,9 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
     if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; if (prof) prof[2 * NET_MAX_LAYERS + 1] += el; }
   }
   if (steps_out) *steps_out = timed;
+#ifdef PDL_HAVE_CUDA
+  if (!k->host_memory) cuda_counters_get(&g_counts1);
+#endif
   speed_t s;
   double lo = v[0], hi = v[0];
   for (int i = 0; i < repeats; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
@@ -323,9 +334,16 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
   const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
   const double sg = measure_cublas_gflops(4096, 5);
-  fprintf(stderr, "%s batch %d on cuda:%d (%s), conv im2col + cuBLAS, update fused: %.1f img/s (%.1f-%.1f), %.1f "
-                  "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32)\n",
-          net->name, B, dev, desc, img_s, lo, hi, gflops, 100 * gflops / sg, sg);
+  const char *conv = !strcmp(cuda_conv_impl(), "cudnn") ? "cuDNN (FP32, deterministic)" : "im2col + cuBLAS";
+  const double per = timed > 0 ? 1.0 / (double)timed : 0.0;
+  const double ops = (double)(g_counts1.ops - g_counts0.ops) * per, syncs = (double)(g_counts1.syncs - g_counts0.syncs) * per;
+  const double h2d = (double)(g_counts1.h2d_bytes - g_counts0.h2d_bytes) * per;
+  fprintf(stderr, "%s batch %d on cuda:%d (%s), conv %s, update fused: %.1f img/s (%.1f-%.1f), %.1f "
+                  "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32); per step %.1f GPU ops, "
+                  "%.1f host waits, %.0f bytes up\n",
+          net->name, B, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d);
+  char algos[4096];
+  cuda_conv_algos(algos, sizeof algos);
   const prof_totals_t tot = profile_totals(net, prof, profile ? timed : 0);
   if (profile) print_profile(net, B, 1, prof, timed, &tot);
   json_t j; json_begin(&j);
@@ -337,7 +355,10 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   json_num(&j, "gflops", gflops); json_num(&j, "sgemm_gflops", sg); json_num(&j, "ratio_to_sgemm", gflops / sg);
   json_str(&j, "sgemm", "cuBLAS SGEMM 4096^3 FP32");
   json_num(&j, "flops_train_per_img", net->flops_train);
-  json_str(&j, "conv", "im2col+cublas"); json_str(&j, "update", "fused");
+  json_str(&j, "conv", !strcmp(cuda_conv_impl(), "cudnn") ? "cudnn" : "im2col+cublas"); json_str(&j, "update", "fused");
+  if (algos[0]) json_str(&j, "cudnn_algos", algos);
+  json_num(&j, "gpu_ops_per_step", ops); json_num(&j, "gpu_syncs_per_step", syncs);
+  json_num(&j, "h2d_bytes_per_step", h2d);
   if (profile) {
     json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
     json_num(&j, "prof_other_ms", tot.step - tot.conv - tot.fc);
@@ -374,8 +395,10 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --algo kfac also times a K-FAC step (kfac.h) on the same batch: forward/backward, factors,\n"
              "  inversions, preconditioning and update (kfac_*_ms), with the factor, inversion and\n"
              "  preconditioning GFLOP/s (kfac_factors_to_sgemm: the factor GEMMs against sgemm).\n"
-             "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = im2col +\n"
-             "  cuBLAS, fc = cuBLAS, no fused layers yet), parameters, gradients and momentum on the device,\n"
+             "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = cuDNN in strict\n"
+             "  FP32 with deterministic algorithms, or im2col + cuBLAS with PDL_CUDA_CONV=im2col; fc = cuBLAS;\n"
+             "  no fused layers yet; the JSON has the cuDNN algorithms and the GPU ops, host waits and bytes\n"
+             "  uploaded per step), parameters, gradients and momentum on the device,\n"
              "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
              "  With --profile each layer's timers wait for the device (a little slower). Not with --algo\n"
              "  kfac or --update separate yet (default cpu).\n"

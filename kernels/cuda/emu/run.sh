@@ -3,7 +3,9 @@
 # the CPU, for machines without a GPU. The .cu sources are compiled by g++ with the stand-in headers
 # of this folder (kernel<<<g, b, shm, s>>>(args) rewritten to emu_launch(kernel, g, b, shm, s)(args));
 # each launch runs blockDim.x fibers (ucontext, one host thread) over the blocks in order, yielding at barriers for __syncthreads
-# and warp shuffles; cublasSgemm is column-major OpenBLAS sgemm with cuBLAS's argument checks, and
+# and warp shuffles; cublasSgemm is column-major OpenBLAS sgemm with cuBLAS's argument checks, cuDNN's
+# convolutions (cudnn.h) the direct sum in double with a NaN-filled workspace and refusable algorithms
+# offered first, and
 # cusolverDnSpotrf/Spotri are column-major LAPACK with cuSOLVER's. Built with ASan + UBSan, so an
 # out-of-bounds index in a kernel fails loudly. Checks indexing, layouts and the row-/column-major
 # mappings; says nothing about real-GPU timing, memory model or arch-specific codegen.
@@ -14,10 +16,10 @@ out=${BUILD:-build}/cuda-emu
 mkdir -p "$out"
 san="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
 perl -0pe 's/(\w+)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_layers.cu > "$out/cuda_layers_emu.cpp"
-g++ -std=c++20 $san -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -c "$out/cuda_layers_emu.cpp" -o "$out/layers.o"
+g++ -std=c++20 $san -Wall -Wextra -DPDL_HAVE_CUDNN -Ikernels/cuda/emu -Isrc -I. -c "$out/cuda_layers_emu.cpp" -o "$out/layers.o"
 g++ -std=c++20 $san -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -x c++ -c kernels/cuda/cuda_context.cu -o "$out/context.o"
-gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -Isrc -I. \
-  tests/test_cuda_layers.c reference/*.c src/core/rng.c src/util/util.c "$out/layers.o" "$out/context.o" \
+gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_HAVE_CUDNN \
+  -DPDL_CUDA_EMU -Isrc -I. tests/test_cuda_layers.c reference/*.c src/core/rng.c src/util/util.c "$out/layers.o" "$out/context.o" \
   -o "$out/test_cuda_layers_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_layers_emu"
 # The SPD inversion (cuda_inv.cu) with the cusolverDn.h stand-in (cuSOLVER as column-major LAPACK).
@@ -31,7 +33,7 @@ OPENBLAS_NUM_THREADS=1 "$out/test_cuda_inv_emu"
 # net and a few steps; every optimizer through the table (optim.c, train_state.c: pdl train
 # --device's step) against optim_step on kernels_cpu, which the registry (backend.c) hands the
 # optimizers (tests/test_cuda_net.c with PDL_CUDA_EMU).
-gcc -std=c11 $san -fopenmp -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_CUDA_EMU \
+gcc -std=c11 $san -fopenmp -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_HAVE_CUDNN -DPDL_CUDA_EMU \
   -Isrc -I. tests/test_cuda_net.c kernels/cuda/cuda_table.c src/core/model.c src/core/backend.c \
   src/core/train_state.c src/optim/optim.c kernels/cpu/*.c reference/*.c src/core/rng.c src/util/util.c \
   "$out/layers.o" "$out/context.o" -o "$out/test_cuda_net_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
