@@ -152,9 +152,11 @@ static void check_conv_backward(const conv_case *c, int with_din) {
   free(adout); free(adin); free(adw); free(adb); free(nan); free(gdin); free(gdw); free(gdb);
 }
 
-/* The convolution implementations this build has (cuda_conv_set_impl): im2col always, cuDNN where
- * built with it. Each conv test runs on every one; the default is restored after. */
-static const char *const conv_impls[] = {"im2col", "cudnn"};
+/* The convolution implementations this build has (cuda_conv_set_impl): im2col always, cuDNN and
+ * auto (per shape the faster of the two) where built with cuDNN. Each conv test runs on every one;
+ * the default is restored after. */
+#define NIMPL 3
+static const char *const conv_impls[NIMPL] = {"im2col", "cudnn", "auto"};
 static int use_impl(int i) {
   if (cuda_conv_set_impl(conv_impls[i]) != 0) return 0;
   printf("  # conv implementation: %s\n", conv_impls[i]);
@@ -164,7 +166,7 @@ static const char *g_default_impl;
 
 static void test_conv_forward(void) {
   NEED_GPU();
-  for (int m = 0; m < 2; m++) {
+  for (int m = 0; m < NIMPL; m++) {
     if (!use_impl(m)) continue;
     for (size_t i = 0; i < NCASES(conv_cases); i++) check_conv_forward(&conv_cases[i]);
   }
@@ -173,7 +175,7 @@ static void test_conv_forward(void) {
 
 static void test_conv_backward(void) {
   NEED_GPU();
-  for (int m = 0; m < 2; m++) {
+  for (int m = 0; m < NIMPL; m++) {
     if (!use_impl(m)) continue;
     for (size_t i = 0; i < NCASES(conv_cases); i++) {
       check_conv_backward(&conv_cases[i], 1);
@@ -196,7 +198,7 @@ static void test_conv_realistic(void) {
 #else
   const conv_case c = {32, 32, 28, 28, 32, 3, 1};
 #endif
-  for (int m = 0; m < 2; m++) {
+  for (int m = 0; m < NIMPL; m++) {
     if (!use_impl(m)) continue;
     check_conv_forward(&c);
     check_conv_backward(&c, 1);
@@ -235,9 +237,11 @@ static void test_conv_impl_switch(void) {
   EXPECT(cuda_conv_set_impl("im2col") == 0 && strcmp(cuda_conv_impl(), "im2col") == 0);
 #ifdef PDL_HAVE_CUDNN
   EXPECT(cuda_conv_set_impl("cudnn") == 0 && strcmp(cuda_conv_impl(), "cudnn") == 0);
-  EXPECT(strcmp(g_default_impl, "cudnn") == 0);
+  EXPECT(cuda_conv_set_impl("auto") == 0 && strcmp(cuda_conv_impl(), "auto") == 0);
+  EXPECT(strcmp(g_default_impl, "auto") == 0);
 #else
   EXPECT(cuda_conv_set_impl("cudnn") == -1);
+  EXPECT(cuda_conv_set_impl("auto") == -1);
 #endif
   cuda_conv_set_impl(g_default_impl);
 }

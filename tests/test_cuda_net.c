@@ -341,8 +341,8 @@ static void test_step_counts(void) {
   float *w = k->alloc(bytes), *g = k->alloc(bytes), *v = k->alloc(bytes);
   k->upload(w, s.w0, bytes);
   const char *impl0 = cuda_conv_impl();
-  static const char *const impls[] = {"im2col", "cudnn"};
-  for (int m = 0; m < 2; m++) {
+  static const char *const impls[] = {"im2col", "cudnn", "auto"};
+  for (int m = 0; m < 3; m++) {
     if (cuda_conv_set_impl(impls[m]) != 0) continue;
     workspace_t ws;
     ws_init(&ws, &s.net, BATCH, 1, k, 7);

@@ -4,9 +4,10 @@
  * max pooling (floor/ceil), leaky ReLU whose backward reads out, dropout with a caller mask,
  * softmax_xent returning the batch SUM of -log p.
  *
- * conv = cuDNN (strict FP32, deterministic direct/GEMM algorithms chosen once per shape) where pdl
- * was built with it, else, or with cuda_conv_set_impl("im2col"), im2col kernel + one cublasSgemm
- * per batch chunk, mirroring kernels/cpu; fc = cublasSgemm.
+ * conv = per shape and direction the faster (timed on the first call) of cuDNN (strict FP32,
+ * deterministic direct/GEMM algorithms) and im2col kernel + one cublasSgemm per batch chunk
+ * (mirroring kernels/cpu) where pdl was built with cuDNN; cuda_conv_set_impl forces either; fc =
+ * cublasSgemm.
  * Element-wise kernels use grid-stride loops over size_t indices, so any n works with a capped
  * grid. Reductions (bias grads, softmax rows, the loss) run in a fixed order in double: results
  * are deterministic run to run, and no atomics are used. */
@@ -354,11 +355,12 @@ ConvShape conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
  * needs at most kDnnWorkspaceCap bytes of workspace. A direction with no such algorithm falls back
  * to the im2col path for that shape (said in cuda_conv_algos). The workspace is the context's, grown
  * when a plan is made (the first call for a shape), never during a step after that. */
-std::atomic<int> g_conv_cudnn{
+enum { kConvIm2col = 0, kConvCudnn = 1, kConvAuto = 2 };
+std::atomic<int> g_conv_mode{
 #ifdef PDL_HAVE_CUDNN
-    1
+    kConvAuto
 #else
-    0
+    kConvIm2col
 #endif
 };
 std::mutex g_algos_mu;
@@ -382,6 +384,7 @@ struct DnnPlan {
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t conv;
   int fwd, bwd_data, bwd_filter; /* algorithm, or -1: the im2col path for that direction */
+  int use_fwd, use_bwd[2];       /* auto: 1 cuDNN, 0 im2col, -1 not timed yet; use_bwd[din != NULL] */
 };
 struct DnnState {
   cudnnHandle_t h;
@@ -444,6 +447,7 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
   for (auto &pl : d->plans) if (!memcmp(pl.key, key, sizeof key)) return &pl;
   DnnPlan pl;
   memcpy(pl.key, key, sizeof key);
+  pl.use_fwd = pl.use_bwd[0] = pl.use_bwd[1] = -1;
   CHECK_CUDNN(cudnnCreateTensorDescriptor(&pl.x));
   CHECK_CUDNN(cudnnCreateTensorDescriptor(&pl.y));
   CHECK_CUDNN(cudnnCreateFilterDescriptor(&pl.w));
@@ -493,59 +497,10 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
 }
 #endif /* PDL_HAVE_CUDNN */
 
-} /* namespace */
-
-/* ---- entry points ------------------------------------------------------------------------------ */
-extern "C" {
-
-int cuda_conv_set_impl(const char *name) {
-  if (!strcmp(name, "im2col")) { g_conv_cudnn.store(0); return 0; }
-#ifdef PDL_HAVE_CUDNN
-  if (!strcmp(name, "cudnn")) { g_conv_cudnn.store(1); return 0; }
-#endif
-  return -1;
-}
-const char *cuda_conv_impl(void) { return g_conv_cudnn.load() ? "cudnn" : "im2col"; }
-const char *cuda_conv_algos(char *buf, size_t len) {
-  std::lock_guard<std::mutex> lk(g_algos_mu);
-  std::string all;
-  for (const auto &l : g_algos) { if (!all.empty()) all += "; "; all += l; }
-  if (len) snprintf(buf, len, "%s", all.c_str());
-  return buf;
-}
-
-void cuda_conv_set_scratch_cap(size_t floats) { g_scratch_cap.store(floats); }
-size_t cuda_conv_get_scratch_cap(void) { return g_scratch_cap.load(); }
-
-size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
-  (void)nthreads; /* GPU work does not depend on the host thread count */
-  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
-  return ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk;
-}
-
-void cuda_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
-                       int Co, int k, int pad, float *scratch) {
-  /* in [B][Ci][H][W], w [Co][Ci][k][k] = row-major [Co][K], b [Co], out [B][Co][Ho][Wo];
-   * scratch: col [K][cb*P] then outT [Co][cb*P] */
-  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
-  CUDA_SHAPE_ASSERT(scratch != nullptr);
-  PdlCudaCtx *c = pdl_cuda_ctx();
-#ifdef PDL_HAVE_CUDNN
-  if (g_conv_cudnn.load()) {
-    DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
-    if (pl->fwd >= 0) {
-      DnnState *d = (DnnState *)c->dnn;
-      const float one = 1.0f, zero = 0.0f;
-      CHECK_CUDNN(cudnnConvolutionForward(d->h, &one, pl->x, in, pl->w, w, pl->conv,
-                                          (cudnnConvolutionFwdAlgo_t)pl->fwd, d->ws, d->ws_bytes, &zero, pl->y, out));
-      COUNT_OP();
-      const size_t nout = (size_t)B * Co * s.P;
-      k_add_channel_bias<<<grid_for(nout), kBlock, 0, c->stream>>>(out, b, nout, Co, s.P);
-      CHECK_LAUNCH(k_add_channel_bias, c->stream);
-      return;
-    }
-  }
-#endif
+/* ---- the two convolution paths ------------------------------------------------------------------ */
+/* im2col + cuBLAS, in batch chunks; scratch: col [K][cb*P] then outT [Co][cb*P] */
+void im2col_forward(PdlCudaCtx *c, float *out, const float *in, const float *w, const float *b, int B, int Ci, int H,
+                    int W, int Co, int k, int pad, const ConvShape &s, float *scratch) {
   for (int b0 = 0; b0 < B; b0 += s.chunk) {
     int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
     int cols = cb * (int)s.P;
@@ -559,37 +514,9 @@ void cuda_conv_forward(float *out, const float *in, const float *w, const float 
     CHECK_LAUNCH(k_cbp_to_bcp_bias, c->stream);
   }
 }
-
-void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
-                        int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
-  /* dout [B][Co][Ho][Wo]; dw [Co][K] +=; db [Co] +=; din [B][Ci][H][W] = (optional);
-   * scratch: col [K][cb*P] (reused for dcol) then doutT [Co][cb*P] */
-  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
-  CUDA_SHAPE_ASSERT(scratch != nullptr);
-  PdlCudaCtx *c = pdl_cuda_ctx();
-  k_channel_sum<<<Co < (int)kMaxGrid ? Co : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, Co, s.P);
-  CHECK_LAUNCH(k_channel_sum, c->stream);
-#ifdef PDL_HAVE_CUDNN
-  if (g_conv_cudnn.load()) {
-    DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
-    if (pl->bwd_filter >= 0 && (pl->bwd_data >= 0 || !din)) {
-      DnnState *d = (DnnState *)c->dnn;
-      const float one = 1.0f, zero = 0.0f;
-      /* dw += (beta 1); din = (beta 0) */
-      CHECK_CUDNN(cudnnConvolutionBackwardFilter(d->h, &one, pl->x, in, pl->y, dout, pl->conv,
-                                                 (cudnnConvolutionBwdFilterAlgo_t)pl->bwd_filter, d->ws, d->ws_bytes,
-                                                 &one, pl->w, dw));
-      COUNT_OP();
-      if (din) {
-        CHECK_CUDNN(cudnnConvolutionBackwardData(d->h, &one, pl->w, w, pl->y, dout, pl->conv,
-                                                 (cudnnConvolutionBwdDataAlgo_t)pl->bwd_data, d->ws, d->ws_bytes,
-                                                 &zero, pl->x, din));
-        COUNT_OP();
-      }
-      return;
-    }
-  }
-#endif
+/* dw +=, din = (if not NULL); scratch: col [K][cb*P] (reused for dcol) then doutT [Co][cb*P] */
+void im2col_backward(PdlCudaCtx *c, float *din, float *dw, const float *dout, const float *in, const float *w, int B,
+                     int Ci, int H, int W, int Co, int k, int pad, const ConvShape &s, float *scratch) {
   for (int b0 = 0; b0 < B; b0 += s.chunk) {
     int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
     int cols = cb * (int)s.P;
@@ -610,6 +537,150 @@ void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, con
       CHECK_LAUNCH(k_col2im, c->stream);
     }
   }
+}
+
+#ifdef PDL_HAVE_CUDNN
+void dnn_forward(PdlCudaCtx *c, DnnPlan *pl, float *out, const float *in, const float *w, const float *b, int Co,
+                 const ConvShape &s) {
+  DnnState *d = (DnnState *)c->dnn;
+  const float one = 1.0f, zero = 0.0f;
+  CHECK_CUDNN(cudnnConvolutionForward(d->h, &one, pl->x, in, pl->w, w, pl->conv, (cudnnConvolutionFwdAlgo_t)pl->fwd,
+                                      d->ws, d->ws_bytes, &zero, pl->y, out));
+  COUNT_OP();
+  const size_t nout = (size_t)pl->key[0] * Co * s.P;
+  k_add_channel_bias<<<grid_for(nout), kBlock, 0, c->stream>>>(out, b, nout, Co, s.P);
+  CHECK_LAUNCH(k_add_channel_bias, c->stream);
+}
+/* dw += (beta 1); din = (beta 0), if not NULL */
+void dnn_backward(PdlCudaCtx *c, DnnPlan *pl, float *din, float *dw, const float *dout, const float *in,
+                  const float *w) {
+  DnnState *d = (DnnState *)c->dnn;
+  const float one = 1.0f, zero = 0.0f;
+  CHECK_CUDNN(cudnnConvolutionBackwardFilter(d->h, &one, pl->x, in, pl->y, dout, pl->conv,
+                                             (cudnnConvolutionBwdFilterAlgo_t)pl->bwd_filter, d->ws, d->ws_bytes, &one,
+                                             pl->w, dw));
+  COUNT_OP();
+  if (din) {
+    CHECK_CUDNN(cudnnConvolutionBackwardData(d->h, &one, pl->w, w, pl->y, dout, pl->conv,
+                                             (cudnnConvolutionBwdDataAlgo_t)pl->bwd_data, d->ws, d->ws_bytes, &zero,
+                                             pl->x, din));
+    COUNT_OP();
+  }
+}
+/* ms per call of f on the stream: one warm-up, then the mean of 3 between two events */
+template <class F> float time_ms(PdlCudaCtx *c, F f) {
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  f();
+  CHECK_CUDA(cudaEventRecord(e0, c->stream));
+  for (int i = 0; i < 3; i++) f();
+  CHECK_CUDA(cudaEventRecord(e1, c->stream));
+  CHECK_CUDA(cudaEventSynchronize(e1));
+  pdl_cuda_counts.syncs++;
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+  return ms / 3;
+}
+void note_choice(const DnnPlan *pl, const char *dir, float t_dnn, float t_im2col) {
+  char line[256];
+  snprintf(line, sizeof line, "%dx%dx%dx%d->%d k%d p%d: auto %s = %s (cuDNN %.4f ms, im2col %.4f ms)", pl->key[0],
+           pl->key[1], pl->key[2], pl->key[3], pl->key[4], pl->key[5], pl->key[6], dir,
+           t_dnn <= t_im2col ? "cudnn" : "im2col", t_dnn, t_im2col);
+  note_algos(line);
+}
+#endif /* PDL_HAVE_CUDNN */
+
+} /* namespace */
+
+/* ---- entry points ------------------------------------------------------------------------------ */
+extern "C" {
+
+int cuda_conv_set_impl(const char *name) {
+  if (!strcmp(name, "im2col")) { g_conv_mode.store(kConvIm2col); return 0; }
+#ifdef PDL_HAVE_CUDNN
+  if (!strcmp(name, "cudnn")) { g_conv_mode.store(kConvCudnn); return 0; }
+  if (!strcmp(name, "auto")) { g_conv_mode.store(kConvAuto); return 0; }
+#endif
+  return -1;
+}
+const char *cuda_conv_impl(void) {
+  const int m = g_conv_mode.load();
+  return m == kConvAuto ? "auto" : m == kConvCudnn ? "cudnn" : "im2col";
+}
+const char *cuda_conv_algos(char *buf, size_t len) {
+  std::lock_guard<std::mutex> lk(g_algos_mu);
+  std::string all;
+  for (const auto &l : g_algos) { if (!all.empty()) all += "; "; all += l; }
+  if (len) snprintf(buf, len, "%s", all.c_str());
+  return buf;
+}
+
+void cuda_conv_set_scratch_cap(size_t floats) { g_scratch_cap.store(floats); }
+size_t cuda_conv_get_scratch_cap(void) { return g_scratch_cap.load(); }
+
+size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
+  (void)nthreads; /* GPU work does not depend on the host thread count */
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  return ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk;
+}
+
+void cuda_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                       int Co, int k, int pad, float *scratch) {
+  /* in [B][Ci][H][W], w [Co][Ci][k][k] = row-major [Co][K], b [Co], out [B][Co][Ho][Wo] */
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  CUDA_SHAPE_ASSERT(scratch != nullptr);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+#ifdef PDL_HAVE_CUDNN
+  const int mode = g_conv_mode.load();
+  if (mode != kConvIm2col) {
+    DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
+    if (pl->fwd >= 0) {
+      if (mode == kConvAuto && pl->use_fwd < 0) { /* the first call for this shape: time both, keep the faster */
+        const float td = time_ms(c, [&] { dnn_forward(c, pl, out, in, w, b, Co, s); });
+        const float ti = time_ms(c, [&] { im2col_forward(c, out, in, w, b, B, Ci, H, W, Co, k, pad, s, scratch); });
+        pl->use_fwd = td <= ti;
+        note_choice(pl, "fwd", td, ti);
+      }
+      if (mode == kConvCudnn || pl->use_fwd == 1) { dnn_forward(c, pl, out, in, w, b, Co, s); return; }
+    }
+  }
+#endif
+  im2col_forward(c, out, in, w, b, B, Ci, H, W, Co, k, pad, s, scratch);
+}
+
+void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                        int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
+  /* dout [B][Co][Ho][Wo]; dw [Co][K] +=; db [Co] +=; din [B][Ci][H][W] = (optional) */
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  CUDA_SHAPE_ASSERT(scratch != nullptr);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_channel_sum<<<Co < (int)kMaxGrid ? Co : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, Co, s.P);
+  CHECK_LAUNCH(k_channel_sum, c->stream);
+#ifdef PDL_HAVE_CUDNN
+  const int mode = g_conv_mode.load();
+  if (mode != kConvIm2col) {
+    DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
+    const int wd = din != nullptr;
+    if (pl->bwd_filter >= 0 && (pl->bwd_data >= 0 || !din)) {
+      if (mode == kConvAuto && pl->use_bwd[wd] < 0) {
+        /* time both into a scratch dw (the real one accumulates); din is overwritten by the call below */
+        float *tdw = cuda_alloc_floats((size_t)Co * s.K);
+        const float td = time_ms(c, [&] { dnn_backward(c, pl, din, tdw, dout, in, w); });
+        const float ti = time_ms(c, [&] { im2col_backward(c, din, tdw, dout, in, w, B, Ci, H, W, Co, k, pad, s, scratch); });
+        CHECK_CUDA(cudaStreamSynchronize(c->stream));
+        pdl_cuda_counts.syncs++;
+        cuda_free(tdw);
+        pl->use_bwd[wd] = td <= ti;
+        note_choice(pl, wd ? "bwd" : "bwd (no din)", td, ti);
+      }
+      if (mode == kConvCudnn || pl->use_bwd[wd] == 1) { dnn_backward(c, pl, din, dw, dout, in, w); return; }
+    }
+  }
+#endif
+  im2col_backward(c, din, dw, dout, in, w, B, Ci, H, W, Co, k, pad, s, scratch);
 }
 
 void cuda_fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N) {

@@ -60,16 +60,19 @@ typedef struct { long ops, syncs; size_t h2d_bytes, d2h_bytes; } cuda_counters_t
 void cuda_counters_get(cuda_counters_t *out);
 void cuda_counters_reset(void);
 
-/* The convolution implementation of cuda_conv_forward/backward, for every thread: "cudnn" (the
- * default where pdl was built with cuDNN: strict FP32 (CUDNN_FMA_MATH, no TF32), deterministic
- * algorithms only, the direct and GEMM-based ones (no FFT or Winograd), each direction's chosen
- * once per shape by cudnnFind*) or "im2col" (im2col + cuBLAS SGEMM, the fallback and the
- * comparison). Returns 0, or -1 for another name or "cudnn" in a build without it. The environment
- * variable PDL_CUDA_CONV sets it for pdl's commands (cuda_kernels_on). */
+/* The convolution implementation of cuda_conv_forward/backward, for every thread: "auto" (the
+ * default where pdl was built with cuDNN: for each shape, the forward and the backward each take
+ * the faster of the two paths below, timed on the shape's first call), "cudnn" (cuDNN always:
+ * strict FP32 (CUDNN_FMA_MATH, no TF32), deterministic algorithms only, the direct and GEMM-based
+ * ones (no FFT or Winograd), each direction's chosen once per shape by cudnnFind*) or "im2col"
+ * (im2col + cuBLAS SGEMM, the only one without cuDNN). Returns 0, or -1 for another name or a
+ * cuDNN mode in a build without it. The environment variable PDL_CUDA_CONV sets it for pdl's
+ * commands (cuda_kernels_on). */
 int cuda_conv_set_impl(const char *name);
 const char *cuda_conv_impl(void);
 /* The algorithms cuDNN was given for each convolution shape so far, one "BxCixHxW->Co kK pP:
- * fwd=A bwd_data=B bwd_filter=C" entry per shape, separated by "; " ("" if none); returns buf. */
+ * fwd=A bwd_data=B bwd_filter=C" entry per shape, and under "auto" one per timed choice ("...: auto
+ * fwd = im2col (cuDNN 0.1 ms, im2col 0.05 ms)"), separated by "; " ("" if none); returns buf. */
 const char *cuda_conv_algos(char *buf, size_t len);
 
 /* Device memory. Allocation failures exit 1 with the size asked for; n == 0 returns NULL. */

@@ -64,7 +64,8 @@ const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t l
   if (dev < 0 || dev >= nd) die("%s: this machine has %d CUDA device(s) (0..%d)", flag, nd, nd - 1);
   const char *impl = getenv("PDL_CUDA_CONV");
   if (impl && *impl && cuda_conv_set_impl(impl) != 0)
-    die("PDL_CUDA_CONV=%s: the GPU convolutions are 'cudnn' (the default where built with cuDNN) or 'im2col'%s", impl,
+    die("PDL_CUDA_CONV=%s: the GPU convolutions are 'auto' (the default where built with cuDNN: the faster of the two per "
+        "shape), 'cudnn' or 'im2col'%s", impl,
 #ifdef PDL_HAVE_CUDNN
         ""
 #else

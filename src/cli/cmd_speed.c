@@ -334,7 +334,9 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
   const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
   const double sg = measure_cublas_gflops(4096, 5);
-  const char *conv = !strcmp(cuda_conv_impl(), "cudnn") ? "cuDNN (FP32, deterministic)" : "im2col + cuBLAS";
+  const char *impl = cuda_conv_impl();
+  const char *conv = !strcmp(impl, "cudnn") ? "cuDNN (FP32, deterministic)"
+                     : !strcmp(impl, "auto") ? "auto (the faster of cuDNN and im2col + cuBLAS per shape)" : "im2col + cuBLAS";
   const double per = timed > 0 ? 1.0 / (double)timed : 0.0;
   const double ops = (double)(g_counts1.ops - g_counts0.ops) * per, syncs = (double)(g_counts1.syncs - g_counts0.syncs) * per;
   const double h2d = (double)(g_counts1.h2d_bytes - g_counts0.h2d_bytes) * per;
@@ -355,7 +357,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   json_num(&j, "gflops", gflops); json_num(&j, "sgemm_gflops", sg); json_num(&j, "ratio_to_sgemm", gflops / sg);
   json_str(&j, "sgemm", "cuBLAS SGEMM 4096^3 FP32");
   json_num(&j, "flops_train_per_img", net->flops_train);
-  json_str(&j, "conv", !strcmp(cuda_conv_impl(), "cudnn") ? "cudnn" : "im2col+cublas"); json_str(&j, "update", "fused");
+  json_str(&j, "conv", !strcmp(impl, "im2col") ? "im2col+cublas" : impl); json_str(&j, "update", "fused");
   if (algos[0]) json_str(&j, "cudnn_algos", algos);
   json_num(&j, "gpu_ops_per_step", ops); json_num(&j, "gpu_syncs_per_step", syncs);
   json_num(&j, "h2d_bytes_per_step", h2d);
@@ -395,8 +397,9 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --algo kfac also times a K-FAC step (kfac.h) on the same batch: forward/backward, factors,\n"
              "  inversions, preconditioning and update (kfac_*_ms), with the factor, inversion and\n"
              "  preconditioning GFLOP/s (kfac_factors_to_sgemm: the factor GEMMs against sgemm).\n"
-             "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = cuDNN in strict\n"
-             "  FP32 with deterministic algorithms, or im2col + cuBLAS with PDL_CUDA_CONV=im2col; fc = cuBLAS;\n"
+             "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = per shape the faster\n"
+             "  of cuDNN (strict FP32, deterministic algorithms) and im2col + cuBLAS; PDL_CUDA_CONV=cudnn|im2col\n"
+             "  forces one; fc = cuBLAS;\n"
              "  no fused layers yet; the JSON has the cuDNN algorithms and the GPU ops, host waits and bytes\n"
              "  uploaded per step), parameters, gradients and momentum on the device,\n"
              "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"

@@ -29,6 +29,7 @@ using std::isfinite; // a device function of the CUDA math headers, in the globa
 #define EMU_API static inline
 #define EMU_VAR static
 #endif
+#include <time.h>
 #include <unistd.h>
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorNoDevice = 100 };
@@ -54,6 +55,15 @@ EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? 0 : 1; }
 EMU_API cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 1; }
 EMU_API cudaError_t cudaFree(void *p) { free(p); return 0; }
 EMU_API cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st) { (void)k; if (!st) return 1; memcpy(d, s, n); return 0; }
+/* events: the host clock at the record (launches run before they return, so that is when the work
+ * queued before it was done) */
+typedef struct emu_event { double t; int recorded; } *cudaEvent_t;
+EMU_API double emu_now_ms(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6; }
+EMU_API cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = (cudaEvent_t)calloc(1, sizeof(struct emu_event)); return *e ? 0 : 1; }
+EMU_API cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return 0; }
+EMU_API cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { if (!e || !s) return 1; e->t = emu_now_ms(); e->recorded = 1; return 0; }
+EMU_API cudaError_t cudaEventSynchronize(cudaEvent_t e) { return e && e->recorded ? 0 : 1; }
+EMU_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { if (!a || !b || !a->recorded || !b->recorded) return 1; *ms = (float)(b->t - a->t); return 0; }
 EMU_API cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { if (!st) return 1; memset(d, v, n); return 0; }
 
 #ifdef __cplusplus
