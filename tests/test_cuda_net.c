@@ -59,7 +59,7 @@
 #endif
 
 #define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps) X(test_optim_updates) X(test_optim_train) \
-  X(test_step_counts)
+  X(test_step_counts) X(test_graph_step)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -382,6 +382,79 @@ static void test_step_counts(void) {
   teardown(&s);
 }
 
+/* One step captured as a CUDA graph and replayed (cuda_graph_*, as pdl speed --graph) against the
+ * same steps run eagerly, from the same weights on the same batch (resident on the device after
+ * the first, eager, step; lr fixed: it is baked into the graph): the parameters must be the same
+ * bits after every step count, and the last loss (left on the device, cuda_loss_defer) the same.
+ * A net without dropout (a mask drawn on the host would be uploaded, which a capture refuses). */
+#ifdef PDL_CUDA_EMU
+#define GRAPH_SPEC "leaky C4 P C6k3p0 Pc F12 S5"
+#define GRAPH_STEPS 4
+#else
+#define GRAPH_SPEC "ppasgd-cifar"
+#define GRAPH_STEPS 100
+#endif
+static void graph_side(const net_t *net, const float *w0, const float *x, const int *y, int graph, float *w_out,
+                       double *last_loss) {
+  const kernels_t *k = &kernels_cuda;
+  const size_t bytes = net->nparams * sizeof(float);
+  float *w = k->alloc(bytes), *g = k->alloc(bytes), *v = k->alloc(bytes);
+  k->upload(w, w0, bytes);
+  workspace_t ws;
+  ws_init(&ws, net, BATCH, 1, k, 7);
+  const net_step_t st = {.lr = 0.01f, .mu = 0.9f, .wd = 0.0f, .v = v};
+  double loss = net_forward(&ws, w, x, y, BATCH, 1, NULL);   /* step 1 eager on both sides */
+  net_backward_step(&ws, w, g, y, BATCH, 1.0f / BATCH, &st);
+  void *gr = NULL;
+  if (graph) {
+    cuda_loss_defer(1);
+    cuda_graph_begin();
+    EXPECT(isnan(net_forward(&ws, w, NULL, y, BATCH, 1, NULL)));
+    net_backward_step(&ws, w, g, y, BATCH, 1.0f / BATCH, &st);
+    gr = cuda_graph_end();
+  }
+  for (int t = 1; t < GRAPH_STEPS; t++) {
+    if (gr) cuda_graph_launch(gr);
+    else {
+      loss = net_forward(&ws, w, NULL, y, BATCH, 1, NULL);
+      net_backward_step(&ws, w, g, y, BATCH, 1.0f / BATCH, &st);
+    }
+  }
+  if (gr) { loss = cuda_loss_last(); cuda_graph_free(gr); cuda_loss_defer(0); }
+  *last_loss = loss;
+  k->download(w_out, w, bytes);
+  ws_free(&ws);
+  k->release(w); k->release(g); k->release(v);
+}
+static void test_graph_step(void) {
+  NEED_GPU();
+  net_t net;
+  net_build(&net, GRAPH_SPEC, IN_C, IN_H, IN_W);
+  const size_t n = net.nparams, img = (size_t)IN_C * IN_H * IN_W;
+  float *w0 = malloc(n * 4), *x = malloc(BATCH * img * 4), *we = malloc(n * 4), *wg = malloc(n * 4);
+  int *y = malloc(BATCH * sizeof(int));
+  if (!w0 || !x || !we || !wg || !y) { fprintf(stderr, "out of memory\n"); exit(1); }
+  net_init_params(&net, w0, 3);
+  rng_t r;
+  rng_seed(&r, 11, 0);
+  for (size_t i = 0; i < BATCH * img; i++) x[i] = (float)rng_normal(&r);
+  for (int b = 0; b < BATCH; b++) y[b] = (int)rng_below(&r, (uint64_t)net.classes);
+  double le, lg;
+  cuda_counters_t c0, c1;
+  graph_side(&net, w0, x, y, 0, we, &le);
+  cuda_counters_get(&c0);
+  graph_side(&net, w0, x, y, 1, wg, &lg);
+  cuda_counters_get(&c1);
+  size_t differ = 0;
+  for (size_t i = 0; i < n; i++) differ += memcmp(&we[i], &wg[i], 4) != 0;
+  printf("  # %s, %d steps (1 eager, then %s): %zu of %zu parameters differ from the eager run's, last loss %.9g "
+         "(eager %.9g); %ld host waits in the graph side\n", net.name, GRAPH_STEPS, "graph replays", differ, n,
+         lg / BATCH, le / BATCH, c1.syncs - c0.syncs);
+  EXPECT_MSG(differ == 0, "%zu of %zu parameters differ between the graph replays and the eager steps", differ, n);
+  EXPECT_MSG(lg == le, "last loss %.17g from the graph, %.17g eager", lg, le);
+  free(w0); free(x); free(we); free(wg); free(y);
+}
+
 #else /* built without CUDA */
 #define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 NET_TESTS(DEFINE_SKIP)
@@ -397,6 +470,7 @@ int main(void) {
   RUN(test_optim_updates);
   RUN(test_optim_train);
   RUN(test_step_counts);
+  RUN(test_graph_step);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

@@ -7,8 +7,9 @@
 #   K-FAC with its inversions on cuSOLVER (--kfac-inverse cuda) beside the CPU's (fast), same seed;
 #   pdl inverse (cuSOLVER beside the CPU's fast path and the LAPACKE reference) at K-FAC's orders;
 #   test_cuda_net (training steps on the GPU against the CPU); pdl speed --device cuda, its
-#   convolutions by cuDNN and by im2col + cuBLAS (PDL_CUDA_CONV; SPEED_CONV narrows), beside PyTorch
-#   (bench/gpu/torch_speed_cuda.py, eager and CUDA-graphed) at batches 1, 16, 128, 512.
+#   convolutions in each of SPEED_CONV's modes (PDL_CUDA_CONV; default auto im2col), each eager and
+#   with the step as one CUDA graph (--graph; SPEED_GRAPH= turns that off), beside PyTorch
+#   (bench/gpu/torch_speed_cuda.py, CUDA-graphed, and eager at TORCH_BATCHES) at batches 1, 16, 128, 512.
 #   pdl train --device cuda beside --device cpu: one epoch of ppasgd-cifar on Fashion-MNIST
 #   (carry build-gpu/fmnist as well).
 #   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only);
@@ -98,10 +99,16 @@ if want kfac; then
   done
 fi
 want inverse && step inverse $PDL inverse --sizes 289,577,1024,1153,2048,4096 --reps 5
-if want speed; then # pdl speed --device cuda beside PyTorch eager and CUDA-graphed on the same GPU
+if want speed; then # pdl speed --device cuda (each conv mode, eager and one CUDA graph per step) beside PyTorch eager and CUDA-graphed
   for b in ${SPEED_BATCHES:-1 16 128 512}; do
-    for cv in ${SPEED_CONV:-cudnn im2col}; do PDL_CUDA_CONV=$cv step speed_pdl_${cv}_b$b $PDL speed --device cuda --batch $b --repeats 5; done
-    for m in eager graph; do step speed_torch_${m}_b$b python3 bench/gpu/torch_speed_cuda.py $b $m 5; done
+    for cv in ${SPEED_CONV:-auto im2col}; do
+      PDL_CUDA_CONV=$cv step speed_pdl_${cv}_b$b $PDL speed --device cuda --batch $b --repeats 5
+      [ -n "${SPEED_GRAPH:-1}" ] && PDL_CUDA_CONV=$cv step speed_pdl_${cv}_graph_b$b $PDL speed --device cuda --batch $b --repeats 5 --graph
+    done
+    for m in graph eager; do
+      [[ " ${TORCH_BATCHES:-${SPEED_BATCHES:-1 16 128 512}} " == *" $b "* || $m == graph ]] || continue
+      step speed_torch_${m}_b$b python3 bench/gpu/torch_speed_cuda.py $b $m 5
+    done
   done
 fi
 if want profile; then # where a GPU step's time goes, layer by layer (timers wait for the device)
@@ -128,18 +135,20 @@ if want profile; then
   for b in ${SPEED_BATCHES:-1 16 128 512}; do echo; grep -v '^{' "$OUTD/profile_b$b.log"; done
 fi
 if want speed; then
-  echo "img/s, median of 5 windows (min-max):  batch | pdl cuDNN | pdl im2col | PyTorch eager | PyTorch CUDA graph"
-  for b in ${SPEED_BATCHES:-1 16 128 512}; do
-    r() { python3 -c 'import json,sys
-try:
-  j=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]; print("%.0f (%.0f-%.0f)" % (j["img_per_s"], j["img_per_s_min"], j["img_per_s_max"]))
-except Exception as e: print("failed")' "$OUTD/$1.log"; }
-    echo "  $b | $(r speed_pdl_cudnn_b$b) | $(r speed_pdl_im2col_b$b) | $(r speed_torch_eager_b$b) | $(r speed_torch_graph_b$b)"
-  done
+  echo "img/s, median of 5 windows (min-max), per batch: pdl (conv mode, eager or graph) and PyTorch (eager, graph)"
+  python3 -c 'import json,sys,glob,re,os
+rows={}
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "speed_*_b*.log"))):
+  m=re.match(r"speed_(.*)_b(\d+)\.log", os.path.basename(p))
+  try:
+    j=[json.loads(l) for l in open(p) if l.startswith("{")][-1]; v="%.0f (%.0f-%.0f)" % (j["img_per_s"], j["img_per_s_min"], j["img_per_s_max"])
+  except Exception: v="failed"
+  rows.setdefault(int(m.group(2)), []).append("%s %s" % (m.group(1), v))
+for b in sorted(rows): print("  batch %d: %s" % (b, "; ".join(rows[b])))' "$OUTD"
   grep -h "cuBLAS SGEMM" "$OUTD"/speed_pdl_*_b*.log | head -8
   python3 -c 'import json,sys
 for p in sys.argv[1:]:
   try: j=[json.loads(l) for l in open(p) if l.startswith("{")][-1]
   except Exception: continue
-  print(p.split("/")[-1], "ops/step %.1f, waits/step %.1f, bytes up/step %.0f" % (j.get("gpu_ops_per_step",-1), j.get("gpu_syncs_per_step",-1), j.get("h2d_bytes_per_step",-1)), j.get("cudnn_algos",""))' "$OUTD"/speed_pdl_*_b128.log
+  print(p.split("/")[-1], "ops/step %.2f, waits/step %.3f, bytes up/step %.0f" % (j.get("gpu_ops_per_step",-1), j.get("gpu_syncs_per_step",-1), j.get("h2d_bytes_per_step",-1)), j.get("graph_last_loss",""), j.get("cudnn_algos",""))' "$OUTD"/speed_pdl_*_b*.log
 fi

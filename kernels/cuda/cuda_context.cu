@@ -34,6 +34,7 @@ bool pdl_cuda_sync_launches() {
 
 static thread_local PdlCudaCtx t_ctx; /* zero-initialised: valid == 0 */
 thread_local cuda_counters_t pdl_cuda_counts;
+thread_local int pdl_cuda_capturing;
 
 extern "C" void cuda_counters_get(cuda_counters_t *out) { *out = pdl_cuda_counts; }
 extern "C" void cuda_counters_reset(void) { memset(&pdl_cuda_counts, 0, sizeof pdl_cuda_counts); }
@@ -45,6 +46,7 @@ static void ctx_destroy(PdlCudaCtx *c) {
   if (cur != c->device) CHECK_CUDA(cudaSetDevice(c->device));
   CHECK_CUDA(cudaStreamSynchronize(c->stream));
   CHECK_CUBLAS(cublasDestroy(c->blas));
+  CHECK_CUDA(cudaFree(c->blas_ws));
   if (c->solver) c->solver_free(c->solver);
   if (c->dnn) c->dnn_free(c->dnn);
   CHECK_CUDA(cudaFree(c->scratch));
@@ -68,6 +70,11 @@ PdlCudaCtx *pdl_cuda_ctx() {
   /* Default math = true FP32 SGEMM: no TF32 tensor-op down-conversion (that needs
    * CUBLAS_TF32_TENSOR_OP_MATH), so results stay within FP32 dot-product error bounds. */
   CHECK_CUBLAS(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
+  /* cuBLAS's workspace, ours from the start (32 MiB, NVIDIA's advice for Hopper): a GEMM captured
+   * into a graph then never makes cuBLAS allocate one */
+  const size_t blas_ws = (size_t)32 << 20;
+  CHECK_CUDA(cudaMalloc(&c.blas_ws, blas_ws));
+  CHECK_CUBLAS(cublasSetWorkspace(c.blas, c.blas_ws, blas_ws));
   c.valid = 1;
   t_ctx = c;
   return &t_ctx;
@@ -143,6 +150,10 @@ extern "C" void cuda_free(void *dev) { CHECK_CUDA(cudaFree(dev)); }
 /* Copy on the thread's stream (so it is ordered after queued kernels) and wait for it. */
 static void copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return;
+  if (pdl_cuda_capturing)
+    pdl_cuda_fail(kind == cudaMemcpyHostToDevice ? "an upload during graph capture" : "a download during graph capture",
+                  "capture", "a captured step must not wait for the device (upload the batch before capturing)",
+                  __FILE__, __LINE__);
   cudaStream_t s = pdl_cuda_ctx()->stream;
   CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s));
   CHECK_CUDA(cudaStreamSynchronize(s));
@@ -173,4 +184,30 @@ extern "C" void cuda_zero_floats(float *dev, size_t n) {
   if (n == 0) return;
   CHECK_CUDA(cudaMemsetAsync(dev, 0, n * sizeof(float), pdl_cuda_ctx()->stream));
   COUNT_OP();
+}
+
+/* ---- CUDA graphs (cuda_layers.h) ---------------------------------------------------------------- */
+extern "C" void cuda_graph_begin(void) {
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  if (pdl_cuda_capturing) pdl_cuda_fail("cuda_graph_begin", "already capturing", "cuda_graph_end first", __FILE__, __LINE__);
+  CHECK_CUDA(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+  pdl_cuda_capturing = 1;
+}
+extern "C" void *cuda_graph_end(void) {
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  if (!pdl_cuda_capturing) pdl_cuda_fail("cuda_graph_end", "not capturing", "cuda_graph_begin first", __FILE__, __LINE__);
+  cudaGraph_t g;
+  CHECK_CUDA(cudaStreamEndCapture(c->stream, &g));
+  pdl_cuda_capturing = 0;
+  cudaGraphExec_t e;
+  CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
+  CHECK_CUDA(cudaGraphDestroy(g));
+  return (void *)e;
+}
+extern "C" void cuda_graph_launch(void *exec) {
+  CHECK_CUDA(cudaGraphLaunch((cudaGraphExec_t)exec, pdl_cuda_ctx()->stream));
+  COUNT_OP();
+}
+extern "C" void cuda_graph_free(void *exec) {
+  if (exec) CHECK_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)exec));
 }

@@ -45,6 +45,8 @@ struct PdlCudaCtx {
   void *solver;                /* cuSOLVER handle bound to stream, made by cuda_inv.cu on first use */
   void (*solver_free)(void *); /* its destructor, called by the context's teardown (so the context
                                   itself needs no cuSOLVER) */
+  void *blas_ws;               /* cuBLAS's workspace, set at creation (so that a graph capture
+                                  never sees cuBLAS allocate one) */
   void *dnn;                   /* cuDNN state (handle, per-shape plans, workspace), made by
                                   cuda_layers.cu on the first cuDNN convolution */
   void (*dnn_free)(void *);    /* its destructor, likewise */
@@ -55,6 +57,8 @@ struct PdlCudaCtx {
  * bytes copied each way. Incremented where the work is queued. */
 extern thread_local cuda_counters_t pdl_cuda_counts;
 #define COUNT_OP() (pdl_cuda_counts.ops++)
+/* 1 while the calling thread captures a CUDA graph (cuda_graph_begin .. cuda_graph_end) */
+extern thread_local int pdl_cuda_capturing;
 
 /* The calling thread's context on its current device, created on first use. */
 PdlCudaCtx *pdl_cuda_ctx();

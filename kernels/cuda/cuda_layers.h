@@ -75,6 +75,22 @@ const char *cuda_conv_impl(void);
  * fwd = im2col (cuDNN 0.1 ms, im2col 0.05 ms)"), separated by "; " ("" if none); returns buf. */
 const char *cuda_conv_algos(char *buf, size_t len);
 
+/* CUDA graphs: cuda_graph_begin starts capturing the calling thread's stream (thread-local mode);
+ * the layer and update calls that follow are recorded, not run, until cuda_graph_end, which
+ * returns the instantiated graph; cuda_graph_launch queues one replay of it on the stream. A captured
+ * call must not wait for the device: an upload or download during capture ends the process naming
+ * it, and the softmax's loss must be deferred (cuda_loss_defer). Everything a step allocates
+ * (cuDNN plans and workspace, scratch) must exist before capture: run the step once first. */
+void cuda_graph_begin(void);
+void *cuda_graph_end(void);
+void cuda_graph_launch(void *graph);
+void cuda_graph_free(void *graph);
+/* With on = 1, cuda_softmax_xent_forward leaves the loss on the device (returns NaN; no wait, no
+ * label check: a step checked eagerly first) so that a step can be captured; cuda_loss_last then
+ * waits and returns the last loss computed (the batch sum of -log p). */
+void cuda_loss_defer(int on);
+double cuda_loss_last(void);
+
 /* Device memory. Allocation failures exit 1 with the size asked for; n == 0 returns NULL. */
 float *cuda_alloc_floats(size_t n);
 int *cuda_alloc_ints(size_t n);

@@ -108,6 +108,10 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
 #ifdef PDL_HAVE_CUDA
 /* the GPU counters at the start and the end of measure_train_speed's timed windows (device backends) */
 static cuda_counters_t g_counts0, g_counts1;
+/* --graph: measure_train_speed captures one step as a CUDA graph after the warm-up window and times
+ * its replays (the batch resident on the device, the loss left there); the last replay's loss */
+static int g_graph;
+static double g_graph_loss;
 #endif
 
 static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, int threads, int repeats,
@@ -124,13 +128,32 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   workspace_t ws; ws_init(&ws, net, B, threads, k, 1);
   double v[64]; if (repeats > 64) repeats = 64;
   long timed = 0;
+#ifdef PDL_HAVE_CUDA
+  void *graph = NULL;
+#endif
   for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
+#ifdef PDL_HAVE_CUDA
+    if (rep == 0 && g_graph && !k->host_memory) {
+      /* one step captured: x stays in the workspace's input buffer (the warm-up uploaded it), the
+       * labels on the device (unchanged, so not uploaded again), the loss on the device */
+      cuda_loss_defer(1);
+      cuda_graph_begin();
+      net_forward(&ws, d.w, NULL, y, B, 1, NULL);
+      net_step_t st;
+      SHAPE_ASSERT(optim_fused_step(d.o, &st, 1e-4f));
+      net_backward_step(&ws, d.w, d.g, y, B, 1.0f / B, &st);
+      graph = cuda_graph_end();
+    }
+#endif
 #ifdef PDL_HAVE_CUDA
     if (!k->host_memory && rep == 0) cuda_counters_get(&g_counts0);
 #endif
     int steps = 0; double t0 = now_s(), el;
     ws.prof = rep >= 0 ? prof : NULL;
     do {
+#ifdef PDL_HAVE_CUDA
+      if (graph) { cuda_graph_launch(graph); steps++; continue; }
+#endif
       net_forward(&ws, d.w, x, y, B, 1, NULL);
       net_step_t st;
       if (fused && optim_fused_step(d.o, &st, 1e-4f)) {   /* as pdl train: the update inside the backward */
@@ -149,6 +172,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   if (steps_out) *steps_out = timed;
 #ifdef PDL_HAVE_CUDA
   if (!k->host_memory) cuda_counters_get(&g_counts1);
+  if (graph) { g_graph_loss = cuda_loss_last() / B; cuda_graph_free(graph); cuda_loss_defer(0); }
 #endif
   speed_t s;
   double lo = v[0], hi = v[0];
@@ -321,9 +345,9 @@ static double measure_cublas_gflops(int n, int reps) {
  * momentum in device memory; the batch (x, labels) is the host's and is uploaded every step, as
  * pdl train would. Each step waits for its loss (the softmax forward). Beside cuBLAS SGEMM.
  * Prints the summary line on stderr and the JSON line on stdout. */
-static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
+static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph) {
 #ifndef PDL_HAVE_CUDA
-  (void)net; (void)B; (void)R; (void)profile;
+  (void)net; (void)B; (void)R; (void)profile; (void)graph;
   die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
   return 1;
 #else
@@ -331,6 +355,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   const kernels_t *k = kernels_for(dev, "--device", desc, sizeof desc);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long timed = 0;
+  g_graph = graph;
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
   const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
   const double sg = measure_cublas_gflops(4096, 5);
@@ -342,8 +367,9 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   const double h2d = (double)(g_counts1.h2d_bytes - g_counts0.h2d_bytes) * per;
   fprintf(stderr, "%s batch %d on cuda:%d (%s), conv %s, update fused: %.1f img/s (%.1f-%.1f), %.1f "
                   "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32); per step %.1f GPU ops, "
-                  "%.1f host waits, %.0f bytes up\n",
-          net->name, B, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d);
+                  "%.1f host waits, %.0f bytes up%s\n",
+          net->name, B, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d,
+          graph ? "; each step one CUDA graph replay, the batch resident" : "");
   char algos[4096];
   cuda_conv_algos(algos, sizeof algos);
   const prof_totals_t tot = profile_totals(net, prof, profile ? timed : 0);
@@ -361,6 +387,8 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
   if (algos[0]) json_str(&j, "cudnn_algos", algos);
   json_num(&j, "gpu_ops_per_step", ops); json_num(&j, "gpu_syncs_per_step", syncs);
   json_num(&j, "h2d_bytes_per_step", h2d);
+  json_str(&j, "step_as", graph ? "cuda-graph" : "eager");
+  if (graph) json_num(&j, "graph_last_loss", g_graph_loss);
   if (profile) {
     json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
     json_num(&j, "prof_other_ms", tot.step - tot.conv - tot.fc);
@@ -373,7 +401,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile) {
 
 static void speed_usage(FILE *f, const char *cmd) {
   fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]\n"
-             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]]%s\n"
+             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]] [--graph]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
@@ -405,6 +433,10 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
              "  With --profile each layer's timers wait for the device (a little slower). Not with --algo\n"
              "  kfac or --update separate yet (default cpu).\n"
+             "  --graph (with --device cuda): after the warm-up, one step is captured as a CUDA graph and\n"
+             "  the timed windows replay it: the batch stays on the device (uploaded by the warm-up), the\n"
+             "  loss too (graph_last_loss in the JSON), so a step is one launch and no wait (not with\n"
+             "  --profile, whose timers wait).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -418,6 +450,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
   int device = -1; /* --device: -1 cpu, else the CUDA device */
+  int graph = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -426,6 +459,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
     else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
     else if (!strcmp(a, "--profile")) profile = 1;
+    else if (!strcmp(a, "--graph")) graph = 1;
     else if (!strcmp(a, "--update")) {
       if (!v || (strcmp(v, "fused") && strcmp(v, "separate")))
         die_usage("--update must be fused or separate, not '%s'", v ? v : "");
@@ -442,11 +476,13 @@ static int speed_main(int argc, char **argv, int calibrate) {
   }
   net_t net; net_build(&net, netname, c, h, w);
   net_check_memory(&net, B);
+  if (graph && device < 0) die_usage("%s --graph: CUDA graphs need --device cuda[:N]", argv[0]);
+  if (graph && profile) die_usage("%s --graph: not with --profile (its per-layer timers wait for the device)", argv[0]);
   if (device >= 0) {
     if (calibrate || kfac || !fused)
       die_usage("%s --device cuda: only the plain training step (and --profile) is timed on a GPU yet (no --algo "
                 "kfac, --update separate%s)", argv[0], calibrate ? " or calibrate" : "");
-    return speed_cuda(&net, B, R, device, profile);
+    return speed_cuda(&net, B, R, device, profile, graph);
   }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];

@@ -241,7 +241,7 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
   const net_t *net = ws->net; const kernels_t *k = ws->k;
   SHAPE_ASSERT(B >= 1 && B <= ws->max_batch);
   if (k->set_threads) k->set_threads(ws->nthreads);
-  k->upload(ws->a[0], x, (size_t)B * in_size(&net->L[0]) * sizeof(float));
+  if (x) k->upload(ws->a[0], x, (size_t)B * in_size(&net->L[0]) * sizeof(float));
   double loss = 0;
   for (int i = 0; i < net->nlayers; i++) {
     const layer_t *L = &net->L[i];

@@ -98,7 +98,8 @@ void ws_free(workspace_t *ws);
 
 /* Forward pass on x [B][c][h][w] with labels y; returns the SUM over the batch of the
  * cross-entropy loss; probabilities in ws->probs. train=1 enables dropout. If correct != NULL
- * it receives the number of argmax hits. */
+ * it receives the number of argmax hits. x == NULL: the batch is already in ws->a[0] (a device
+ * backend's resident batch, e.g. a step replayed as a CUDA graph, which must not upload). */
 double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct);
 /* Backward after net_forward(train=1) on the same batch: grads += scale * d(sum loss)/d params. */
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale);

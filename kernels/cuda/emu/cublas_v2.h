@@ -16,6 +16,7 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t) { return 0; }
 inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t s) { return s ? 0 : 7; }
 inline cublasStatus_t cublasSetPointerMode(cublasHandle_t, int) { return 0; }
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t, int) { return 0; }
+inline cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *ws, size_t bytes) { return ws || !bytes ? 0 : 7; }
 inline long emu_gemms;
 inline cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                   const float *alpha, const float *A, int lda, const float *B, int ldb,
@@ -24,6 +25,13 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOp
   if (lda < std::max(1, ta == CUBLAS_OP_N ? m : k)) return 7;
   if (ldb < std::max(1, tb == CUBLAS_OP_N ? k : n)) return 7;
   if (ldc < std::max(1, m)) return 7;
+  if (emu_capture) {   // recorded with the scalars' values, as cuBLAS reads host-mode scalars when called
+    const float al = *alpha, be = *beta;
+    emu_capture->push_back([=] { emu_gemms++; cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                                                          tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, al, A, lda,
+                                                          B, ldb, be, C, ldc); });
+    return 0;
+  }
   emu_gemms++;
   cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
               m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);

@@ -31,6 +31,23 @@ using std::isfinite; // a device function of the CUDA math headers, in the globa
 #endif
 #include <time.h>
 #include <unistd.h>
+#ifdef __cplusplus
+/* Graph capture (C++ only): while a thread captures, the queued work (launches, GEMMs, cuDNN
+ * calls, memsets, device copies) is recorded into the graph instead of run, and anything that
+ * would wait for the device, allocate or free, or copy between host and device aborts naming it
+ * (on a GPU these fail the capture). cudaGraphLaunch runs the recorded work in order. */
+inline thread_local std::vector<std::function<void()>> *emu_capture;
+inline void emu_capture_refuse(const char *what) {
+  if (!emu_capture) return;
+  fprintf(stderr, "emu: %s during graph capture (a captured step must not wait, allocate or copy to/from the host)\n", what);
+  abort();
+}
+#define EMU_RECORD(...) do { if (emu_capture) { emu_capture->push_back(__VA_ARGS__); return 0; } } while (0)
+#define EMU_REFUSE(what) emu_capture_refuse(what)
+#else
+#define EMU_RECORD(...) do { } while (0)
+#define EMU_REFUSE(what) do { } while (0)
+#endif
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorNoDevice = 100 };
 typedef struct emu_stream *cudaStream_t;
@@ -51,10 +68,16 @@ EMU_API cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d) { if (d != 
 EMU_API cudaError_t cudaGetLastError(void) { return 0; }
 EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int f) { (void)f; *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
 EMU_API cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; --emu_streams; return 0; }
-EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? 0 : 1; }
-EMU_API cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n); return *p ? 0 : 1; }
-EMU_API cudaError_t cudaFree(void *p) { free(p); return 0; }
-EMU_API cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st) { (void)k; if (!st) return 1; memcpy(d, s, n); return 0; }
+EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) { EMU_REFUSE("cudaStreamSynchronize"); return s ? 0 : 1; }
+EMU_API cudaError_t cudaMalloc(void **p, size_t n) { EMU_REFUSE("cudaMalloc"); *p = malloc(n); return *p ? 0 : 1; }
+EMU_API cudaError_t cudaFree(void *p) { EMU_REFUSE("cudaFree"); free(p); return 0; }
+EMU_API cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
+  if (!st) return 1;
+  if (k != cudaMemcpyDeviceToDevice) EMU_REFUSE(k == cudaMemcpyHostToDevice ? "a host-to-device copy" : "a device-to-host copy");
+  EMU_RECORD([=] { memcpy(d, s, n); });
+  memcpy(d, s, n);
+  return 0;
+}
 /* events: the host clock at the record (launches run before they return, so that is when the work
  * queued before it was done) */
 typedef struct emu_event { double t; int recorded; } *cudaEvent_t;
@@ -62,9 +85,9 @@ EMU_API double emu_now_ms(void) { struct timespec ts; clock_gettime(CLOCK_MONOTO
 EMU_API cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = (cudaEvent_t)calloc(1, sizeof(struct emu_event)); return *e ? 0 : 1; }
 EMU_API cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return 0; }
 EMU_API cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { if (!e || !s) return 1; e->t = emu_now_ms(); e->recorded = 1; return 0; }
-EMU_API cudaError_t cudaEventSynchronize(cudaEvent_t e) { return e && e->recorded ? 0 : 1; }
+EMU_API cudaError_t cudaEventSynchronize(cudaEvent_t e) { EMU_REFUSE("cudaEventSynchronize"); return e && e->recorded ? 0 : 1; }
 EMU_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { if (!a || !b || !a->recorded || !b->recorded) return 1; *ms = (float)(b->t - a->t); return 0; }
-EMU_API cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { if (!st) return 1; memset(d, v, n); return 0; }
+EMU_API cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { if (!st) return 1; EMU_RECORD([=] { memset(d, v, n); }); memset(d, v, n); return 0; }
 
 #ifdef __cplusplus
 struct dim3 { unsigned x = 0, y = 0, z = 0; };
@@ -197,6 +220,7 @@ template <class... P> struct emu_launcher {
   unsigned g, b;
   template <class... A> void operator()(A... a) {
     if (g == 0 || b == 0 || b > 1024 || b % 32 || g > 2147483647u) { fprintf(stderr, "emu: bad launch config %u x %u\n", g, b); abort(); }
+    if (emu_capture) { emu_launcher l = *this; emu_capture->push_back([l, a...]() mutable { l(a...); }); return; }
     std::lock_guard<std::mutex> lk(emu_launch_mutex);
     emu_launches++;
     const dim3 saved_t = threadIdx, saved_b = blockIdx, saved_bd = blockDim, saved_g = gridDim;
@@ -227,6 +251,36 @@ template <class... P> struct emu_launcher {
     threadIdx = saved_t; blockIdx = saved_b; blockDim = saved_bd; gridDim = saved_g;
   }
 };
+typedef struct emu_graph { std::vector<std::function<void()>> ops; } *cudaGraph_t, *cudaGraphExec_t;
+enum { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1, cudaStreamCaptureModeRelaxed = 2 };
+inline thread_local emu_graph *emu_capturing_graph;
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode) {
+  if (!s || emu_capture) return 1;
+  (void)mode;
+  emu_capturing_graph = new emu_graph;
+  emu_capture = &emu_capturing_graph->ops;
+  return 0;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+  if (!s || !emu_capture) return 1;
+  *g = emu_capturing_graph;
+  emu_capture = nullptr;
+  emu_capturing_graph = nullptr;
+  return 0;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+  (void)flags; *e = new emu_graph(*g); return 0;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t g) { delete g; return 0; }
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) { delete e; return 0; }
+inline long emu_graph_launches;
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+  if (!e || !s) return 1;
+  emu_capture_refuse("cudaGraphLaunch");
+  emu_graph_launches++;
+  for (auto &op : e->ops) op();
+  return 0;
+}
 template <class... P> emu_launcher<P...> emu_launch(void (*k)(P...), unsigned g, unsigned b, int shm, cudaStream_t s) {
   if (shm != 0 || !s) abort();
   return emu_launcher<P...>{k, g, b};

@@ -12,7 +12,8 @@
 // - a convolution whose descriptor's math type is not CUDNN_FMA_MATH rounds its inputs to TF32
 //   (10-bit mantissa) as an Ampere-or-later GPU may, so the FP32 bounds of the tests fail;
 // - descriptors are checked against the pointers' shapes as far as a descriptor can be.
-// emu_dnn_calls counts the convolution calls. Not built by make; see run.sh.
+// Under graph capture (cuda_runtime.h) a convolution is recorded with its scalars' values and run
+// at each replay. emu_dnn_calls counts the convolution calls. Not built by make; see run.sh.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -179,6 +180,12 @@ inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                              cudnnFilterDescriptor_t wd, const void *w, cudnnConvolutionDescriptor_t cv,
                                              cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes, const void *beta,
                                              cudnnTensorDescriptor_t yd, void *y) {
+  if (emu_capture) {
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    emu_capture->push_back([=] { std::vector<std::function<void()>> *cap = emu_capture; emu_capture = nullptr;
+      if (cudnnConvolutionForward(h, &al, xd, x, wd, w, cv, algo, ws, ws_bytes, &be, yd, y)) abort(); emu_capture = cap; });
+    return CUDNN_STATUS_SUCCESS;
+  }
   cudnnStatus_t st = emu_dnn_check(xd, wd, cv, yd);
   if (st) return st;
   if ((st = emu_dnn_prep(h, ws, ws_bytes, 0, algo, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))) return st;
@@ -209,6 +216,12 @@ inline cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *a
                                                   cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t cv,
                                                   cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t ws_bytes,
                                                   const void *beta, cudnnTensorDescriptor_t dxd, void *dx) {
+  if (emu_capture) {
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    emu_capture->push_back([=] { std::vector<std::function<void()>> *cap = emu_capture; emu_capture = nullptr;
+      if (cudnnConvolutionBackwardData(h, &al, wd, w, dyd, dy, cv, algo, ws, ws_bytes, &be, dxd, dx)) abort(); emu_capture = cap; });
+    return CUDNN_STATUS_SUCCESS;
+  }
   cudnnStatus_t st = emu_dnn_check(dxd, wd, cv, dyd);
   if (st) return st;
   if ((st = emu_dnn_prep(h, ws, ws_bytes, 1, algo, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1))) return st;
@@ -239,6 +252,12 @@ inline cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void 
                                                     cudnnTensorDescriptor_t dyd, const void *dy, cudnnConvolutionDescriptor_t cv,
                                                     cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t ws_bytes,
                                                     const void *beta, cudnnFilterDescriptor_t dwd, void *dw) {
+  if (emu_capture) {
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    emu_capture->push_back([=] { std::vector<std::function<void()>> *cap = emu_capture; emu_capture = nullptr;
+      if (cudnnConvolutionBackwardFilter(h, &al, xd, x, dyd, dy, cv, algo, ws, ws_bytes, &be, dwd, dw)) abort(); emu_capture = cap; });
+    return CUDNN_STATUS_SUCCESS;
+  }
   cudnnStatus_t st = emu_dnn_check(xd, dwd, cv, dyd);
   if (st) return st;
   if ((st = emu_dnn_prep(h, ws, ws_bytes, 2, algo, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1))) return st;
