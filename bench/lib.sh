@@ -5,6 +5,11 @@
 #   done_or_run NAME CMD...   skips an experiment whose results/PAPER/NAME.done exists (unless
 #                             FORCE=1); runs CMD; marks it done only when CMD succeeded, so an
 #                             interrupted run never leaves a half experiment marked complete
+#   run_complete FILE         FILE (a run's --results JSONL) holds its summary and the run was not
+#                             cut short: pdl writes a summary on SIGINT/SIGTERM too (no data lost),
+#                             marked interrupted_by_signal, and such a run must be run again, not
+#                             reused (a bench stopped mid-step once left four truncated gossip runs
+#                             that the next run took as finished)
 #   table_row ID PAPER OURS DATASET MODE VERDICT   one row of the paper-vs-ours table
 #   table_print               prints the table (also written to $RES/table.md)
 #   mpirun_cmd ...            mpirun with the flags this machine needs (root, oversubscribe)
@@ -33,6 +38,7 @@ done_or_run() {
   if "$@"; then echo "${QUICK:+quick}${QUICK:-full}" > "$RES/$name.done"; echo "[$PAPER] $name: done in $((SECONDS - t0)) s"
   else local rc=$?; echo "[$PAPER] $name: FAILED (exit $rc)" >&2; return $rc; fi
 }
+run_complete() { grep '"event":"summary"' "$1" 2>/dev/null | grep -qv '"interrupted_by_signal"'; }
 table_row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$TABLE.tmp"; }
 table_print() {
   mv "$TABLE.tmp" "$TABLE"

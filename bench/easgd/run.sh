@@ -132,7 +132,7 @@ ea_calibrate() { # sets RATE (GFLOP/s of one core for $NET), BW (Gb/s), LAT (ms 
 }
 ea_platform() { echo "links:k=$(($1 + 1)),bw=${BW}Gbps,lat=${LAT}ms"; }
 declare -A EA_ARGS
-ea_done() { grep -q '"event":"summary"' "$RUNS/$1.jsonl" 2>/dev/null; }
+ea_done() { run_complete "$RUNS/$1.jsonl"; }
 ea_run() { # ea_run NAME ARGS...: one training run in the background (at most JOBS at once),
            # skipped when its results file already has a summary (an interrupted bench resumes)
   local name=$1; shift

@@ -104,7 +104,7 @@ echo "[gossip] $NET: $MB bytes (case b: links scaled by $SCALE -> narrow $NARROW
 
 g_run() { # g_run NAME ALGO CASE K WIDE T EPOCHS BATCH [extra flags]: one simulated run in the background
   local name=$1 algo=$2 case=$3 k=$4 w=$5 t=$6 ep=$7 b=$8; shift 8
-  grep -q '"event":"summary"' "$RUNS/$name.jsonl" 2>/dev/null && [ -z "$FORCE" ] && return 0
+  run_complete "$RUNS/$name.jsonl" && [ -z "$FORCE" ] && return 0
   rm -f "$RUNS/$name.jsonl"
   local per ev rate=$RATE_B rates="" evals=$EVALS
   [ "$case" = a ] && rate=$RATE_A
@@ -120,14 +120,14 @@ g_run() { # g_run NAME ALGO CASE K WIDE T EPOCHS BATCH [extra flags]: one simula
     --eval-every "$ev" --threads 1 --quiet --seed "${SEED:-1}" --timeout 3600 --gossip-timeline "$RUNS/$name.timeline.csv" \
     --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
 }
-g_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[gossip] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
+g_wait() { wait; local bad=0 f; for f in "$@"; do run_complete "$RUNS/$f.jsonl" || { echo "[gossip] $f: no finished summary (missing, or cut short by a signal; see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
 warm_steps() { python3 -c "print(max(1, int($WARM_FRAC * $1 * $NTRAIN / $2 / $3)))"; }   # EPOCHS K BATCH
 
 sfx() { [ "$1" = 1 ] || echo "-s$1"; }   # the run-name suffix of seed $1
 g1() { local w s n=(); for s in $SEEDS; do for w in $WIDES; do SEED=$s g_run "g1-w$w$(sfx "$s")" gossip b "$K" "$w" 1 "$EPOCHS" "$BATCH"; n+=("g1-w$w$(sfx "$s")"); done; done; g_wait "${n[@]}"; }
 g2() { local w s n=(); for s in $SEEDS; do for w in $WIDES; do SEED=$s g_run "g2-w$w$(sfx "$s")" gossip b "$K" "$w" 4 "$EPOCHS" "$BATCH"; n+=("g2-w$w$(sfx "$s")"); done; done; g_wait "${n[@]}"; }
 g_same() { # g_same NEW OLD: NEW is the same run as OLD (same flags): reuse OLD's files
-  grep -q '"event":"summary"' "$RUNS/$2.jsonl" 2>/dev/null || return 1
+  run_complete "$RUNS/$2.jsonl" || return 1
   local x; for x in jsonl out timeline.csv; do cp "$RUNS/$2.$x" "$RUNS/$1.$x" 2>/dev/null; done
 }
 g3() {

@@ -108,7 +108,7 @@ export PDL_SIM_OVERLAP=0   # JOBS runs side by side, one core each; results do n
 
 h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in the background
   local name=$1 algo=$2 n=$3 lam=$4 ep=$5; shift 5
-  grep -q '"event":"summary"' "$RUNS/$name.jsonl" 2>/dev/null && [ -z "$FORCE" ] && return 0
+  run_complete "$RUNS/$name.jsonl" && [ -z "$FORCE" ] && return 0
   rm -f "$RUNS/$name.jsonl"
   local ntrain=${TRAIN/#0/60000} total ev
   total=$(python3 -c "print(max(1, int($ep * $ntrain / $BATCH)))")
@@ -123,7 +123,7 @@ h_run() { # h_run NAME ALGO N LAMBDA EPOCHS [extra flags]: one simulated run in 
     --results "$RUNS/$name.jsonl" --tag "$name" "$@" > "$RUNS/$name.out" 2>&1 &
 }
 sfx() { [ "$1" = 1 ] || echo "-s$1"; }   # the run-name suffix of seed $1
-h_wait() { wait; local bad=0 f; for f in "$@"; do grep -q '"event":"summary"' "$RUNS/$f.jsonl" 2>/dev/null || { echo "[hermans] $f: no summary (see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
+h_wait() { wait; local bad=0 f; for f in "$@"; do run_complete "$RUNS/$f.jsonl" || { echo "[hermans] $f: no finished summary (missing, or cut short by a signal; see $RUNS/$f.out)" >&2; bad=1; }; done; return $bad; }
 
 h1() { # staleness of every commit, homogeneous workers (AGN, lambda = 1); then heterogeneous:
        # half the workers at a quarter of the rate (links: rates=LIST, node 0 the server)

@@ -41,7 +41,7 @@ seeded() {
   local name=$1; shift
   local sig; sig=$(printf '%s\n' "$@" | md5sum | cut -c1-16)
   if [ -z "$FORCE" ] && [ "$(cat "$RES/$name.sig" 2>/dev/null)" = "$sig" ] &&
-     grep -q '"event":"summary"' "$RES/$name.jsonl" 2>/dev/null; then return 0; fi
+     run_complete "$RES/$name.jsonl"; then return 0; fi
   rm -f "$RES/$name.jsonl" "$RES/$name.sig"
   "$PDL" train "$@" --results "$RES/$name.jsonl" >/dev/null || return
   echo "$sig" > "$RES/$name.sig"
