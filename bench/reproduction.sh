@@ -26,7 +26,7 @@ section() { [ -f "$out" ] && awk -v t="$1" '$0 == t {on = 1; next} on && /^## / 
     case $paper in
       core) title="## Training core speed (bench-core)";;
       core-avx2) title="## Training core speed, AVX2 code on both sides (bench-core ISA=avx2)";;
-      gpu) title="## Training core on a GPU (pdl speed --device cuda; an H100, lent once)";;   # written by hand from ci/device runs
+      gpu) title="## Training core on a GPU (pdl speed --device cuda; lent H100 and H200 machines)";;   # written by hand from ci/device runs
       ppasgd) title="## PP-ASGD, Sato et al. 2017 (bench-ppasgd)";;
       easgd) title="## EASGD, Zhang et al. 2015 (bench-easgd)";;
       collectives) title="## Collectives, K-FAC paper K1 (bench-collectives)";;
