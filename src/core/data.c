@@ -137,6 +137,42 @@ static void idx_read(idxfile_t *xf, void *buf, size_t n, const char *what) {
   }
 }
 
+/* Read exactly n bytes into a new buffer (xmalloc) that grows with what the file holds: it starts at
+ * min(n, 64 MiB) and doubles as data arrives, so a header that claims more than the file holds
+ * (up to MAX_EXAMPLES images, 13 GB) dies on truncation after allocating at most twice what was
+ * there, never what the header claims (the loaders' fuzz target spent minutes of system time
+ * mapping such claims). Copies instead of realloc: the fuzz harness tracks xmalloc's blocks. */
+static uint8_t *idx_read_new(idxfile_t *xf, size_t n, const char *what) {
+  const size_t first = (size_t)64 << 20;
+  size_t cap = n < first ? n : first;
+  uint8_t *buf = xmalloc(cap ? cap : 1);
+  size_t got = 0;
+  while (got < n) {
+    if (got == cap) {
+      size_t ncap = cap > n / 2 ? n : 2 * cap;
+      uint8_t *nb = xmalloc(ncap);
+      memcpy(nb, buf, got);
+      xfree(buf);
+      buf = nb;
+      cap = ncap;
+    }
+    size_t chunk = cap - got > (1u << 30) ? (1u << 30) : cap - got;
+    int r = gzread(xf->f, (char *)buf + got, (unsigned)chunk);
+    if (r < 0) die("%s: read error in %s: %s", xf->path, what, gz_errmsg(xf));
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  if (got > 0 && xf->gz_name && gzdirect(xf->f))
+    die("%s: not a gzip file (name ends in .gz but content is not gzip-compressed)", xf->path);
+  if (got < n) {
+    int err;
+    gzerror(xf->f, &err);
+    die("%s: truncated: %s needs %zu bytes, file ends after %zu (%s)", xf->path, what, n, got,
+        err == Z_OK ? "end of file" : gz_errmsg(xf));
+  }
+  return buf;
+}
+
 /* Header words are big-endian uint32. */
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -170,8 +206,7 @@ static uint8_t *fmnist_read_split(const char *dir, const char *prefix, dataset_t
   if (rows != 28 || cols != 28) die("%s: images are %ux%u, expected 28x28", xi.path, rows, cols);
   if (n == 0 || n > MAX_EXAMPLES) die("%s: implausible image count %u in header", xi.path, n);
   size_t npx = (size_t)n * 28 * 28;
-  uint8_t *px = xmalloc(npx); /* [n][28][28] */
-  idx_read(&xi, px, npx, "the pixel data");
+  uint8_t *px = idx_read_new(&xi, npx, "the pixel data"); /* [n][28][28] */
   idx_close(&xi, "the pixel data");
 
   snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
@@ -181,8 +216,7 @@ static uint8_t *fmnist_read_split(const char *dir, const char *prefix, dataset_t
   if (lmagic != IDX_MAGIC_LABELS)
     die("%s: wrong magic number %u (0x%08x), expected %u for idx1-ubyte labels", xl.path, lmagic, lmagic, IDX_MAGIC_LABELS);
   if (ln != n) die("%s: label count %u does not match image count %u in %s", xl.path, ln, n, xi.path);
-  uint8_t *lab = xmalloc(n); /* [n] */
-  idx_read(&xl, lab, n, "the labels");
+  uint8_t *lab = idx_read_new(&xl, n, "the labels"); /* [n] */
   idx_close(&xl, "the labels");
 
   ds->n = (int)n; ds->c = 1; ds->h = 28; ds->w = 28; ds->classes = 10;
