@@ -222,6 +222,56 @@ static void test_fashion_small_dirs(void) {
   data_free(&d);
 }
 
+/* The decompressed copies (data.c, PDL_DATA_CACHE, set for this whole binary in main): a .gz set
+ * leaves one plain copy per file; a second load reads them and gives the same arrays; a copy of the
+ * wrong size is not used (the .gz is read); PDL_DATA_CACHE=off makes none. (test_fashion_broken runs
+ * with the cache on too: its messages name the .gz, as the loader falls back to it.) */
+static int count_copies(const char *dir) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | grep -v XXX | grep -c ubyte", dir);
+  FILE *f = popen(cmd, "r");
+  int n = -1;
+  if (f) { if (fscanf(f, "%d", &n) != 1) n = -1; pclose(f); }
+  return n;
+}
+static void test_fashion_cache(void) {
+  char dir[512], spec[600], cache[512];
+  data_t a, b;
+  snprintf(cache, sizeof cache, "%s", getenv("PDL_DATA_CACHE"));
+  sub(dir, sizeof dir, "fm_cache");
+  make_fm_dir(dir, 0);
+  snprintf(spec, sizeof spec, "fashion-mnist:%s", dir);
+  const int before = count_copies(cache);
+  data_load(&a, spec);
+  EXPECT_MSG(count_copies(cache) == before + 4, "%d copies in %s after loading a .gz set (had %d): want 4 more",
+             count_copies(cache), cache, before);
+  data_load(&b, spec); /* from the copies */
+  EXPECT(a.train.n == b.train.n && a.test.n == b.test.n);
+  EXPECT(!memcmp(a.train.x, b.train.x, sizeof(float) * (size_t)a.train.n * 784));
+  EXPECT(!memcmp(a.test.y, b.test.y, sizeof(int) * (size_t)a.test.n));
+  check_small_fm(&b);
+  data_free(&b);
+  /* a copy of the wrong size is left alone and not used */
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "for f in '%s'/train-images-idx3-ubyte-*; do printf 'junk' > \"$f\"; done", cache);
+  EXPECT(system(cmd) == 0);
+  data_load(&b, spec);
+  EXPECT(!memcmp(a.train.x, b.train.x, sizeof(float) * (size_t)a.train.n * 784));
+  data_free(&b);
+  /* off: no copies */
+  sub(dir, sizeof dir, "fm_nocache");
+  make_fm_dir(dir, 0);
+  snprintf(spec, sizeof spec, "fashion-mnist:%s", dir);
+  setenv("PDL_DATA_CACHE", "off", 1);
+  const int n0 = count_copies(cache);
+  data_load(&b, spec);
+  EXPECT_MSG(count_copies(cache) == n0, "PDL_DATA_CACHE=off still wrote copies");
+  check_small_fm(&b);
+  data_free(&b);
+  setenv("PDL_DATA_CACHE", cache, 1);
+  data_free(&a);
+}
+
 /* One broken variant per dir: returns the spec; `file` is the affected file's path. */
 static void broken_fm(const char *name, char *spec, size_t cap, char *dir, size_t dcap) {
   sub(dir, dcap, name);
@@ -797,8 +847,12 @@ static void test_sampler_empty_shard(void) {
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/pdl_test_data.XXXXXX");
   if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 3; }
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+  setenv("PDL_DATA_CACHE", cache, 1); /* the decompressed copies go to the temp dir */
   RUN(test_fashion_mnist_real);
   RUN(test_fashion_small_dirs);
+  RUN(test_fashion_cache);
   RUN(test_fashion_broken);
   RUN(test_cifar_small);
   RUN(test_cifar_broken);
