@@ -108,7 +108,7 @@ static void make_fm_dir(const char *dir, int plain) {
   const char *pre[2] = {"train", "t10k"};
   uint32_t cnt[2] = {NTR, NTE};
   for (int s = 0; s < 2; s++) {
-    char path[512]; size_t len; uint8_t *b;
+    char path[1100]; size_t len; uint8_t *b;
     b = idx_images(2051, cnt[s], 28, 28, 0, &len);
     snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte%s", dir, pre[s], plain ? "" : ".gz");
     plain ? write_plain(path, b, len) : write_gz(path, b, len);
