@@ -668,6 +668,7 @@ void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, con
       if (mode == kConvAuto && pl->use_bwd[wd] < 0) {
         /* time both into a scratch dw (the real one accumulates); din is overwritten by the call below */
         float *tdw = cuda_alloc_floats((size_t)Co * s.K);
+        cuda_zero_floats(tdw, (size_t)Co * s.K); /* both paths read it (beta 1): initialised */
         const float td = time_ms(c, [&] { dnn_backward(c, pl, din, tdw, dout, in, w); });
         const float ti = time_ms(c, [&] { im2col_backward(c, din, tdw, dout, in, w, B, Ci, H, W, Co, k, pad, s, scratch); });
         CHECK_CUDA(cudaStreamSynchronize(c->stream));
