@@ -272,6 +272,33 @@ static void test_fashion_cache(void) {
   data_free(&a);
 }
 
+/* data_load_first == data_load + data_truncate: the same counts, normalisation and floats (real
+ * Fashion-MNIST, whose normalisation is the whole train set's, and a small .gz set). */
+static void test_load_first(void) {
+  struct stat st;
+  char spec[600], dir[512];
+  const int have_real = stat(FM_DIR, &st) == 0;
+  sub(dir, sizeof dir, "fm_first");
+  make_fm_dir(dir, 0);
+  snprintf(spec, sizeof spec, "fashion-mnist:%s", dir);
+  const char *specs[2] = {have_real ? "fashion-mnist" : NULL, spec};
+  const int nt[2][2] = {{2000, 500}, {NTR - 1, 0}};
+  for (int k = 0; k < 2; k++) {
+    if (!specs[k]) continue;
+    data_t a, b;
+    data_load(&a, specs[k]);
+    data_truncate(&a, nt[k][0], nt[k][1]);
+    data_load_first(&b, specs[k], nt[k][0], nt[k][1]);
+    EXPECT_MSG(a.train.n == b.train.n && a.test.n == b.test.n, "%s: counts %d/%d vs %d/%d", specs[k], a.train.n,
+               a.test.n, b.train.n, b.test.n);
+    EXPECT(a.mean[0] == b.mean[0] && a.std[0] == b.std[0]);
+    EXPECT(!memcmp(a.train.x, b.train.x, sizeof(float) * (size_t)b.train.n * 784));
+    EXPECT(!memcmp(a.test.x, b.test.x, sizeof(float) * (size_t)b.test.n * 784));
+    EXPECT(!memcmp(a.train.y, b.train.y, sizeof(int) * (size_t)b.train.n));
+    data_free(&a); data_free(&b);
+  }
+}
+
 /* One broken variant per dir: returns the spec; `file` is the affected file's path. */
 static void broken_fm(const char *name, char *spec, size_t cap, char *dir, size_t dcap) {
   sub(dir, dcap, name);
@@ -853,6 +880,7 @@ int main(void) {
   RUN(test_fashion_mnist_real);
   RUN(test_fashion_small_dirs);
   RUN(test_fashion_cache);
+  RUN(test_load_first);
   RUN(test_fashion_broken);
   RUN(test_cifar_small);
   RUN(test_cifar_broken);

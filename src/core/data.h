@@ -26,6 +26,10 @@ typedef struct {
 } data_t;
 
 void data_load(data_t *d, const char *spec);
+/* data_load then data_truncate(d, ntrain, ntest), the same floats and normalisation, but only the
+ * first ntrain / ntest images (0: all) of a file-backed set are converted to floats (not
+ * thread-safe: one load at a time). */
+void data_load_first(data_t *d, const char *spec, int ntrain, int ntest);
 /* Keep only the first ntrain / ntest examples (<= 0: keep all). For quick runs and tests. */
 void data_truncate(data_t *d, int ntrain, int ntest);
 void data_free(data_t *d);

@@ -153,8 +153,7 @@ void train_cfg_resume_text(const train_cfg_t *c, char *buf, size_t n) {
 void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   memset(r, 0, sizeof *r);
   r->cfg = *c; r->nranks = 1;
-  data_load(&r->data, c->data);
-  data_truncate(&r->data, c->train_subset, c->test_subset);
+  data_load_first(&r->data, c->data, (int)c->train_subset, (int)c->test_subset);
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
