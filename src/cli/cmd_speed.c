@@ -98,13 +98,6 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
   for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
 }
 
-/* Median images/s of full training steps of net at batch B on `threads` threads, through backend k
- * (kernels_cpu, or kernels_cuda with the parameters, gradients and momentum on the device:
- * train_state_t; --update separate is the CPU's only). With prof != NULL
- * ([2 * NET_MAX_LAYERS + 2], zeroed by the caller) the timed windows also add each layer's forward
- * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
- * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. Each
- * window ends after the backend's queued work (k->sync). */
 #ifdef PDL_HAVE_CUDA
 /* the GPU counters at the start and the end of measure_train_speed's timed windows (device backends) */
 static cuda_counters_t g_counts0, g_counts1;
@@ -114,6 +107,13 @@ static int g_graph;
 static double g_graph_loss;
 #endif
 
+/* Median images/s of full training steps of net at batch B on `threads` threads, through backend k
+ * (kernels_cpu, or kernels_cuda with the parameters, gradients and momentum on the device:
+ * train_state_t; --update separate is the CPU's only). With prof != NULL
+ * ([2 * NET_MAX_LAYERS + 2], zeroed by the caller) the timed windows also add each layer's forward
+ * and backward seconds (workspace_t.prof), the update's (prof[2 * NET_MAX_LAYERS]) and the
+ * windows' total (prof[2 * NET_MAX_LAYERS + 1]); *steps_out gets the number of timed steps. Each
+ * window ends after the backend's queued work (k->sync). */
 static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, int threads, int repeats,
                                    double window_s, int fused, double *prof, long *steps_out) {
   size_t n = net->nparams, img = (size_t)net->in_c * net->in_h * net->in_w;
@@ -144,8 +144,6 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
       net_backward_step(&ws, d.w, d.g, y, B, 1.0f / B, &st);
       graph = cuda_graph_end();
     }
-#endif
-#ifdef PDL_HAVE_CUDA
     if (!k->host_memory && rep == 0) cuda_counters_get(&g_counts0);
 #endif
     int steps = 0; double t0 = now_s(), el;
@@ -343,7 +341,8 @@ static double measure_cublas_gflops(int n, int reps) {
 /* pdl speed --device cuda: measure_train_speed's step (forward, then the backward with the
  * momentum update fused, lr 1e-4, mu 0.9) through kernels_cuda, parameters, gradients and
  * momentum in device memory; the batch (x, labels) is the host's and is uploaded every step, as
- * pdl train would. Each step waits for its loss (the softmax forward). Beside cuBLAS SGEMM.
+ * pdl train would, and each step waits for its loss (the softmax forward) -- or, with graph, one
+ * captured step is replayed (the batch resident, the loss left on the device). Beside cuBLAS SGEMM.
  * Prints the summary line on stderr and the JSON line on stdout. */
 static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph) {
 #ifndef PDL_HAVE_CUDA
