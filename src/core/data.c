@@ -196,8 +196,8 @@ static const char *gz_errmsg(idxfile_t *xf) {
   return m;
 }
 
-/* Read exactly n bytes; `what` names the part for the message. */
-static void idx_read(idxfile_t *xf, void *buf, size_t n, const char *what) {
+/* Read up to n bytes into buf (fewer only at the end of the data); a read error dies naming `what`. */
+static size_t idx_read_some(idxfile_t *xf, uint8_t *buf, size_t n, const char *what) {
   size_t got = 0;
   while (got < n) {
     size_t chunk = n - got > (1u << 30) ? (1u << 30) : n - got;
@@ -206,6 +206,10 @@ static void idx_read(idxfile_t *xf, void *buf, size_t n, const char *what) {
     if (r == 0) break;
     got += (size_t)r;
   }
+  return got;
+}
+/* After reading `what`: a .gz name with plain content, or fewer than the n bytes it needs, dies. */
+static void idx_expect(idxfile_t *xf, size_t n, size_t got, const char *what) {
   if (got > 0 && xf->gz_name && gzdirect(xf->f))
     die("%s: not a gzip file (name ends in .gz but content is not gzip-compressed)", xf->path);
   if (got < n) {
@@ -214,6 +218,11 @@ static void idx_read(idxfile_t *xf, void *buf, size_t n, const char *what) {
     die("%s: truncated: %s needs %zu bytes, file ends after %zu (%s)", xf->path, what, n, got,
         err == Z_OK ? "end of file" : gz_errmsg(xf));
   }
+}
+
+/* Read exactly n bytes; `what` names the part for the message. */
+static void idx_read(idxfile_t *xf, void *buf, size_t n, const char *what) {
+  idx_expect(xf, n, idx_read_some(xf, buf, n, what), what);
 }
 
 /* Read exactly n bytes into a new buffer (xmalloc) that grows with what the file holds: it starts at
@@ -225,30 +234,17 @@ static uint8_t *idx_read_new(idxfile_t *xf, size_t n, const char *what) {
   const size_t first = (size_t)64 << 20;
   size_t cap = n < first ? n : first;
   uint8_t *buf = xmalloc(cap ? cap : 1);
-  size_t got = 0;
-  while (got < n) {
-    if (got == cap) {
-      size_t ncap = cap > n / 2 ? n : 2 * cap;
-      uint8_t *nb = xmalloc(ncap);
-      memcpy(nb, buf, got);
-      xfree(buf);
-      buf = nb;
-      cap = ncap;
-    }
-    size_t chunk = cap - got > (1u << 30) ? (1u << 30) : cap - got;
-    int r = gzread(xf->f, (char *)buf + got, (unsigned)chunk);
-    if (r < 0) die("%s: read error in %s: %s", xf->path, what, gz_errmsg(xf));
-    if (r == 0) break;
-    got += (size_t)r;
+  size_t got = idx_read_some(xf, buf, cap, what);
+  while (got == cap && cap < n) {
+    size_t ncap = cap > n / 2 ? n : 2 * cap;
+    uint8_t *nb = xmalloc(ncap);
+    memcpy(nb, buf, got);
+    xfree(buf);
+    buf = nb;
+    cap = ncap;
+    got += idx_read_some(xf, buf + got, cap - got, what);
   }
-  if (got > 0 && xf->gz_name && gzdirect(xf->f))
-    die("%s: not a gzip file (name ends in .gz but content is not gzip-compressed)", xf->path);
-  if (got < n) {
-    int err;
-    gzerror(xf->f, &err);
-    die("%s: truncated: %s needs %zu bytes, file ends after %zu (%s)", xf->path, what, n, got,
-        err == Z_OK ? "end of file" : gz_errmsg(xf));
-  }
+  idx_expect(xf, n, got, what);
   return buf;
 }
 
