@@ -69,8 +69,11 @@ LDLIBS := $(if $(HAVE_XSMM),-lxsmm) $(if $(HAVE_SCALAPACK),-lscalapack-openmpi) 
 ifneq ($(NVCC),)
   CFLAGS += -DPDL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DPDL_HAVE_NCCL) \
             $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lstdc++ \
-            $(if $(HAVE_CUDNN),-lcudnn) $(if $(HAVE_CUSOLVER),-lcusolver) $(if $(HAVE_NCCL),-lnccl)
+  # cuBLAS and cuSOLVER are not linked: kernels/cuda/cuda_lazy.c dlopen()s them on first use (linked,
+  # their relocations cost every pdl start ~0.15 s of system time, GPU or not); the rpath still
+  # serves that dlopen
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++ \
+            $(if $(HAVE_CUDNN),-lcudnn) $(if $(HAVE_NCCL),-lnccl)
   NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -Isrc -I. $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) \
             $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
 endif
