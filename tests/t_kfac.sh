@@ -12,10 +12,13 @@
 #   bad flags and a sequential kfac under mpirun exit 2 naming the flag;
 #   on vgg-small (a Fashion-MNIST subset) 40 K-FAC updates learn (K3 compares optimizers properly;
 #   40 gave test error 0.215 and train loss 1.00 here, 60 gave 0.212 and 0.87).
-# pdl-test: cpu=50 mpi
+# The synthetic images are 14 x 14 (tiny's fc layer sees 8 x 7 x 7: A is 393 x 393): at 28 x 28 the
+# 1569-wide A's double inversions took half of this test's 47 s, and none of the equivalences
+# above depends on the order (max |diff| 3e-7 either way).
+# pdl-test: cpu=25 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-S=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.01 --threads 1 --quiet --steps 12)
+S=(--data "synthetic:n=1024,seed=3,h=14,w=14" --net tiny --lr 0.01 --threads 1 --quiet --steps 12)
 close() {   # close NAME A B TOL
   local d; d=$(maxdiff "$2" "$3")
   if within "$d" "$4"; then ok "$1 (max |diff| $d <= $4)"; else notok "$1" "max |diff| $d > $4"; fi
@@ -34,7 +37,7 @@ owners=$(jget owners < "$T/d4reduce-scatterv.out")
 PDL_DUMP_PARAMS=$T/d2.bin MPIRUN -np 2 "$PDL" train "${S[@]}" --algo kfac-dist --batch 16 --kfac-inverse ref \
   --kfac-assign lpt > "$T/d2.out" 2>&1 || notok "kfac-dist -np 2 --kfac-assign lpt" "exit $?: $(tail -2 "$T/d2.out")"
 close "kfac-dist 2 ranks x 16 (lpt owners) == kfac batch 32" "$T/seq.bin" "$T/d2.bin" 1e-4
-# lpt: the costliest factor pair (the fc layer's, A 1569 x 1569) alone on one rank, the rest on the other
+# lpt: the costliest factor pair (the fc layer's, A 393 x 393) alone on one rank, the rest on the other
 owners=$(jget owners < "$T/d2.out")
 [ "$owners" = "1,0,1" ] && ok "lpt owners, 2 ranks: the costliest layer alone ($owners)" || notok "lpt owners" "got '$owners', want 1,0,1"
 PDL_DUMP_PARAMS=$T/d4f.bin MPIRUN -np 4 "$PDL" train "${S[@]}" --algo kfac-dist --batch 8 >/dev/null 2>&1 \
@@ -96,7 +99,7 @@ cmp -s "$T/full.bin" "$T/res.bin" && ok "kfac resumed at update 5 == uninterrupt
 # snapshot, so a resume at update 5 of 10 (between the inverse refreshes at 3 and 6) is bit-identical
 # with a stat decay; before, it differed by 0.1 (kfac and kfac-dist -np 2 alike). Sequential, 2
 # ranks (each saves the layers it owns) and the sim runtime (2 nodes), and the sampled Fisher.
-K=(--data "synthetic:n=1024,seed=3" --net tiny --lr 0.01 --threads 1 --quiet --kfac-stat-decay 0.9 --kfac-inv-every 3)
+K=(--data "synthetic:n=1024,seed=3,h=14,w=14" --net tiny --lr 0.01 --threads 1 --quiet --kfac-stat-decay 0.9 --kfac-inv-every 3)
 resume_same() {   # resume_same NAME LAUNCHER... -- PDL-ARGS...: 10 updates straight == 5 + resume 5
   local name=$1; shift; local run=(); while [ "$1" != -- ]; do run+=("$1"); shift; done; shift
   rm -f "$T"/rs.ck*

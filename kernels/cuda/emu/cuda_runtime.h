@@ -184,6 +184,7 @@ inline void emu_fiber_main() {
 // the scheduler's loop keeps no locals across it).
 __attribute__((noinline)) inline void emu_resume(emu_fiber &f) {
   void *fake = nullptr;
+  (void)fake;   // used only under ASan
 #if EMU_ASAN
   __sanitizer_start_switch_fiber(&fake, f.stack, emu_stack_size);
 #endif

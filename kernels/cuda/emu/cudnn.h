@@ -183,7 +183,8 @@ inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
   if (emu_capture) {
     const float al = *(const float *)alpha, be = *(const float *)beta;
     emu_capture->push_back([=] { std::vector<std::function<void()>> *cap = emu_capture; emu_capture = nullptr;
-      if (cudnnConvolutionForward(h, &al, xd, x, wd, w, cv, algo, ws, ws_bytes, &be, yd, y)) abort(); emu_capture = cap; });
+      if (cudnnConvolutionForward(h, &al, xd, x, wd, w, cv, algo, ws, ws_bytes, &be, yd, y)) abort();
+      emu_capture = cap; });
     return CUDNN_STATUS_SUCCESS;
   }
   cudnnStatus_t st = emu_dnn_check(xd, wd, cv, yd);
@@ -219,7 +220,8 @@ inline cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *a
   if (emu_capture) {
     const float al = *(const float *)alpha, be = *(const float *)beta;
     emu_capture->push_back([=] { std::vector<std::function<void()>> *cap = emu_capture; emu_capture = nullptr;
-      if (cudnnConvolutionBackwardData(h, &al, wd, w, dyd, dy, cv, algo, ws, ws_bytes, &be, dxd, dx)) abort(); emu_capture = cap; });
+      if (cudnnConvolutionBackwardData(h, &al, wd, w, dyd, dy, cv, algo, ws, ws_bytes, &be, dxd, dx)) abort();
+      emu_capture = cap; });
     return CUDNN_STATUS_SUCCESS;
   }
   cudnnStatus_t st = emu_dnn_check(dxd, wd, cv, dyd);
@@ -255,7 +257,8 @@ inline cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void 
   if (emu_capture) {
     const float al = *(const float *)alpha, be = *(const float *)beta;
     emu_capture->push_back([=] { std::vector<std::function<void()>> *cap = emu_capture; emu_capture = nullptr;
-      if (cudnnConvolutionBackwardFilter(h, &al, xd, x, dyd, dy, cv, algo, ws, ws_bytes, &be, dwd, dw)) abort(); emu_capture = cap; });
+      if (cudnnConvolutionBackwardFilter(h, &al, xd, x, dyd, dy, cv, algo, ws, ws_bytes, &be, dwd, dw)) abort();
+      emu_capture = cap; });
     return CUDNN_STATUS_SUCCESS;
   }
   cudnnStatus_t st = emu_dnn_check(xd, dwd, cv, dyd);
