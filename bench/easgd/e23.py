@@ -7,6 +7,8 @@
                                               center, runs that diverged last (the driver adds
                                               eta * 4/p for the DOWNPOUR family, 2 eta for
                                               EASGD and EAMSGD)
+  e23.py replicas RUNS_DIR                    prints the runs seeds 2, 3, ... repeat (seed 1's picks;
+                                              see cmd_replicas)
   e23.py e1 STABILITY_JSONL RES_DIR           prints the E1 rows (id, paper, ours, data, mode,
                                               verdict) of `pdl stability --check`'s results
   e23.py analyze RUNS_DIR RES_DIR META_JSON   merges the runs into RES_DIR/e2.jsonl, e3.jsonl,
@@ -56,7 +58,7 @@ def load_runs(d):
         else:
             method, exp, p, tau = algo, name.split("-")[0], s["workers"], s["tau"]
         runs.append(dict(name=name, exp=exp, method=method, p=p, tau=tau, lr=s["lr"], evals=evals, summary=s,
-                         file=f, lines=lines))
+                         file=f, lines=lines, seed=s.get("seed", 1)))
     return runs
 
 
@@ -184,25 +186,69 @@ def e3_plan(runs):
     return plan
 
 
+def seed_runs(runs, seed):
+    return [r for r in runs if r["seed"] == seed]
+
+
 def cmd_picks(d):
-    """The E3 runs: "method tau lr" at each parallel method's best (tau, eta) of E2."""
-    for m, (tau, lr) in sorted(e3_plan(load_runs(d)).items()):
+    """The E3 runs: "method tau lr" at each parallel method's best (tau, eta) of E2 (seed 1)."""
+    for m, (tau, lr) in sorted(e3_plan(seed_runs(load_runs(d), 1)).items()):
         if m in PAR:
             print(m, tau, "%g" % lr)
 
 
+def cmd_replicas(d):
+    """The runs seeds 2, 3, ... repeat: seed 1's picks, chosen on seed 1's grid by the rules above
+    (fixed before any other seed ran): "e2 METHOD 4 TAU LR" for every parallel method and tau,
+    "e3 METHOD P TAU LR" for every parallel method and p (the better of its two etas), "seq OPT LR"
+    for MSGD's pick (OPT nag) and each other p = 1 comparator."""
+    runs = seed_runs(load_runs(d), 1)
+    for tau in sorted({r["tau"] for r in runs if r["exp"] == "e2"}):
+        for m in PAR:
+            pk = pick(candidates(runs, m, "e2", 4, tau))
+            if pk:
+                print("e2", m, 4, tau, "%g" % pk[0]["lr"])
+    plan = e3_plan(runs)
+    for p in sorted({r["p"] for r in runs if r["exp"] == "e3"}):
+        for m in PAR:
+            if m not in plan:
+                continue
+            tau, lr = plan[m]
+            ok = [lr, lr * 4.0 / p] if m in DPFAM else [lr, lr * 2.0]
+            pk = pick([c for c in candidates(runs, m, "e3", p, tau) if any(abs(c[0]["lr"] - x) <= 1e-5 * x for x in ok)])
+            if pk:
+                print("e3", m, p, tau, "%g" % pk[0]["lr"])
+    for m in ("msgd", "sgd", "asgd", "mvasgd"):
+        pk = seq_pick(runs, m)
+        if pk:
+            print("seq", {"msgd": "nag"}.get(m, m), "%g" % pk[0]["lr"])
+
+
+class Recorder:
+    """Stands in for verdict.Session while one seed's runs are measured: keeps each claim's
+    metrics and arguments under (id, instance) and returns that key as the verdict cell, so the
+    rows of seed 1 can be judged afterwards with every seed's metrics (cmd_analyze)."""
+
+    def __init__(self):
+        self.calls = {}
+
+    def claim(self, cid, metrics=None, **kw):
+        key = (cid, kw.get("instance"))
+        self.calls[key] = dict(cid=cid, metrics=metrics, kw=kw)
+        return key
+
+    def describe(self, *a, **kw):
+        pass
+
+
 def cmd_analyze(d, res, meta_path):
+    """Seed 1 (the learning-rate grid) gives the tables, .dat files and rows; each other seed's
+    runs (seed 1's picks repeated, cmd_replicas) are measured the same way, and every claim is
+    judged by the engine on the metrics of all the seeds that have it."""
     meta = json.load(open(meta_path))
     runs = load_runs(d)
-    rows = []
     V = verdict.Session("easgd", res, quick=bool(os.environ.get("QUICK")))
     _e1_into(V, res)
-
-    def add(r):   # one table row, just after the V.claim() that gave its verdict cell
-        V.describe(r[0], r[2], r[3], r[4])
-        rows.append(r)
-    data = "Fashion-MNIST (%s)" % meta["data_note"]
-    mode = "SIMULATED (%s); numerics real" % meta["sim_note"]
     # merged results per experiment (each line carries its run's tag)
     for exp in ("e2", "e3", "seq"):
         with open(os.path.join(res, exp + ".jsonl.tmp"), "w") as f:
@@ -211,6 +257,61 @@ def cmd_analyze(d, res, meta_path):
                     for l in r["lines"]:
                         f.write(json.dumps(l) + "\n")
         os.replace(os.path.join(res, exp + ".jsonl.tmp"), os.path.join(res, exp + ".jsonl"))
+    seeds = sorted({r["seed"] for r in runs if r["seed"] != 1})
+    plan = e3_plan(seed_runs(runs, 1))
+    rec1 = Recorder()
+    rows = _measure(seed_runs(runs, 1), res, meta, rec1, plan, write=True)
+    recs = [(1, rec1)]
+    for sd in seeds:
+        rec = Recorder()
+        _measure(seed_runs(runs, sd), res, meta, rec, plan, write=False)
+        recs.append((sd, rec))
+    out = []
+    for r in rows:
+        key = r[5]
+        if not isinstance(key, tuple):
+            out.append(r)
+            continue
+        c1 = rec1.calls[key]
+        have = [(sd, rec.calls[key]) for sd, rec in recs if key in rec.calls and rec.calls[key]["metrics"] is not None]
+        kw = dict(c1["kw"])
+        flags = list(kw.pop("flags", None) or [])
+        for sd, c in have[1:]:   # another seed's flag, when seed 1 did not raise it
+            for f in c["kw"].get("flags") or []:
+                if f not in flags and "seed %s: %s" % (sd, f) not in flags:
+                    flags.append("seed %s: %s" % (sd, f))
+        ours = r[2] + (" (seed 1 shown; %d seeds judged)" % len(have) if len(have) > 1 else "")
+        kw["ours"] = ours
+        if c1["metrics"] is None:
+            cell = V.claim(c1["cid"], None, flags=flags, **kw)
+        else:
+            cell = V.claim(c1["cid"], [c["metrics"] for _, c in have], seeds=[sd for sd, _ in have], flags=flags, **kw)
+        V.describe(r[0], ours, r[3], r[4])
+        out.append(r[:2] + [ours] + r[3:5] + [cell])
+    rows = out
+    V.write()
+    for e in V.errors:   # a malformed results file: a visible row, not a silent skip
+        rows.append(["error", "-", e, "-", "-", "no results (%s)" % e])
+    with open(os.path.join(res, "e23-rows.tsv"), "w") as f:
+        for row in rows:
+            f.write("\t".join(c.replace("|", "/").replace("\t", " ") for c in row) + "\n")
+
+
+def _measure(runs, res, meta, V, plan, write):
+    """One seed's metrics: the rows [label, paper, ours, data, mode, key] with V.claim()'s keys
+    (V a Recorder); write: also the .dat files, the grid table and e23-meta.txt (seed 1)."""
+    rows = []
+
+    def add(r):   # one table row, just after the V.claim() that gave its verdict cell
+        V.describe(r[0], r[2], r[3], r[4])
+        rows.append(r)
+    if not write:
+        def write_dat(*a):   # noqa: F811 -- only seed 1 writes the plot data
+            pass
+    else:
+        write_dat = globals()["write_dat"]
+    data = "Fashion-MNIST (%s)" % meta["data_note"]
+    mode = "SIMULATED (%s); numerics real" % meta["sim_note"]
 
     # ---- p = 1 comparators -------------------------------------------------------------------
     seq = {}
@@ -314,7 +415,6 @@ def cmd_analyze(d, res, meta_path):
 
     # ---- E3: p sweep --------------------------------------------------------------------------
     ps = sorted({r["p"] for r in runs if r["exp"] == "e3"})
-    plan = e3_plan(runs)
     e3 = {}     # (method, p) -> (run, series)
     grid.append("")
     grid.append("E3 (p = 8, 16): each method at its best (tau, eta) of E2 and at one more eta, the better of the two "
@@ -337,7 +437,7 @@ def cmd_analyze(d, res, meta_path):
                                                                      div_note(r) or "no", "yes" if r is pk[0] else ""))
     for (m, p), (r, s) in e3.items():
         write_dat(os.path.join(res, "e3-%s-p%d.dat" % (m, p)), s, label(m, r, " tau=%d" % plan[m][0]), r)
-    with open(os.path.join(res, "e2-lr-grid.md"), "w") as f:
+    with open(os.path.join(res, "e2-lr-grid.md") if write else os.devnull, "w") as f:
         f.write("# EASGD paper E2/E3: learning-rate grid and picks (smallest test error of the center; runs that "
                 "diverged only if every grid point did)\n\n" + "\n".join(grid) + "\n")
     allp = [4] + ps
@@ -383,7 +483,7 @@ def cmd_analyze(d, res, meta_path):
         how = ("the lowest test error both MSGD (best %s in %d steps, eta=%g) and EAMSGD p=%d (best %s in %d steps) reach, "
                "rounded up to 0.5%%" % (fmt_err(ms_best), meta["kseq"], ms_run["lr"], pmax, fmt_err(ea_best), meta["k3"]))
         t_ms = crossing(ms, target)
-        with open(os.path.join(res, "e3-target.dat"), "w") as f:
+        with open(os.path.join(res, "e3-target.dat") if write else os.devnull, "w") as f:
             f.write("# target test error (%%) for the E3 speed-up: %s\n%.6g\n" % (how, 100 * target))
         sp = []
         for p in allp:
@@ -398,7 +498,7 @@ def cmd_analyze(d, res, meta_path):
                      (txt, fmt_err(target), how, plan["eamsgd"][0]), data, mode,
                      V.claim("E3-speedup", {"s16": s16}, mode=mode, data_set=data,
                              flags=[] if s16 else ["target not reached at p=%d" % max(allp)])])
-        with open(os.path.join(res, "e3-speedup.txt"), "w") as f:
+        with open(os.path.join(res, "e3-speedup.txt") if write else os.devnull, "w") as f:
             f.write("target %.6g\n" % target)
             for p, s in sp:
                 f.write("p=%d speedup %s\n" % (p, "%.4g" % s if s else "not-reached"))
@@ -412,20 +512,16 @@ def cmd_analyze(d, res, meta_path):
                              mode=mode, data_set=data)])
     add(["E3 ImageNet", "EAMSGD speed-up 1.8 at p=8 vs DOWNPOUR to 49% (ImageNet)",
                  "not run: no ImageNet here", "-", "-", V.claim("E3-imagenet", why="not run: no ImageNet here")])
-    V.write()
-    for e in V.errors:   # a malformed results file: a visible row, not a silent skip
-        rows.append(["error", "-", e, "-", "-", "no results (%s)" % e])
-    with open(os.path.join(res, "e23-rows.tsv"), "w") as f:
-        for row in rows:
-            f.write("\t".join(c.replace("|", "/").replace("\t", " ") for c in row) + "\n")
     # time windows of the plots: E2 the parallel runs; E3 up to MSGD's time to the target (+15%)
     w2 = max([b[3] for b in best.values()] or [1])
     w3 = max([s[-1][0] for (_, s) in e3.values() if s] or [w2])
     if "msgd" in seq and t_ms:
         w3 = max(w3, min(1.15 * t_ms, seq["msgd"][1][-1][0]))
-    with open(os.path.join(res, "e23-meta.txt"), "w") as f:
-        f.write("%s\n%s\n%s\n%.6g\n%.6g\n" % (meta["title_note"], " ".join(str(t) for t in taus),
-                                               " ".join(str(p) for p in allp), w2, w3))
+    if write:
+        with open(os.path.join(res, "e23-meta.txt"), "w") as f:
+            f.write("%s\n%s\n%s\n%.6g\n%.6g\n" % (meta["title_note"], " ".join(str(t) for t in taus),
+                                                   " ".join(str(p) for p in allp), w2, w3))
+    return rows
 
 
 def _e1_rows(path):
@@ -490,6 +586,8 @@ if __name__ == "__main__":
         sys.exit(cmd_e1(sys.argv[2], sys.argv[3]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "picks":
         cmd_picks(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "replicas":
+        cmd_replicas(sys.argv[2])
     elif len(sys.argv) >= 5 and sys.argv[1] == "analyze":
         cmd_analyze(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
