@@ -318,6 +318,18 @@ static void test_backward_step(void) {
   train_steps(&n, &kernels_ref, OPT_MSGD, 1e-3f, 3, 1, 1, w2, v2);
   EXPECT_MSG(!memcmp(w1, w2, np * 4) && !memcmp(v1, v2, np * 4), "kernels_ref: fused step differs (max rel %.2g)",
              max_rel_err(w2, w1, np, 1e-3));
+  /* update_once (the CUDA backend's: one sgd_step over all the parameters after the pass) gives
+   * the per-layer updates' values bit for bit, on the CPU table with the flag set */
+  for (int oi = 0; oi < 4; oi++) {
+    kernels_t once = kernels_cpu;
+    once.update_once = 1;
+    const int mom = opts[oi].kind == OPT_MSGD;
+    train_steps(&n, &kernels_cpu, opts[oi].kind, opts[oi].wd, 3, 2, 1, w1, mom ? v1 : NULL);
+    const int zero = train_steps(&n, &once, opts[oi].kind, opts[oi].wd, 3, 2, 1, w2, mom ? v2 : NULL);
+    EXPECT_MSG(!memcmp(w1, w2, np * 4) && (!mom || !memcmp(v1, v2, np * 4)) && zero,
+               "%s wd %g: update_once differs from the per-layer updates (max rel %.2g) or left a gradient",
+               optim_name(opts[oi].kind), opts[oi].wd, max_rel_err(w2, w1, np, 1e-3));
+  }
   xfree(w1); xfree(w2); xfree(v1); xfree(v2);
 
   /* cpu_fc_backward_sgd against the reference fc backward + update, odd shapes, batch 1 and 2 */

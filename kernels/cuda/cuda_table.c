@@ -91,6 +91,7 @@ const kernels_t kernels_cuda = {
   .sync = cuda_sync,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
+  .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */
 };
 #else
 typedef int pdl_cuda_table_empty; /* ISO C: no empty translation unit */

@@ -56,6 +56,12 @@ typedef struct {
   void (*avg_step)(float *z, const float *w, size_t n, float r, int ema);
   void (*fc_backward_sgd)(float *, float *, float *, float *, float *, float *, float *, const float *, const float *,
                           int, int, int, float, float, float);
+  /* 1: net_backward_step applies sgd_step once, to all the parameters after the backward pass,
+   * instead of to each layer after its backward (0, the CPU backends: a layer's weights are
+   * updated while still in cache). Bit-identical either way: a layer's backward reads its weights
+   * before its update, sgd_step is elementwise, and the parameters are one array. For a GPU one
+   * launch instead of two per layer (issue 35 D). */
+  int update_once;
   /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
   size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
   /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */

@@ -315,10 +315,12 @@ static void layer_step(const kernels_t *k, const layer_t *L, float *params, floa
 }
 
 /* The backward pass; with st, each layer's update follows its backward (params is written only
- * then: net_backward passes st == NULL). */
+ * then: net_backward passes st == NULL), or with k->update_once one update of all the parameters
+ * follows the whole pass (the same values: contract/kernels.h). */
 static void backward_pass(workspace_t *ws, float *params, float *grads, const int *y, int B, float scale,
-                          const net_step_t *st) {
+                          const net_step_t *st_in) {
   const net_t *net = ws->net; const kernels_t *k = ws->k;
+  const net_step_t *st = k->update_once ? NULL : st_in;   /* per-layer updates, or none here */
   if (k->set_threads) k->set_threads(ws->nthreads);
   for (int i = net->nlayers - 1; i >= 0; i--) {
     const layer_t *L = &net->L[i];
@@ -370,6 +372,8 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
     }
     if (ws->prof) ws->prof[NET_MAX_LAYERS + i] += prof_now(k) - t0; /* i: the conv of a fused pair */
   }
+  if (st_in && k->update_once)
+    k->sgd_step(params, grads, st_in->v, net->nparams, st_in->lr, st_in->mu, st_in->wd);
 }
 
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale) {
