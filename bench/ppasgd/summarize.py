@@ -239,7 +239,8 @@ if sizes:
         "SIMULATED time (SimGrid cluster, 8 dev/node, FDR IB), real numerics",
         V.claim("P4-ratio", {"ratios": good}, mode="SIMULATED time (SimGrid cluster, 8 dev/node, FDR IB), real numerics",
                 data_set=dset(load("p4-ssgd-D%d" % sizes[0])), plot="plots/out/ppasgd-p4.png"))
-    row("P4 Fig.4c", "table of B_bar, S_bar, F_U", "; ".join("D=%d: B_bar %.2f S_bar %.2f F_U %.0f/s" % t for t in fig4c),
+    row("P4 Fig.4c", "table of B_bar, S_bar, F_U", "; ".join("D=%d: B_bar %.2f S_bar %.2f F_U %.0f/s" % t for t in fig4c) +
+        " (what bounds F_U and the speed-up: docs/REPRODUCTION.md, 'PP-ASGD P4')",
         "-", "SIMULATED", V.claim("P4-fig4c", {}, mode="SIMULATED"))
 else:
     row("P4", "speed-up curves", "not run", "-", "SIMULATED", V.claim("P4-ratio"))
