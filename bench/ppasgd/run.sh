@@ -9,10 +9,10 @@
 # Hyper-parameters are environment variables (defaults below) and are recorded in every JSON line.
 # SEEDS (full bench "1 2 3", QUICK "1"): the seeds of P2 (emulated staleness, deterministic per
 # seed) and P3 (32 simulated devices), as the claims registry asks (bench/claims/ppasgd.toml: seeds
-# = 3). Seed 1 keeps the plain names (p2-ppasgd-S9), seed s > 1 adds "-sS" (p2-ppasgd-S9-s2). A run
+# = 3), and of P1 (p1a, p1b). Seed 1 keeps the plain names (p2-ppasgd-S9), seed s > 1 adds "-sS" (p2-ppasgd-S9-s2). A run
 # is kept when its results file has a summary and its .sig file holds the same command line, so
 # adding a seed (or re-running an interrupted experiment) reuses the complete runs of the others;
-# the done marks of p2 and p3 name their seeds. P1, P4 and the hybrid runs stay at seed 1.
+# the done marks of p1, p2 and p3 name their seeds. P4 and the hybrid runs stay at seed 1.
 # Budget (AMD EPYC, 2 shared cores): a P2 seed is 7 one-process runs, a P3 seed 2 sim runs.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -50,26 +50,40 @@ seeded() {
 # P1 (Fig. 3 right): prediction error ||w_{t+S0+1} - f_S(w_t)|| for S = 0..13 after one epoch,
 # mean of 100 updates; (a) emulated S0 = 7, (b) a real threaded run (1 update + 1 grad thread)
 # whose S0 = floor(S_bar) is measured.
+# Per seed (SEEDS; the registry asks 3 for P1a and P1b): seed 1 keeps the plain names p1a, p1b,
+# seed s > 1 adds "-sS"; P1b's b is chosen once, by the pilot, for every seed.
 p1() {
-  fresh p1a; fresh p1b; fresh p1b-pilot
+  local s x
+  fresh p1b-pilot
   local spe=$((NTR / B2))
-  "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness emulate:7 --batch "$B2" --lr "$LR2" \
-    --steps $((spe + 120)) --probe 100 --tag p1a --results "$RES/p1a.jsonl" >/dev/null || return
+  for s in $SEEDS; do x=$(sfx "$s"); fresh "p1a$x"
+    "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness emulate:7 --batch "$B2" --lr "$LR2" \
+      --steps $((spe + 120)) --probe 100 --seed "$s" --tag p1a --results "$RES/p1a$x.jsonl" >/dev/null || return
+  done
   local b1=$B1
   [ "$b1" = auto ] && { b1=$(p1b_batch) || return; }
-  "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch "$b1" --lr "$LR1" \
-    --epochs 1.5 --probe 100 --tag p1b --results "$RES/p1b.jsonl" >/dev/null || return
+  for s in $SEEDS; do x=$(sfx "$s"); fresh "p1b$x"
+    "$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch "$b1" --lr "$LR1" \
+      --epochs 1.5 --probe 100 --seed "$s" --tag p1b --results "$RES/p1b$x.jsonl" >/dev/null || return
+  done
 }
 
 # S_bar = 1 + F_U/F_G is a property of the machine: the update's cost (vector passes over w) over
-# a sub-batch gradient's (~b x FLOPs/image). A 300-update pilot at b = 8 measures it and b is scaled
-# so that F_U/F_G ~ 6.5 (S_bar ~ 7.5, the paper's S0 = 7 .. S_bar 8.5); the pilot goes to
-# p1b-pilot.jsonl and the choice to stderr.
+# a sub-batch gradient's (~b x FLOPs/image). A pilot at b = 8 measures it and b is scaled so that
+# F_U/F_G ~ 6.5 (S_bar ~ 7.5, the paper's S0 = 7 .. S_bar 8.5); the pilot goes to p1b-pilot.jsonl
+# and the choice to stderr. The pilot must see enough gradients: it was 300 updates until the
+# update role got fast (F_U ~4,500/s on the AMD EPYC): 300 updates then took 0.07 s and held 6
+# sub-batches, the first with its start-up, so it read S_bar 51 and b fell to 1. Now 3000 updates
+# (~0.7 s, ~100 sub-batches at b = 8), and a pilot with fewer than 30 sub-batches fails loudly.
 p1b_batch() {
   local sb b
   sb=$("$PDL" train "${COMMON[@]}" --algo ppasgd --staleness auto --grad-threads 1 --batch 8 --lr "$LR1" \
-    --steps 300 --tag p1b-pilot --results "$RES/p1b-pilot.jsonl" | tail -1 |
-    python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["S_bar"])') || return
+    --steps 3000 --tag p1b-pilot --results "$RES/p1b-pilot.jsonl" | tail -1 |
+    python3 -c 'import json,sys
+d = json.loads(sys.stdin.read())
+if d["B_bar"] * d["updates"] < 30:
+    sys.exit("p1b pilot: only %.0f sub-batches in %d updates: S_bar %.3g is not a measurement" % (d["B_bar"] * d["updates"], d["updates"], d["S_bar"]))
+print(d["S_bar"])') || return
   b=$(python3 -c "import sys; s=float(sys.argv[1]); print(max(1, min(64, round(8 * 6.5 / max(s - 1, 0.1)))))" "$sb") || return
   echo "[ppasgd] p1b: pilot at b=8 measured S_bar $sb -> b=$b" >&2
   echo "$b"
@@ -127,8 +141,8 @@ hybrid() {
 }
 
 rc=0
-ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of p2 and p3 name their seeds
-for e in p1 p2 p3 p4 hybrid; do case $e in p2|p3) m=$e$ST ;; *) m=$e ;; esac; done_or_run "$m" "$e" || rc=1; done
+ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of p1, p2 and p3 name their seeds
+for e in p1 p2 p3 p4 hybrid; do case $e in p1|p2|p3) m=$e$ST ;; *) m=$e ;; esac; done_or_run "$m" "$e" || rc=1; done
 SEEDS="$SEEDS" TARGET4=$TARGET4 python3 bench/ppasgd/summarize.py "$RES" "$TABLE.tmp" "${QUICK:+quick}" || rc=1
 for gp in plots/ppasgd-*.gp; do render_plot "$gp" || rc=1; done
 table_print
