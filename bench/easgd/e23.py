@@ -186,6 +186,11 @@ def e3_plan(runs):
     return plan
 
 
+def same_lr(a, b):
+    """Learning rates equal up to the %g printing of the run names."""
+    return abs(a - b) <= 1e-5 * b
+
+
 def seed_runs(runs, seed):
     return [r for r in runs if r["seed"] == seed]
 
@@ -220,7 +225,7 @@ def cmd_replicas(d):
                 continue
             tau, lr = plan[m]
             ok = [lr, lr * 4.0 / p] if m in DPFAM else [lr, lr * 2.0]
-            pk = pick([c for c in candidates(runs, m, "e3", p, tau) if any(abs(c[0]["lr"] - x) <= 1e-5 * x for x in ok)])
+            pk = pick([c for c in candidates(runs, m, "e3", p, tau) if any(same_lr(c[0]["lr"], x) for x in ok)])
             if pk:
                 print("e3", m, p, tau, "%g" % pk[0]["lr"])
     for m in ("msgd", "sgd", "asgd", "mvasgd"):
@@ -324,17 +329,13 @@ def _measure(runs, res, meta, V, plan, write, fixed=None):
     def e2_pick(m, tau, cs):
         base = m if m not in VIEWS else "downpour"
         if fixed and (base, tau) in fixed:
-            cs = [c for c in cs if abs(c[0]["lr"] - fixed[(base, tau)]) <= 1e-5 * fixed[(base, tau)]]
+            cs = [c for c in cs if same_lr(c[0]["lr"], fixed[(base, tau)])]
         return pick(cs)
 
     def add(r):   # one table row, just after the V.claim() that gave its verdict cell
         V.describe(r[0], r[2], r[3], r[4])
         rows.append(r)
-    if not write:
-        def write_dat(*a):   # noqa: F811 -- only seed 1 writes the plot data
-            pass
-    else:
-        write_dat = globals()["write_dat"]
+    dat = write_dat if write else (lambda *a: None)   # only seed 1 writes the plot data
     data = "Fashion-MNIST (%s)" % meta["data_note"]
     mode = "SIMULATED (%s); numerics real" % meta["sim_note"]
 
@@ -350,8 +351,8 @@ def _measure(runs, res, meta, V, plan, write, fixed=None):
             grid.append("| %s | 1 | - | %g | %s | %s | %s |" % (NAMES[m], r["lr"], fmt_err(best_err(s)), div_note(r) or "no",
                                                                  picked(r, pk, cs)))
     if "msgd" in seq:
-        write_dat(os.path.join(res, "e2-msgd.dat"), seq["msgd"][1], label("msgd", seq["msgd"][0], " (p=1)"), seq["msgd"][0])
-        write_dat(os.path.join(res, "e3-msgd.dat"), seq["msgd"][1], label("msgd", seq["msgd"][0], " (p=1)"), seq["msgd"][0])
+        dat(os.path.join(res, "e2-msgd.dat"), seq["msgd"][1], label("msgd", seq["msgd"][0], " (p=1)"), seq["msgd"][0])
+        dat(os.path.join(res, "e3-msgd.dat"), seq["msgd"][1], label("msgd", seq["msgd"][0], " (p=1)"), seq["msgd"][0])
 
     # ---- E2: p = 4, tau sweep ------------------------------------------------------------------
     taus = sorted({r["tau"] for r in runs if r["exp"] == "e2"})
@@ -366,7 +367,7 @@ def _measure(runs, res, meta, V, plan, write, fixed=None):
             if pk:
                 r, s = pk
                 best[(m, tau)] = (best_err(s), r, s, s[-1][0] if s else 0)
-                write_dat(os.path.join(res, "e2-%s-tau%d.dat" % (m, tau)), s, label(m, r), r)
+                dat(os.path.join(res, "e2-%s-tau%d.dat" % (m, tau)), s, label(m, r), r)
 
     def dp_row(m):
         errs = {tau: best[(m, tau)] for tau in taus if (m, tau) in best}
@@ -453,7 +454,7 @@ def _measure(runs, res, meta, V, plan, write, fixed=None):
             e3[(m, 4)] = best[(m, tau)][1:3]
         for p in ps:
             ok = [lr] + ([lr * 4.0 / p] if m in DPFAM else [lr * 2.0] if m in ("easgd", "eamsgd") else [])
-            cs = [c for c in candidates(runs, m, "e3", p, tau) if any(abs(c[0]["lr"] - x) <= 1e-5 * x for x in ok)]
+            cs = [c for c in candidates(runs, m, "e3", p, tau) if any(same_lr(c[0]["lr"], x) for x in ok)]
             pk = pick(cs)
             if pk:
                 e3[(m, p)] = pk
@@ -461,7 +462,7 @@ def _measure(runs, res, meta, V, plan, write, fixed=None):
                 grid.append("| %s | %d | %d | %g | %s | %s | %s |" % (NAMES[m], p, tau, r["lr"], fmt_err(best_err(s_)),
                                                                      div_note(r) or "no", "yes" if r is pk[0] else ""))
     for (m, p), (r, s) in e3.items():
-        write_dat(os.path.join(res, "e3-%s-p%d.dat" % (m, p)), s, label(m, r, " tau=%d" % plan[m][0]), r)
+        dat(os.path.join(res, "e3-%s-p%d.dat" % (m, p)), s, label(m, r, " tau=%d" % plan[m][0]), r)
     with open(os.path.join(res, "e2-lr-grid.md") if write else os.devnull, "w") as f:
         f.write("# EASGD paper E2/E3: learning-rate grid and picks (smallest test error of the center; runs that "
                 "diverged only if every grid point did)\n\n" + "\n".join(grid) + "\n")
