@@ -15,7 +15,10 @@
  * A library that cannot be loaded stops the program with one line naming it and dlerror()'s
  * reason, at the first GPU call, never at start-up. The emulator (kernels/cuda/emu) does not use
  * this file: it has its own cuBLAS and cuSOLVER. A new cuBLAS or cuSOLVER function used in
- * kernels/cuda is one LAZY line below (the link fails with an undefined symbol until it is). */
+ * kernels/cuda is one LAZY line below (the link fails with an undefined symbol until it is).
+ * pdl links with -rdynamic, so these definitions are also the global ones: a library loaded later
+ * that calls one of them (libcusolver calls cuBLAS) reaches this file, which forwards to the same
+ * libcublas instance (dlsym on its handle finds the library's own definition, never this one). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
