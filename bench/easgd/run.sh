@@ -278,9 +278,12 @@ e23_rows() {
 
 rc=0
 done_or_run e1 e1 || rc=1
-done_or_run e2 e2 || rc=1
-done_or_run e3 e3 || rc=1
-[ "$SEEDS" = 1 ] || done_or_run "seeds-$(echo $SEEDS | tr ' ' '-')" seeds || rc=1
+# the done marks of the training steps name the length (EASGD_LEN=8: "-len8"), so that marks of
+# the other length never skip a step (the runs themselves live in per-settings directories)
+LS=; [ -z "$QUICK" ] && [ "$EASGD_LEN" = 8 ] && LS=-len8
+done_or_run "e2$LS" e2 || rc=1
+done_or_run "e3$LS" e3 || rc=1
+[ "$SEEDS" = 1 ] || done_or_run "seeds-$(echo $SEEDS | tr ' ' '-')$LS" seeds || rc=1
 e1_rows
 e23_rows
 table_print
