@@ -5,8 +5,8 @@
  * ~50 ms (small orders take well under a millisecond) and divides. The three CPU variants'
  * repeats alternate, and each one's best repeat is reported too: the CI gate judges the ratio of
  * the bests (as ci/regress.sh's ab does), because on a 2-vCPU VM the two-thread medians of one
- * machine ranged 1.67x-3.17x over ten quiet runs while the bests stayed within 2.48x-2.77x. OpenBLAS is single-threaded,
- * as everywhere in pdl, so the reference is one core's double LAPACK. One JSON line per order on
+ * machine ranged 1.67x-3.17x over ten quiet runs while the bests stayed within 2.48x-2.77x.
+ * OpenBLAS is single-threaded, as everywhere in pdl, so the reference is one core's double LAPACK. One JSON line per order on
  * stdout (and appended to --json FILE); the table and progress go to stderr. The speed ratio
  * ref_s / fast_s is the CI gate's "fast-vs-reference inversion speed ratio". */
 #include <cblas.h>
@@ -54,8 +54,8 @@ static void usage(FILE *f) {
 "Output: a table on stderr; per order one JSON line on stdout with event \"inverse\", n, cond,\n"
 "threads, reps, ref_s, fast1_s, fast_s, cuda_s (null without a device), speedup (ref_s / fast_s),\n"
 "speedup_1t (ref_s / fast1_s), ref_best_s, fast1_best_s, fast_best_s, speedup_best\n"
-"(ref_best_s / fast_best_s), speedup_1t_best, fast_max_err (||X - Xref||_max / ||Xref||_max of the T-thread\n"
-"result against the reference), fast_resid (||A X - I||_max / (||A||_max ||X||_max)), cuda_max_err,\n"
+"(ref_best_s / fast_best_s), speedup_1t_best, fast_max_err (||X - Xref||_max / ||Xref||_max of\n"
+"the T-thread result against the reference), fast_resid (||A X - I||_max / (||A||_max ||X||_max)), cuda_max_err,\n"
 "cuda_resid, and the run's metadata (git revision, host, cpu, isa).\n"
 "\n"
 "exit status: 0 ok, 1 an inversion failed, 2 bad flags\n", INV_MAX_N, INV_MAX_SIZES, INV_MAX_REPS);
