@@ -562,6 +562,22 @@ void data_truncate(data_t *d, int ntrain, int ntest) {
   if (ntest > 0 && ntest < d->test.n) d->test.n = ntest;
 }
 
+void data_hold_out(data_t *d, int ntrain, int nval) {
+  dataset_t *tr = &d->train, *te = &d->test;
+  if (ntrain < 1 || nval < 1 || (long)ntrain + nval > tr->n)
+    die_usage("--val %d: data set %s has %d training examples, fewer than --train-subset %d + --val %d", nval, d->name,
+              tr->n, ntrain, nval);
+  size_t per = dataset_image_floats(tr);
+  xfree(te->x); xfree(te->y);
+  *te = *tr;
+  te->n = nval;
+  te->x = xmalloc(sizeof(float) * per * (size_t)nval);
+  te->y = xmalloc(sizeof(int) * (size_t)nval);
+  memcpy(te->x, tr->x + per * (size_t)ntrain, sizeof(float) * per * (size_t)nval);
+  memcpy(te->y, tr->y + ntrain, sizeof(int) * (size_t)nval);
+  tr->n = ntrain;
+}
+
 void data_free(data_t *d) {
   xfree(d->train.x); xfree(d->train.y);
   xfree(d->test.x); xfree(d->test.y);

@@ -32,6 +32,10 @@ void data_load(data_t *d, const char *spec);
 void data_load_first(data_t *d, const char *spec, int ntrain, int ntest);
 /* Keep only the first ntrain / ntest examples (<= 0: keep all). For quick runs and tests. */
 void data_truncate(data_t *d, int ntrain, int ntest);
+/* A validation split: the test set becomes train examples [ntrain, ntrain + nval) (copied) and the
+ * train set keeps its first ntrain. Ends the process naming the set if it has fewer than
+ * ntrain + nval examples. Normalisation stays that of the full train set. */
+void data_hold_out(data_t *d, int ntrain, int nval);
 void data_free(data_t *d);
 size_t dataset_image_floats(const dataset_t *ds); /* c*h*w */
 

@@ -68,6 +68,7 @@ static const optdef_t
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
+  od_val = {"--val", OD_INT, 1, 1 << 30, NULL, NULL, "N", "evaluate on a validation split instead of the test set: the N training examples after --train-subset's, held out from training (every eval's test_err is then the validation error); for picking settings", CFG(val), 0, NULL},
   od_results = {"--results", OD_STR, 0, 0, NULL, NULL, "FILE", "append JSON lines (config, eval, summary)", CFG(results), 0, NULL},
   od_checkpoint = {"--checkpoint", OD_STR, 0, 0, NULL, NULL, "FILE", "save state each epoch, at the end and on SIGINT/SIGTERM (temp file + rename); distributed: one file per node (FILE, FILE.node<k>), previous kept as .prev", CFG(checkpoint), 0, NULL},
   od_resume = {"--resume", OD_BOOL, 0, 0, NULL, NULL, NULL, "continue from --checkpoint FILE if it exists (all nodes' files); every option a resume must match is checked", CFG(resume), 0, NULL},
@@ -83,7 +84,7 @@ const optdef_t od_with_replacement = {"--with-replacement", OD_BOOL, 0, 0, NULL,
   "draw mini-batches with replacement (default: shuffled epochs)", CFG(with_replacement), 1, NULL};
 const optdef_t *const train_opts[] = {
   &od_data, &od_net, &od_algo, &od_batch, &od_lr, &od_momentum, &od_wd, &od_warmup, &od_epochs, &od_steps, &od_seed,
-  &od_threads, &od_device, &od_eval_every, &od_train_subset, &od_test_subset, &od_results, &od_checkpoint, &od_resume,
+  &od_threads, &od_device, &od_eval_every, &od_train_subset, &od_test_subset, &od_val, &od_results, &od_checkpoint, &od_resume,
   &od_quiet, &od_diverge, &od_tag, &od_timeout, &od_runtime, &od_coll, NULL};
 const optdef_t *const train_seq_opts[] = {&od_with_replacement, NULL};
 
@@ -153,7 +154,13 @@ void train_cfg_resume_text(const train_cfg_t *c, char *buf, size_t n) {
 void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   memset(r, 0, sizeof *r);
   r->cfg = *c; r->nranks = 1;
-  data_load_first(&r->data, c->data, (int)c->train_subset, (int)c->test_subset);
+  if (c->val > 0) {
+    if (c->train_subset <= 0) die_usage("train: --val %d needs --train-subset N (the validation split is the %d examples after the first N)", c->val, c->val);
+    if (c->test_subset > 0) die_usage("train: --val and --test-subset both choose the evaluation set; give one");
+    data_load_first(&r->data, c->data, c->train_subset + c->val, 1);
+    data_hold_out(&r->data, c->train_subset, c->val);
+  } else
+    data_load_first(&r->data, c->data, (int)c->train_subset, (int)c->test_subset);
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);

@@ -13,6 +13,7 @@ typedef struct {
   /* data / net */
   char data[512], net[256];
   int train_subset, test_subset;
+  int val;                 /* --val N: evaluate on N held-out training examples (after train_subset) */
   /* optimisation */
   char algo[32];
   int batch;               /* per worker (sub-batch b for the PP-ASGD algorithms) */
