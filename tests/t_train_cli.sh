@@ -17,6 +17,13 @@ expect_exit 2 "bad net spec" "$PDL" train "${COMMON[@]}" --net "C8 X3 S10" --ste
 expect_exit 2 "unknown data" "$PDL" train --data imagenet --steps 1
 expect_exit 2 "unknown command" "$PDL" frobnicate
 expect_exit 2 "bad --device" "$PDL" train --device gpu --steps 1
+# --val N (a validation split after --train-subset's examples): it needs --train-subset, excludes
+# --test-subset, and the set must hold both
+expect_exit 2 "--val without --train-subset" "$PDL" train "${COMMON[@]}" --val 64 --steps 1
+expect_exit 2 "--val with --test-subset" "$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --test-subset 64 --steps 1
+expect_exit 2 "--val beyond the set" "$PDL" train "${COMMON[@]}" --train-subset 500 --val 64 --steps 1
+v=$("$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --steps 2 | tail -1)
+[ -n "$(jget test_err <<<"$v")" ] && ok "--val 64: a run evaluated on the held-out split" || notok "--val run" "$v"
 # --device cuda trains every sequential optimizer; a distributed algorithm (K-FAC's preconditioning
 # included) is refused, exit 2 naming the flag
 for a in kfac ssgd; do

@@ -636,6 +636,29 @@ static void test_truncate(void) {
   data_free(&d); data_free(&full);
 }
 
+/* --val's split: the test set becomes train examples [ntrain, ntrain + nval), the same floats and
+ * labels, the train set its first ntrain, the normalisation unchanged (real Fashion-MNIST through
+ * data_load_first as pdl train loads it, and a synthetic set). */
+static void test_hold_out(void) {
+  struct stat st;
+  const char *specs[2] = {stat(FM_DIR, &st) == 0 ? "fashion-mnist" : NULL, "synthetic:n=200,h=5,w=5"};
+  const int nt[2][2] = {{6000, 2000}, {120, 40}};
+  for (int k = 0; k < 2; k++) {
+    if (!specs[k]) continue;
+    data_t full, v;
+    data_load(&full, specs[k]);
+    data_load_first(&v, specs[k], nt[k][0] + nt[k][1], 1);
+    data_hold_out(&v, nt[k][0], nt[k][1]);
+    size_t per = dataset_image_floats(&full.train);
+    EXPECT_MSG(v.train.n == nt[k][0] && v.test.n == nt[k][1], "%s: %d / %d", specs[k], v.train.n, v.test.n);
+    EXPECT(v.mean[0] == full.mean[0] && v.std[0] == full.std[0] && v.test.c == full.train.c && v.test.h == full.train.h);
+    EXPECT(!memcmp(v.train.x, full.train.x, sizeof(float) * per * (size_t)nt[k][0]));
+    EXPECT(!memcmp(v.test.x, full.train.x + per * (size_t)nt[k][0], sizeof(float) * per * (size_t)nt[k][1]));
+    EXPECT(!memcmp(v.test.y, full.train.y + nt[k][0], sizeof(int) * (size_t)nt[k][1]));
+    data_free(&v); data_free(&full);
+  }
+}
+
 /* ---- sampler ------------------------------------------------------------------------------ */
 
 /* x[i] = {i, -i}, y[i] = i % 7: a sample's pixels tell which example it is. */
@@ -888,6 +911,7 @@ int main(void) {
   RUN(test_synthetic_deterministic);
   RUN(test_synthetic_default_learnable);
   RUN(test_truncate);
+  RUN(test_hold_out);
   RUN(test_sampler_shards);
   RUN(test_sampler_skew);
   RUN(test_sampler_epochs_wrap);

@@ -66,7 +66,7 @@ if [ -n "$QUICK" ]; then
   K2_REAL_STEPS=${K2_REAL_STEPS:-2}; K2_REAL_AR=${K2_REAL_AR-}; K2M_ITERS=${K2M_ITERS:-3}; K2P_SIM=${K2P_SIM:-"1 2"}
   K2M_PROCS=${K2M_PROCS:-2}; K2M_AG=${K2M_AG-}
   K2P_COMMS=${K2P_COMMS:-allreduce}
-  K3_EPOCHS=${K3_EPOCHS:-1}; K3_TRAIN=${K3_TRAIN:-512}; K3_SEEDS=${K3_SEEDS:-1}; K4_BATCHES=${K4_BATCHES:-"32 256"}; K4_SEEDS=${K4_SEEDS:-1}
+  K3_EPOCHS=${K3_EPOCHS:-1}; K3_TRAIN=${K3_TRAIN:-512}; K3_SEEDS=${K3_SEEDS:-1}; K3_VAL=${K3_VAL:-300}; K4_BATCHES=${K4_BATCHES:-"32 256"}; K4_SEEDS=${K4_SEEDS:-1}
   K4_EPOCHS=${K4_EPOCHS:-1}; K4_TRAIN=${K4_TRAIN:-512}; NTEST=${NTEST:-300}; NET=${NET:-vgg-small}
 else
   INV_SIZES=${INV_SIZES:-257,1024,1153,2048}; INV_REPS=${INV_REPS:-5}
@@ -74,11 +74,11 @@ else
   K2_REAL_STEPS=${K2_REAL_STEPS:-30}; K2_REAL_AR=${K2_REAL_AR-1}; K2M_ITERS=${K2M_ITERS:-20}; K2P_SIM=${K2P_SIM:-$K2_SIM}
   K2M_PROCS=${K2M_PROCS:-"1 2"}; K2M_AG=${K2M_AG-1}
   K2P_COMMS=${K2P_COMMS:-"allreduce reduce-scatterv"}
-  K3_EPOCHS=${K3_EPOCHS:-4}; K3_TRAIN=${K3_TRAIN:-12000}; K3_SEEDS=${K3_SEEDS:-"1 2 3"}; K4_BATCHES=${K4_BATCHES:-"32 128 512 2048"}
+  K3_EPOCHS=${K3_EPOCHS:-4}; K3_TRAIN=${K3_TRAIN:-6000}; K3_SEEDS=${K3_SEEDS:-"1 2 3"}; K3_VAL=${K3_VAL:-2000}; K4_BATCHES=${K4_BATCHES:-"32 128 512 2048"}
   K4_SEEDS=${K4_SEEDS:-"1 2 3"}; CAL_REPEATS=${CAL_REPEATS:-3}
   K4_EPOCHS=${K4_EPOCHS:-3}; K4_TRAIN=${K4_TRAIN:-8192}; NTEST=${NTEST:-2000}; NET=${NET:-vgg-small}
 fi
-DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; THREADS=${THREADS:-$(nproc)}
+DATA=${DATA:-fashion-mnist}; BATCH=${BATCH:-32}; THREADS=${THREADS:-$(nproc)}; K3G_JOBS=${K3G_JOBS:-$(nproc)}
 P100_GFLOPS=${P100_GFLOPS:-10600}; OPA_GBPS=${OPA_GBPS:-100}   # K2 at the paper's ratio (run_k2p)
 LR_KFAC=${LR_KFAC:-0.003}; LR_MSGD=${LR_MSGD:-0.01}; LR_ADAM=${LR_ADAM:-0.001}; DAMP=${DAMP:-0.03}
 COMMON=(--data "$DATA" --net "$NET" --test-subset "$NTEST" --quiet)
@@ -221,20 +221,52 @@ run_k2p() {
 }
 
 # ---- K3: one process, three optimizers ---------------------------------------------------------
+# Issue 33 item 3 (plan and rule: docs/REPRODUCTION-kfac.md, "K3 judged fairly", written before any
+# grid run): k3g runs each optimizer's grid at seed 1 on the validation split (--val K3_VAL, held out
+# of the training set), 1 thread per run, K3G_JOBS at once; bench/kfac/k3grid.py says which runs the
+# rule needs next and then writes the picks (k3-picks.json). k3t-sS runs seed S at the picks on the
+# test set, 2 threads, one at a time (their time axes compare): kfac, adam, msgd, and K-FAC's two
+# variants, the sampled Fisher (k3-kfac-sampled) and the paper's literal Algorithm 1 (k3-kfac-alg1:
+# --momentum 0 at 10x the picked lr). Seed 1 keeps the plain names (k3-kfac.jsonl), seed S adds -sS.
 sfx() { [ "$1" = 1 ] || echo "-s$1"; }   # the run-name suffix of seed $1
-run_k3() {   # run_k3 SEED: seed 1 runs kfac, msgd and adam; another seed kfac and adam (K3a compares those)
-  local o lr spe=$((K3_TRAIN / BATCH)) s=${1:-1} x; x=$(sfx "${1:-1}")
-  for o in kfac msgd adam; do
-    [ "$o" = msgd ] && [ "$s" != 1 ] && continue
-    case $o in kfac) lr=$LR_KFAC ;; msgd) lr=$LR_MSGD ;; adam) lr=$LR_ADAM ;; esac
-    local kd=(); [ "$o" = kfac ] && kd=(--kfac-damping "$DAMP")   # pdl refuses a flag the --algo does not read
-    [ "$o" = kfac ] && kd+=(${K3_FISHER:+--kfac-fisher "$K3_FISHER"} ${K3_KFAC_MOMENTUM:+--momentum "$K3_KFAC_MOMENTUM"})
-    echo "  k3: $o (lr $lr${kd[2]:+ ${kd[*]:2}})${x:+ seed $s}" >&2
-    "$PDL" train --algo "$o" "${COMMON[@]}" --train-subset "$K3_TRAIN" --batch "$BATCH" --lr "$lr" "${kd[@]}" \
-      --epochs "$K3_EPOCHS" --eval-every $((spe / 2)) --seed "$s" --threads "$THREADS" --tag "k3-$o$x" --results "$RES/k3-$o$x.jsonl.tmp" \
-      > /dev/null 2>>"$RES/k3.log" || return 1
-    mv "$RES/k3-$o$x.jsonl.tmp" "$RES/k3-$o$x.jsonl"
+k3_one() {   # k3_one FILE ALGO LR DAMP|- SEED THREADS ARGS...: one K3 run, evaluated every half epoch, into RES/FILE
+  local f=$1 o=$2 lr=$3 d=$4 s=$5 t=$6 spe=$((K3_TRAIN / BATCH)); shift 6
+  local kd=(); [ "$d" != - ] && kd=(--kfac-damping "$d")   # pdl refuses a flag the --algo does not read
+  "$PDL" train --algo "$o" --data "$DATA" --net "$NET" --quiet --train-subset "$K3_TRAIN" --batch "$BATCH" --lr "$lr" "${kd[@]}" \
+    --epochs "$K3_EPOCHS" --eval-every $((spe / 2)) --seed "$s" --threads "$t" --tag "${f%.jsonl}" --results "$RES/$f.tmp" "$@" \
+    > /dev/null 2>>"$RES/k3.log" || { echo "k3: $f failed (pdl exit $?; $RES/k3.log)" >&2; return 1; }
+  mv "$RES/$f.tmp" "$RES/$f"
+}
+run_k3g() {
+  local q=${QUICK:+quick} round todo o lr d f r fail=0 prev=
+  for round in 1 2 3 4; do
+    todo=$(python3 bench/kfac/k3grid.py next "$RES" $q) || return 1
+    [ -n "$todo" ] || break
+    [ "$todo" != "$prev" ] || { echo "k3g: the grid's next runs did not change after running them: $todo" >&2; return 1; }
+    prev=$todo
+    while read -r o lr d; do
+      f="k3g-$o-lr$lr"; [ "$d" = - ] || f+="-d$d"; f+=.jsonl
+      while [ "$(jobs -rp | wc -l)" -ge "$K3G_JOBS" ]; do wait -n || fail=1; done
+      echo "  k3g: $o lr $lr$([ "$d" = - ] || echo " damping $d") (validation, seed 1)" >&2
+      k3_one "$f" "$o" "$lr" "$d" 1 1 --val "$K3_VAL" &
+    done <<< "$todo"
+    while :; do wait -n; r=$?; [ "$r" = 127 ] && break; [ "$r" = 0 ] || fail=1; done   # 127: no job left
+    [ "$fail" = 0 ] || return 1
   done
+  python3 bench/kfac/k3grid.py picks "$RES" $q >&2
+}
+run_k3t() {   # run_k3t SEED: every optimizer at its pick, and K-FAC's two variants, on the test set
+  local s=$1 x; x=$(sfx "$1")
+  local lk dk la lm
+  read -r lk dk la lm < <(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["picks"]
+print("%g %g %g %g" % (p["kfac"]["lr"], p["kfac"]["damping"], p["adam"]["lr"], p["msgd"]["lr"]))' "$RES/k3-picks.json") || return 1
+  local lk10; lk10=$(python3 -c "print('%g' % (10 * $lk))")
+  echo "  k3: seed $s at the picks: kfac lr $lk damping $dk, adam lr $la, msgd lr $lm; kfac-sampled; kfac-alg1 lr $lk10" >&2
+  k3_one "k3-kfac$x.jsonl" kfac "$lk" "$dk" "$s" "$THREADS" --test-subset "$NTEST" || return 1
+  k3_one "k3-adam$x.jsonl" adam "$la" - "$s" "$THREADS" --test-subset "$NTEST" || return 1
+  k3_one "k3-msgd$x.jsonl" msgd "$lm" - "$s" "$THREADS" --test-subset "$NTEST" || return 1
+  k3_one "k3-kfac-sampled$x.jsonl" kfac "$lk" "$dk" "$s" "$THREADS" --test-subset "$NTEST" --kfac-fisher sampled || return 1
+  k3_one "k3-kfac-alg1$x.jsonl" kfac "$lk10" "$dk" "$s" "$THREADS" --test-subset "$NTEST" --momentum 0 || return 1
 }
 
 # ---- K4: total batch at a fixed number of epochs ------------------------------------------------
@@ -264,8 +296,8 @@ if [ -z "$QUICK" ] || [ -n "${SPLIT_QUICK:-}" ]; then
   source bench/kfac/split.sh; split_defaults
   done_or_run split run_split || exit 1
 fi
-done_or_run k3 run_k3 1 || exit 1
-for s in $K3_SEEDS; do [ "$s" = 1 ] || done_or_run "k3-s$s" run_k3 "$s" || exit 1; done
+done_or_run k3g run_k3g || exit 1
+for s in $K3_SEEDS; do done_or_run "k3t-s$s" run_k3t "$s" || exit 1; done
 for s in $K4_SEEDS; do done_or_run "k4-s$s" run_k4 "$s" || exit 1; done
 for s in $K4_SEEDS; do cat "$RES/k4-s$s.jsonl"; done > "$RES/k4.jsonl.tmp" && mv "$RES/k4.jsonl.tmp" "$RES/k4.jsonl"
 python3 bench/kfac/summarize.py "$RES" "${QUICK:+quick}" "$K3_SEEDS" || exit 1

@@ -3,8 +3,9 @@
 writes the plots' data files (RES/kfac-*.dat), RES/analysis.json and the table rows (RES/table.tsv.tmp,
 appended; bench/lib.sh's table_print renders them). It derives metrics only: every verdict comes from
 bench/verdict.py applying bench/claims/kfac.toml (verdicts.json / verdicts.md beside the table).
-K3_SEEDS ("1 2 3"; default "1"): the seeds of K3's kfac and adam runs (seed s > 1: k3-kfac-sS.jsonl);
-K3a gets one set of metrics per seed, the rest of K3 (K3b, the plot) reads seed 1. K4's seeds are
+K3_SEEDS ("1 2 3"; default "1"): the seeds of K3's runs at the picks (seed s > 1: k3-kfac-sS.jsonl);
+K3a, K3a-sampled and K3a-alg1 get one set of metrics per seed, K3b and the plot read seed 1; the
+grid and the picks (k3-picks.json) become RES/k3-grid.md. K4's seeds are
 the summary lines of k4.jsonl."""
 import json, math, os, statistics, sys
 
@@ -270,51 +271,99 @@ if kp and sim_l and 1 in sim_l:
                     plot="plots/out/kfac-k2-paper.png"))
 
 # ---- K3 -----------------------------------------------------------------------------------------
-curves = {}
-for o in ("kfac", "msgd", "adam"):
-    ev = [d for d in lines("k3-%s.jsonl" % o) if d.get("event") == "eval"]
-    curves[o] = ev
-    with open(os.path.join(res, "kfac-k3-%s.dat" % o), "w") as f:
-        f.write("# epoch time_s test_acc train_loss\n")
-        for d in ev:
-            f.write("%.4g %.5g %.5g %.5g\n" % (d["epoch"], d["time_s"], 1 - d["test_err"], d["train_loss"]))
-if all(curves.values()):
-    def at_epochs(ev):
-        return {round(d["epoch"], 3): d for d in ev}
-    ck, ca, cm = at_epochs(curves["kfac"]), at_epochs(curves["adam"]), at_epochs(curves["msgd"])
-    common = sorted(set(ck) & set(ca) & set(cm))
-    tk, ta = curves["kfac"][-1]["time_s"] / curves["kfac"][-1]["epoch"], curves["adam"][-1]["time_s"] / curves["adam"][-1]["epoch"]
-    slower = tk > ta
-    last = common[-1]
-    acc = lambda c: 100 * (1 - c[last]["test_err"])
-    nge = sum(1 - ck[e]["test_err"] >= 1 - ca[e]["test_err"] for e in common)
+# Issue 33 item 3: k3-picks.json (bench/kfac/k3grid.py) holds each optimizer's pick from its grid on
+# the validation split; k3-O[-sS].jsonl are the runs at the picks on the test set, seeds K3_SEEDS,
+# O = kfac, adam, msgd and K-FAC's variants kfac-sampled and kfac-alg1.
+K3_RUNS = ("kfac", "adam", "msgd", "kfac-sampled", "kfac-alg1")
+picks = None
+if os.path.exists(os.path.join(res, "k3-picks.json")):
+    picks = json.load(open(os.path.join(res, "k3-picks.json")))
+    with open(os.path.join(res, "k3-grid.md"), "w") as f:   # the grid, for docs/REPRODUCTION-kfac.md
+        f.write("| optimizer | lr | damping | validation accuracy, mean of the last epoch's evaluations | pick |\n|---|---|---|---|---|\n")
+        for o in ("kfac", "adam", "msgd"):
+            pk = picks["picks"][o]
+            for r in sorted(picks["grid"][o], key=lambda r: (r["damping"] or 0, r["lr"])):
+                va = r["val_acc_last_epoch"]
+                f.write("| %s | %g | %s | %s | %s |\n" % (o, r["lr"], "-" if r["damping"] is None else "%g" % r["damping"],
+                                                         "%.2f%%" % (100 * va) if va is not None else r["state"],
+                                                         "**pick**" if (r["lr"], r["damping"]) == (pk["lr"], pk["damping"]) else ""))
+        if picks.get("at_edge"):
+            f.write("\nPicks at the edge of their extended lr grid: %s.\n" % ", ".join(picks["at_edge"]))
+        if picks.get("diverged"):
+            f.write("\nDiverged (out of the pick): %s.\n" % ", ".join(picks["diverged"]))
 
-    def k3a(sd):
-        """K3a's metrics at seed sd (kfac and adam of that seed at the evaluations seed 1's three runs share)."""
-        if sd == 1:
-            return {"kfac_ge_adam": nge, "evals": len(common), "kfac_slower": slower}
-        x = "-s%d" % sd
-        ek = [d for d in lines("k3-kfac%s.jsonl" % x) if d.get("event") == "eval"]
-        ea = [d for d in lines("k3-adam%s.jsonl" % x) if d.get("event") == "eval"]
+
+def k3_evals(o, sd):
+    return [d for d in lines("k3-%s%s.jsonl" % (o, "" if sd == 1 else "-s%d" % sd)) if d.get("event") == "eval"]
+
+
+curves = {o: k3_evals(o, 1) for o in K3_RUNS}
+for o in K3_RUNS:
+    with open(os.path.join(res, "kfac-k3-%s.dat" % o), "w") as f:
+        f.write("# epoch time_s test_acc train_loss (seed 1)\n")
+        for d in curves[o]:
+            f.write("%.4g %.5g %.5g %.5g\n" % (d["epoch"], d["time_s"], 1 - d["test_err"], d["train_loss"]))
+
+
+def at_epochs(ev):
+    return {round(d["epoch"], 3): d for d in ev}
+
+
+if all(curves[o] for o in ("kfac", "adam", "msgd")):
+    ck, ca, cm = at_epochs(curves["kfac"]), at_epochs(curves["adam"]), at_epochs(curves["msgd"])
+    common = sorted(set(ck) & set(ca) & set(cm))   # the evaluations seed 1's three runs share
+    last = common[-1]
+    tk = curves["kfac"][-1]["time_s"] / curves["kfac"][-1]["epoch"]
+    ta = curves["adam"][-1]["time_s"] / curves["adam"][-1]["epoch"]
+
+    def vs_adam(o, sd):
+        """K3a's metrics for run o (kfac or a variant) at seed sd against Adam's pick at that seed."""
+        ek, ea = k3_evals(o, sd), k3_evals("adam", sd)
         if not ek or not ea:
             return None
         k, a = at_epochs(ek), at_epochs(ea)
         cs = [e for e in common if e in k and e in a]
+        fin = lambda c: 1 - c[cs[-1]]["test_err"]
         return {"kfac_ge_adam": sum(1 - k[e]["test_err"] >= 1 - a[e]["test_err"] for e in cs), "evals": len(cs),
-                "kfac_slower": ek[-1]["time_s"] / ek[-1]["epoch"] > ea[-1]["time_s"] / ea[-1]["epoch"]}
-    per3 = [(sd, k3a(sd)) for sd in K3_SEEDS]
-    per3 = [(sd, m) for sd, m in per3 if m is not None]
-    more = "" if len(per3) < 2 else " (seed 1 shown; %d seeds: K-FAC >= Adam at %s evaluations)" % (
-        len(per3), ", ".join("%d of %d" % (m["kfac_ge_adam"], m["evals"]) for _, m in per3))
-    ours3 = "after %g epochs: K-FAC %.1f%%, Adam %.1f%%, MSGD %.1f%% test accuracy; K-FAC >= Adam at %d of %d evaluations; " \
-        "%.1f s/epoch vs Adam %.1f s/epoch" % (last, acc(ck), acc(ca), acc(cm), nge, len(common), tk, ta)
-    row("K3a", "one device: K-FAC's accuracy per epoch above Adam's", ours3 + more, "Fashion-MNIST subset, vgg-small", "real, 1 process",
-        V.claim("K3a", [m for _, m in per3], seeds=[sd for sd, _ in per3], mode="real, 1 process",
-                data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k3.png"))
-    row("K3b", "one device: per second K-FAC is slower than Adam", ours3, "Fashion-MNIST subset, vgg-small", "real, 1 process",
+                "kfac_acc_last": fin(k), "adam_acc_last": fin(a)}
+
+    def final_accs(o):
+        out = []
+        for sd in K3_SEEDS:
+            ev = at_epochs(k3_evals(o, sd))
+            if last in ev:
+                out.append(100 * (1 - ev[last]["test_err"]))
+        return out
+
+    def spread(xs):
+        return "%.1f%%" % xs[0] if len(xs) == 1 else "%.1f%% (%.1f-%.1f)" % (statistics.mean(xs), min(xs), max(xs)) if xs else "-"
+
+    pk = (picks or {}).get("picks", {})
+    setting = lambda o: ("lr %g" % pk[o]["lr"] + (", damping %g" % pk[o]["damping"] if pk[o].get("damping") else "")) if o in pk else "lr as run"
+    data_k3 = "Fashion-MNIST subset, vgg-small"
+    ours3 = "settings picked on a validation split: K-FAC %s, Adam %s, MSGD %s. After %g epochs, %d seed(s): K-FAC %s, Adam %s, " \
+        "MSGD %s test accuracy; %.1f s/epoch vs Adam %.1f s/epoch (seed 1)" % (
+            setting("kfac"), setting("adam"), setting("msgd"), last, len(K3_SEEDS), spread(final_accs("kfac")),
+            spread(final_accs("adam")), spread(final_accs("msgd")), tk, ta)
+    analysis["k3"] = {"epochs": common, "kfac_s_per_epoch": tk, "adam_s_per_epoch": ta, "picks": pk,
+                      "final_acc": {o: final_accs(o) for o in K3_RUNS}}
+    for cid, o, what in (("K3a", "kfac", "K-FAC"), ("K3a-sampled", "kfac-sampled", "K-FAC with the sampled Fisher"),
+                         ("K3a-alg1", "kfac-alg1", "Algorithm 1 (no momentum, 10x lr)")):
+        per = [(sd, vs_adam(o, sd)) for sd in K3_SEEDS]
+        per = [(sd, m) for sd, m in per if m is not None]
+        if not per:
+            continue
+        txt = "%s >= Adam at %s evaluations (seeds %s)" % (
+            what, ", ".join("%d of %d" % (m["kfac_ge_adam"], m["evals"]) for _, m in per), " ".join(str(sd) for sd, _ in per))
+        if cid != "K3a":
+            txt += "; after %g epochs %s vs Adam %s" % (last, spread(final_accs(o)), spread(final_accs("adam")))
+        row(cid, V.reg["_by_id"][cid]["statement"], (ours3 + "; " if cid == "K3a" else "") + txt, data_k3, "real, 1 process",
+            V.claim(cid, [m for _, m in per], seeds=[sd for sd, _ in per], mode="real, 1 process", data_set=data_k3,
+                    plot="plots/out/kfac-k3.png"))
+    row("K3b", "one device: per second K-FAC is slower than Adam", "%.1f s/epoch vs Adam %.1f s/epoch (seed 1, %d threads)" % (
+        tk, ta, next((d.get("threads", 0) for d in lines("k3-kfac.jsonl") if d.get("event") == "summary"), 0)), data_k3, "real, 1 process",
         V.claim("K3b", {"kfac_s_per_epoch": tk, "adam_s_per_epoch": ta}, mode="real, 1 process",
-                data_set="Fashion-MNIST subset, vgg-small", plot="plots/out/kfac-k3.png"))
-    analysis["k3"] = {"epochs": common, "kfac_s_per_epoch": tk, "adam_s_per_epoch": ta}
+                data_set=data_k3, plot="plots/out/kfac-k3.png"))
 
 # ---- K4 -----------------------------------------------------------------------------------------
 k4 = [d for d in lines("k4.jsonl") if d.get("event") == "summary"]
@@ -365,7 +414,7 @@ if sm:
                                                      "sim_speedup_by_procs", "real_speedup_by_procs")},
                 mode="SIMULATED", data_set="Fashion-MNIST, vgg-small"))
 
-for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K2-phases", "K2-paper", "K2-sgd", "K2-split", "K3a", "K3b", "K4"):
+for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K2-phases", "K2-paper", "K2-sgd", "K2-split", "K3a", "K3a-sampled", "K3a-alg1", "K3b", "K4"):
     if not any(m["id"] == cid for m in V.meas):
         row(cid, V.reg["_by_id"][cid]["statement"], "not run", "-", "-", V.claim(cid))
 V.write()

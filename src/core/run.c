@@ -68,7 +68,7 @@ static const optdef_t
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
-  od_val = {"--val", OD_INT, 1, 1 << 30, NULL, NULL, "N", "evaluate on a validation split instead of the test set: the N training examples after --train-subset's, held out from training (every eval's test_err is then the validation error); for picking settings", CFG(val), 0, NULL},
+  od_val = {"--val", OD_INT, 1, 1 << 30, NULL, NULL, "N", "evaluate on a validation split instead of the test set: the N training examples after --train-subset's, held out from training (the JSON lines then say \"eval_set\":\"validation\" and their test_* are the split's); for picking settings", CFG(val), 0, NULL},
   od_results = {"--results", OD_STR, 0, 0, NULL, NULL, "FILE", "append JSON lines (config, eval, summary)", CFG(results), 0, NULL},
   od_checkpoint = {"--checkpoint", OD_STR, 0, 0, NULL, NULL, "FILE", "save state each epoch, at the end and on SIGINT/SIGTERM (temp file + rename); distributed: one file per node (FILE, FILE.node<k>), previous kept as .prev", CFG(checkpoint), 0, NULL},
   od_resume = {"--resume", OD_BOOL, 0, 0, NULL, NULL, NULL, "continue from --checkpoint FILE if it exists (all nodes' files); every option a resume must match is checked", CFG(resume), 0, NULL},
@@ -208,6 +208,10 @@ void run_json_common(run_t *r, json_t *j, const char *event) {
   json_str(j, "runtime", r->simulated ? "sim" : "real");
   json_bool(j, "simulated", r->simulated);
   if (strcmp(c->coll, "mpi")) json_str(j, "coll", c->coll);   /* only when not the default */
+  if (c->val > 0) {   /* --val: test_* are the validation split's, not the test set's */
+    json_str(j, "eval_set", "validation");
+    json_int(j, "val", c->val);
+  }
   if (c->tag[0]) json_str(j, "tag", c->tag);
   json_meta(j);
 }
@@ -228,8 +232,9 @@ void run_eval(run_t *r, const float *params, double t, const char *extra) {
   results_write(&r->res, line);
   progress_done();
   if (!r->cfg.quiet)
-    fprintf(stderr, "epoch %.2f  updates %ld  train_loss %.4f  test_err %.4f  test_loss %.4f  %.1fs\n",
-            r->epochs_done, r->updates, r->train_loss, r->test_err, r->test_loss, t);
+    fprintf(stderr, "epoch %.2f  updates %ld  train_loss %.4f  %s_err %.4f  %s_loss %.4f  %.1fs\n",
+            r->epochs_done, r->updates, r->train_loss, r->cfg.val > 0 ? "val" : "test", r->test_err,
+            r->cfg.val > 0 ? "val" : "test", r->test_loss, t);
 }
 
 void run_summary(run_t *r, double time_s, const char *extra) {
