@@ -6,6 +6,11 @@
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 expect "README status block matches docs/REPRODUCTION.md (bench/status.py --check)" python3 bench/status.py --check
+# a sub-claim's row (K3a) counts for its claim (K3); K30 would not be K3
+python3 -c 'import sys, tempfile; sys.path.insert(0, "bench"); import status
+f = tempfile.NamedTemporaryFile("w", suffix=".md", delete=False); f.write("| K3a | x |\n| K30 | y |\n| E2-tau | z |\n"); f.close()
+sys.exit(0 if status.present_ids(f.name) == {"K3", "E2"} else 1)' && ok "status: sub-claim rows (K3a, E2-tau) count for their claim" \
+  || notok "status sub-claims" "present_ids misses K3a or counts K30"
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   hits=$(git grep -n '\.\./shared' -- . ':!.ci' ':!tests/t_docs.sh' 2>/dev/null)
