@@ -10,7 +10,7 @@ set autoscale xfix; set autoscale yfix; set offsets graph 0.04, graph 0.04, grap
 do for [t in "png pdf"] {
   if (t eq "png") { set terminal pngcairo size 1300,580 font ",10"; set output outdir.'/kfac-k3.png' }
   if (t eq "pdf") { set terminal pdfcairo size 9in,4in font ",8"; set output outdir.'/kfac-k3.pdf' }
-  set multiplot layout 1,2 title "K-FAC K3: one process (vgg-small, Fashion-MNIST subset; real)"
+  set multiplot layout 1,2 title "K-FAC K3: one process, each optimizer at its pick from the grid, seed 1 (vgg-small, Fashion-MNIST subset; real)"
   set title "by epoch"; set xlabel "epoch"
   plot for [o in "kfac adam msgd"] resdir.'/kfac/kfac-k3-'.o.'.dat' using 1:(100*$3) with linespoints lw 2 title o, \
        for [o in "kfac-sampled kfac-alg1"] resdir.'/kfac/kfac-k3-'.o.'.dat' using 1:(100*$3) with linespoints lw 1 dt 2 title o

@@ -36,13 +36,14 @@
 # (accuracy and loss vs the total batch), so the full bench runs K3_SEEDS = K4_SEEDS = "1 2 3"
 # (QUICK: 1). Seed 1 keeps the plain names (k3-kfac.jsonl), seed s > 1 adds "-sS" (k3-kfac-s2.jsonl);
 # K4 writes k4-sS.jsonl per seed and k4.jsonl, all of them, for the summarizer. Each seed has its own
-# done mark (k3 = seed 1, k3-sS, k4-sS), so adding a seed reuses the others. K3b (time per epoch,
-# not stochastic in the registry) reads seed 1; so does the K3 plot.
+# done mark (k3t-sS, k4-sS), so adding a seed reuses the others. K3b (time per epoch, not stochastic
+# in the registry) reads seed 1; so does the K3 plot.
 # Budget: the full bench took 19.6 min with the build (Intel Xeon, 2 cores). A K4 seed is 4 msgd runs
 # (~45 s) and 4 kfac runs (~3 min at the step breakdown of REPRODUCTION-kfac.md), ~4 min. K3 (issue
-# 33 item 3) is the grid, 9-10 runs (~MEASURED_K3G), and per seed 5 runs at the picks (~MEASURED_K3T);
-# to pay for it K3_TRAIN went from 12000 to 6000 examples (docs/REPRODUCTION-kfac.md, "K3 judged
-# fairly"), and the full bench is ~MEASURED_TOTAL, over the ~45 min budget.
+# 33 item 3) is the grid, 9-10 runs (13 min on the AMD EPYC, 2026-11-26), and per seed 5 runs at
+# the picks (~6 min: 5.8, 5.7, 6.1); to pay for it K3_TRAIN went from 12000 to 6000 examples
+# (docs/REPRODUCTION-kfac.md, "K3 judged fairly"), and the full bench is ~63 min (estimated: the last full run's 45 min with the old K3's ~13
+# replaced by these ~31), over the ~45 min budget.
 # Issue 33 item 2 adds ~5 min (estimated from timings on a loaded 2-core AMD EPYC, to be confirmed on
 # a quiet machine): the real reduce-scatterv points at 30 updates instead of 4, ~0.3 min (26 more
 # updates at 1, 2 and 4 ranks: ~0.15, ~0.15 and ~0.3 s each); k2m ~0.5 min (a 1-thread calibration,

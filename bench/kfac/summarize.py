@@ -325,7 +325,8 @@ if all(curves[o] for o in ("kfac", "adam", "msgd")):
         cs = [e for e in common if e in k and e in a]
         fin = lambda c: 1 - c[cs[-1]]["test_err"]
         return {"kfac_ge_adam": sum(1 - k[e]["test_err"] >= 1 - a[e]["test_err"] for e in cs), "evals": len(cs),
-                "kfac_acc_last": fin(k), "adam_acc_last": fin(a)}
+                "kfac_acc_last": fin(k), "adam_acc_last": fin(a),   # kfac_slower: the history's old K3a rule reads it
+                "kfac_slower": ek[-1]["time_s"] / ek[-1]["epoch"] > ea[-1]["time_s"] / ea[-1]["epoch"]}
 
     def final_accs(o):
         out = []
