@@ -58,7 +58,7 @@
 # QUICK=1 (make test): small sizes and few steps: sim at 1 and 2 devices (issue 33: 2 rather than 4,
 # so that K2-phases has its cluster column and the new experiments fit), one calibration pass, K4 on
 # 512 examples (issue 36 item 8 cut these from 1 2 4 8 devices, 3 passes and 1024 examples for make
-# test's time), K3 on 256 (a one-point grid per optimizer on 200 held-out examples, the picks, the
+# test's time), K3 on 128 (a one-point grid per optimizer on 128 held-out examples, the picks, the
 # variants: 8 runs where it had 3 on 512).
 set -u
 cd "$(dirname "$0")/../.."
@@ -70,7 +70,7 @@ if [ -n "$QUICK" ]; then
   K2_REAL_STEPS=${K2_REAL_STEPS:-2}; K2_REAL_AR=${K2_REAL_AR-}; K2M_ITERS=${K2M_ITERS:-3}; K2P_SIM=${K2P_SIM:-"1 2"}
   K2M_PROCS=${K2M_PROCS:-2}; K2M_AG=${K2M_AG-}
   K2P_COMMS=${K2P_COMMS:-allreduce}
-  K3_EPOCHS=${K3_EPOCHS:-1}; K3_TRAIN=${K3_TRAIN:-256}; K3_SEEDS=${K3_SEEDS:-1}; K3_VAL=${K3_VAL:-200}; K4_BATCHES=${K4_BATCHES:-"32 256"}; K4_SEEDS=${K4_SEEDS:-1}
+  K3_EPOCHS=${K3_EPOCHS:-1}; K3_TRAIN=${K3_TRAIN:-128}; K3_SEEDS=${K3_SEEDS:-1}; K3_VAL=${K3_VAL:-128}; K4_BATCHES=${K4_BATCHES:-"32 256"}; K4_SEEDS=${K4_SEEDS:-1}
   K4_EPOCHS=${K4_EPOCHS:-1}; K4_TRAIN=${K4_TRAIN:-512}; NTEST=${NTEST:-300}; NET=${NET:-vgg-small}
 else
   INV_SIZES=${INV_SIZES:-257,1024,1153,2048}; INV_REPS=${INV_REPS:-5}
