@@ -384,8 +384,9 @@ static void test_step_counts(void) {
 
 /* One step captured as a CUDA graph and replayed (cuda_graph_*, as pdl speed --graph) against the
  * same steps run eagerly, from the same weights on the same batch (resident on the device after
- * the first, eager, step; lr fixed: it is baked into the graph): the parameters must be the same
- * bits after every step count, and the last loss (left on the device, cuda_loss_defer) the same.
+ * the first, eager, step), with a learning rate that changes at every step (graph_lr: the graph
+ * reads it from the device, cuda_lr_resident / cuda_lr_set): the parameters must be the same bits
+ * after the last step, and the last loss (left on the device, cuda_loss_defer) the same.
  * A net without dropout (a mask drawn on the host would be uploaded, which a capture refuses). */
 #ifdef PDL_CUDA_EMU
 #define GRAPH_SPEC "leaky C4 P C6k3p0 Pc F12 S5"
@@ -394,6 +395,7 @@ static void test_step_counts(void) {
 #define GRAPH_SPEC "ppasgd-cifar"
 #define GRAPH_STEPS 100
 #endif
+static float graph_lr(int t) { return 0.01f * (1.0f + 0.5f * (float)((t * 7) % 5 - 2) / 2.0f); } /* 0.005..0.015 */
 static void graph_side(const net_t *net, const float *w0, const float *x, const int *y, int graph, float *w_out,
                        double *last_loss) {
   const kernels_t *k = &kernels_cuda;
@@ -402,25 +404,28 @@ static void graph_side(const net_t *net, const float *w0, const float *x, const 
   k->upload(w, w0, bytes);
   workspace_t ws;
   ws_init(&ws, net, BATCH, 1, k, 7);
-  const net_step_t st = {.lr = 0.01f, .mu = 0.9f, .wd = 0.0f, .v = v};
+  net_step_t st = {.lr = graph_lr(0), .mu = 0.9f, .wd = 0.0f, .v = v};
   double loss = net_forward(&ws, w, x, y, BATCH, 1, NULL);   /* step 1 eager on both sides */
   net_backward_step(&ws, w, g, y, BATCH, 1.0f / BATCH, &st);
   void *gr = NULL;
   if (graph) {
     cuda_loss_defer(1);
+    cuda_lr_resident(1);
+    st.lr = 1e9f;   /* the value captured, never used: the replays read cuda_lr_set's */
     cuda_graph_begin();
     EXPECT(isnan(net_forward(&ws, w, NULL, y, BATCH, 1, NULL)));
     net_backward_step(&ws, w, g, y, BATCH, 1.0f / BATCH, &st);
     gr = cuda_graph_end();
   }
   for (int t = 1; t < GRAPH_STEPS; t++) {
-    if (gr) cuda_graph_launch(gr);
+    st.lr = graph_lr(t);
+    if (gr) { cuda_lr_set(st.lr); cuda_graph_launch(gr); }
     else {
       loss = net_forward(&ws, w, NULL, y, BATCH, 1, NULL);
       net_backward_step(&ws, w, g, y, BATCH, 1.0f / BATCH, &st);
     }
   }
-  if (gr) { loss = cuda_loss_last(); cuda_graph_free(gr); cuda_loss_defer(0); }
+  if (gr) { loss = cuda_loss_last(); cuda_graph_free(gr); cuda_loss_defer(0); cuda_lr_resident(0); }
   *last_loss = loss;
   k->download(w_out, w, bytes);
   ws_free(&ws);
@@ -448,7 +453,7 @@ static void test_graph_step(void) {
   size_t differ = 0;
   for (size_t i = 0; i < n; i++) differ += memcmp(&we[i], &wg[i], 4) != 0;
   printf("  # %s, %d steps (1 eager, then %s): %zu of %zu parameters differ from the eager run's, last loss %.9g "
-         "(eager %.9g); %ld host waits in the graph side\n", net.name, GRAPH_STEPS, "graph replays", differ, n,
+         "(eager %.9g); %ld host waits in the graph side\n", net.name, GRAPH_STEPS, "graph replays, lr changing every step", differ, n,
          lg / BATCH, le / BATCH, c1.syncs - c0.syncs);
   EXPECT_MSG(differ == 0, "%zu of %zu parameters differ between the graph replays and the eager steps", differ, n);
   EXPECT_MSG(lg == le, "last loss %.17g from the graph, %.17g eager", lg, le);

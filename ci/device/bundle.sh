@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=build-gpu
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { echo "bundle.sh: no nvcc (CUDA toolkit) here" >&2; exit 1; }
-T=(tests/test_cuda_layers tests/test_cuda_inv tests/test_cuda_net tests/test_cuda_fail tests/test_layers tests/test_inv)
+T=(tests/test_cuda_layers tests/test_cuda_inv tests/test_cuda_net tests/test_cuda_fail tests/test_cuda_lazy tests/test_layers tests/test_inv)
 make -j"$(nproc)" BUILD=$B PDL=$B/pdl OPT="-O3 -march=x86-64-v3 -g" $B/pdl "${T[@]/#/$B/}" >&2
 rm -rf $B/pkg && mkdir -p $B/pkg/bin $B/pkg/lib
 cp $B/pdl "${T[@]/#/$B/}" $B/pkg/bin/

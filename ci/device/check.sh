@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci/device/check.sh — the GPU checks, on a machine with a CUDA device, from build-gpu/bundle.tar.xz
 # (ci/device/bundle.sh). Runs, each logged to $OUT (or /tmp/gpu-out):
-#   the CUDA layer tests and the cuSOLVER inversion tests against the CPU reference, with
+#   the CUDA layer tests and the cuSOLVER inversion tests against the CPU reference, test_cuda_lazy, with
 #   PDL_REQUIRE_GPU=1 (a skip is a failure); test_cuda_fail (a CUDA error names the call);
 #   both under compute-sanitizer memcheck and racecheck; pdl coll --backend nccl at one rank;
 #   K-FAC with its inversions on cuSOLVER (--kfac-inverse cuda) beside the CPU's (fast), same seed;
@@ -59,6 +59,7 @@ if want tests; then
   step cuda_inv $G/bin/test_cuda_inv
   step cuda_net $G/bin/test_cuda_net
   step cuda_fail $G/bin/test_cuda_fail
+  step cuda_lazy $G/bin/test_cuda_lazy
 fi
 if want train && [ -d build-gpu/fmnist ]; then # issue 18's check: one epoch of ppasgd-cifar, msgd, GPU vs CPU
   for dv in cuda cpu; do

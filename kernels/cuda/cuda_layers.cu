@@ -72,8 +72,10 @@ __global__ void k_mul(float *out, const float *a, const float *mask, size_t n) {
 
 /* cpu_sgd_step's update (contract/layers.h), with every product and sum rounded on its own (no fused
  * multiply-adds, which nvcc would otherwise contract them into): given the same g, the same bits
- * as the CPU's. v == NULL: plain SGD; wd == 0 skips the decay term, as the CPU does. g = 0. */
-__global__ void k_sgd(float *w, float *g, float *v, size_t n, float lr, float mu, float wd) {
+ * as the CPU's. v == NULL: plain SGD; wd == 0 skips the decay term, as the CPU does. g = 0.
+ * lr_dev != NULL: the learning rate is read there (a captured graph's, set by cuda_lr_set). */
+__global__ void k_sgd(float *w, float *g, float *v, size_t n, float lr_arg, const float *lr_dev, float mu, float wd) {
+  const float lr = lr_dev ? *lr_dev : lr_arg;
   GRID_STRIDE(i, n) {
     const float gi = wd != 0.0f ? __fadd_rn(g[i], __fmul_rn(wd, w[i])) : g[i];
     if (v) {
@@ -458,20 +460,58 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
   CHECK_CUDNN(cudnnSetConvolution2dDescriptor(pl.conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
   CHECK_CUDNN(cudnnSetConvolutionMathType(pl.conv, CUDNN_FMA_MATH));
+  /* cudnnFind*Ex on buffers of our own, zeroed: the plain cudnnFind* benchmarks on buffers cuDNN
+   * allocates and never initialises (compute-sanitizer initcheck reported every such read), and Ex
+   * overwrites the output it is given, so neither the layer's tensors nor its gradients can serve.
+   * The workspace is the largest any admitted algorithm asks for (capped), found by asking. */
+  const size_t nx = (size_t)B * Ci * H * W, ny = (size_t)B * Co * s.P, nw = (size_t)Co * Ci * k * k;
+  size_t find_ws = 0, sz = 0;
+  for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++)
+    if (fwd_ok((cudnnConvolutionFwdAlgo_t)a) &&
+        cudnnGetConvolutionForwardWorkspaceSize(d->h, pl.x, pl.w, pl.conv, pl.y, (cudnnConvolutionFwdAlgo_t)a, &sz) ==
+            CUDNN_STATUS_SUCCESS && sz <= kDnnWorkspaceCap && sz > find_ws)
+      find_ws = sz;
+  for (int a = 0; a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; a++)
+    if (bwd_data_ok((cudnnConvolutionBwdDataAlgo_t)a) &&
+        cudnnGetConvolutionBackwardDataWorkspaceSize(d->h, pl.w, pl.y, pl.conv, pl.x, (cudnnConvolutionBwdDataAlgo_t)a,
+                                                     &sz) == CUDNN_STATUS_SUCCESS && sz <= kDnnWorkspaceCap &&
+        sz > find_ws)
+      find_ws = sz;
+  for (int a = 0; a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; a++)
+    if (bwd_filter_ok((cudnnConvolutionBwdFilterAlgo_t)a) &&
+        cudnnGetConvolutionBackwardFilterWorkspaceSize(d->h, pl.x, pl.y, pl.conv, pl.w,
+                                                       (cudnnConvolutionBwdFilterAlgo_t)a, &sz) ==
+            CUDNN_STATUS_SUCCESS && sz <= kDnnWorkspaceCap && sz > find_ws)
+      find_ws = sz;
+  const size_t tot = (nx + ny + nw) * sizeof(float) + find_ws;
+  char *buf = nullptr;
+  CHECK_CUDA(cudaMalloc((void **)&buf, tot));
+  CHECK_CUDA(cudaMemsetAsync(buf, 0, tot, c->stream));
+  COUNT_OP();
+  float *fx = (float *)buf, *fy = fx + nx, *fw = fy + ny;
+  void *fws = find_ws ? (void *)(fw + nw) : nullptr;
   int n = 0;
   size_t ws = 0;
   cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(d->h, pl.x, pl.w, pl.conv, pl.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                   &n, pf));
+  CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(d->h, pl.x, fx, pl.w, fw, pl.conv, pl.y, fy,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, pf, fws, find_ws));
   pl.fwd = pick(pf, n, fwd_ok, &ws);
   cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(d->h, pl.w, pl.y, pl.conv, pl.x,
-                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, pd));
+  CHECK_CUDA(cudaMemsetAsync(fy, 0, ny * sizeof(float), c->stream)); /* dy: the forward's search wrote y */
+  COUNT_OP();
+  CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(d->h, pl.w, fw, pl.y, fy, pl.conv, pl.x, fx,
+                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, pd, fws, find_ws));
   pl.bwd_data = pick(pd, n, bwd_data_ok, &ws);
   cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(d->h, pl.x, pl.y, pl.conv, pl.w,
-                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, pw));
+  CHECK_CUDA(cudaMemsetAsync(fx, 0, nx * sizeof(float), c->stream)); /* x: the data search wrote dx */
+  COUNT_OP();
+  CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(d->h, pl.x, fx, pl.y, fy, pl.conv, pl.w, fw,
+                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, pw, fws,
+                                                            find_ws));
   pl.bwd_filter = pick(pw, n, bwd_filter_ok, &ws);
+  CHECK_CUDA(cudaStreamSynchronize(c->stream));
+  pdl_cuda_counts.syncs++;
+  CHECK_CUDA(cudaFree(buf));
   if (ws > d->ws_bytes) {
     CHECK_CUDA(cudaStreamSynchronize(c->stream)); /* queued work may still use the old workspace */
     pdl_cuda_counts.syncs++;
@@ -757,11 +797,28 @@ void cuda_dropout_backward(float *din, const float *dout, const float *mask, siz
   CHECK_LAUNCH(k_mul, c->stream);
 }
 
+/* the learning rate a captured update reads (cuda_lr_resident), per thread as the capture is */
+static thread_local float *t_lr_dev;
 void cuda_sgd_step(float *w, float *g, float *v, size_t n, float lr, float mu, float wd) {
   if (n == 0) return;
   PdlCudaCtx *c = pdl_cuda_ctx();
-  k_sgd<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, v, n, lr, mu, wd);
+  k_sgd<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, v, n, lr, pdl_cuda_capturing ? t_lr_dev : nullptr, mu, wd);
   CHECK_LAUNCH(k_sgd, c->stream);
+}
+__global__ void k_set_float(float *p, float v) { if (threadIdx.x == 0) *p = v; }
+void cuda_lr_resident(int on) {
+  if (on && !t_lr_dev) {
+    if (pdl_cuda_capturing) pdl_cuda_fail("cuda_lr_resident", "called while capturing", "call it before cuda_graph_begin",
+                                          __FILE__, __LINE__);
+    t_lr_dev = cuda_alloc_floats(1);
+  }
+  if (!on && t_lr_dev) { cuda_free(t_lr_dev); t_lr_dev = nullptr; }
+}
+void cuda_lr_set(float lr) {
+  if (!t_lr_dev) pdl_cuda_fail("cuda_lr_set", "no resident learning rate", "cuda_lr_resident(1) first", __FILE__, __LINE__);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_set_float<<<1, 32, 0, c->stream>>>(t_lr_dev, lr);
+  CHECK_LAUNCH(k_set_float, c->stream);
 }
 void cuda_adam_step(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
                     float wd) {

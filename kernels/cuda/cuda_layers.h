@@ -85,6 +85,12 @@ void cuda_graph_begin(void);
 void *cuda_graph_end(void);
 void cuda_graph_launch(void *graph);
 void cuda_graph_free(void *graph);
+/* A learning rate a graph can change: after cuda_lr_resident(1), an sgd/msgd update captured by this
+ * thread reads its learning rate from a device slot (not the value it was captured with), which
+ * cuda_lr_set(lr) writes with one kernel queued before the next replay. Eager updates take their lr
+ * argument as always. cuda_lr_resident(0) frees the slot. */
+void cuda_lr_resident(int on);
+void cuda_lr_set(float lr);
 /* With on = 1, cuda_softmax_xent_forward leaves the loss on the device (returns NaN; no wait, no
  * label check: a step checked eagerly first) so that a step can be captured; cuda_loss_last then
  * waits and returns the last loss computed (the batch sum of -log p). */

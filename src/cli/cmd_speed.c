@@ -137,6 +137,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
       /* one step captured: x stays in the workspace's input buffer (the warm-up uploaded it), the
        * labels on the device (unchanged, so not uploaded again), the loss on the device */
       cuda_loss_defer(1);
+      cuda_lr_resident(1);   /* the replays read the lr from the device, as a schedule would set it */
       cuda_graph_begin();
       net_forward(&ws, d.w, NULL, y, B, 1, NULL);
       net_step_t st;
@@ -150,7 +151,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
     ws.prof = rep >= 0 ? prof : NULL;
     do {
 #ifdef PDL_HAVE_CUDA
-      if (graph) { cuda_graph_launch(graph); steps++; continue; }
+      if (graph) { cuda_lr_set(1e-4f); cuda_graph_launch(graph); steps++; continue; }
 #endif
       net_forward(&ws, d.w, x, y, B, 1, NULL);
       net_step_t st;
@@ -170,7 +171,10 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   if (steps_out) *steps_out = timed;
 #ifdef PDL_HAVE_CUDA
   if (!k->host_memory) cuda_counters_get(&g_counts1);
-  if (graph) { g_graph_loss = cuda_loss_last() / B; cuda_graph_free(graph); cuda_loss_defer(0); }
+  if (graph) {
+    g_graph_loss = cuda_loss_last() / B;
+    cuda_graph_free(graph); cuda_loss_defer(0); cuda_lr_resident(0);
+  }
 #endif
   speed_t s;
   double lo = v[0], hi = v[0];

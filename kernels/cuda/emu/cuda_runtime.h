@@ -69,7 +69,14 @@ EMU_API cudaError_t cudaGetLastError(void) { return 0; }
 EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int f) { (void)f; *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
 EMU_API cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; --emu_streams; return 0; }
 EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) { EMU_REFUSE("cudaStreamSynchronize"); return s ? 0 : 1; }
-EMU_API cudaError_t cudaMalloc(void **p, size_t n) { EMU_REFUSE("cudaMalloc"); *p = malloc(n); return *p ? 0 : 1; }
+/* NaN-filled, as uninitialised device memory may hold anything: a read before a write shows */
+EMU_API cudaError_t cudaMalloc(void **p, size_t n) {
+  EMU_REFUSE("cudaMalloc");
+  *p = malloc(n);
+  if (!*p) return 1;
+  memset(*p, 0xff, n); /* 0xffffffff: a quiet NaN as a float, -1 as an int */
+  return 0;
+}
 EMU_API cudaError_t cudaFree(void *p) { EMU_REFUSE("cudaFree"); free(p); return 0; }
 EMU_API cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
   if (!st) return 1;

@@ -6,6 +6,8 @@
 // - every call fills the workspace it is given with NaN first, and fails with BAD_PARAM if it is
 //   smaller than the chosen algorithm needs (a computation that read it, or a buffer that aliased
 //   it, turns to NaN);
+// - cudnnFind*Ex refuses inputs that are not all finite (the emulator's cudaMalloc fills with NaN:
+//   a search on memory nobody wrote) and clobbers its output and workspace with NaN;
 // - cudnnFind* returns, fastest first, results the caller must refuse (a transform algorithm, a
 //   non-deterministic one, TF32 tensor-op math, one whose workspace is over any sane cap) before the
 //   admissible one;
@@ -157,6 +159,79 @@ inline cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle_t h
   emu_dnn_result(&p[3], CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_DETERMINISTIC, CUDNN_FMA_MATH, emu_dnn_ws(2), 0.4f);
   *ret = 4;
   return CUDNN_STATUS_SUCCESS;
+}
+
+// The workspace an algorithm needs: the admissible one's, and 0 for the others (they are refused
+// before their workspace matters).
+inline cudnnStatus_t emu_dnn_ws_size(int dir, int algo, int admissible, size_t *sz) {
+  if (!sz) return CUDNN_STATUS_BAD_PARAM;
+  *sz = algo == admissible ? emu_dnn_ws(dir) : 0;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+                                                             cudnnConvolutionDescriptor_t cv, cudnnTensorDescriptor_t y,
+                                                             cudnnConvolutionFwdAlgo_t a, size_t *sz) {
+  cudnnStatus_t st = emu_dnn_check(x, w, cv, y);
+  return st ? st : !h ? CUDNN_STATUS_BAD_PARAM : emu_dnn_ws_size(0, a, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, sz);
+}
+inline cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t h, cudnnFilterDescriptor_t w, cudnnTensorDescriptor_t y,
+                                                                  cudnnConvolutionDescriptor_t cv, cudnnTensorDescriptor_t x,
+                                                                  cudnnConvolutionBwdDataAlgo_t a, size_t *sz) {
+  cudnnStatus_t st = emu_dnn_check(x, w, cv, y);
+  return st ? st : !h ? CUDNN_STATUS_BAD_PARAM : emu_dnn_ws_size(1, a, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, sz);
+}
+inline cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t h, cudnnTensorDescriptor_t x, cudnnTensorDescriptor_t y,
+                                                                    cudnnConvolutionDescriptor_t cv, cudnnFilterDescriptor_t w,
+                                                                    cudnnConvolutionBwdFilterAlgo_t a, size_t *sz) {
+  cudnnStatus_t st = emu_dnn_check(x, w, cv, y);
+  return st ? st : !h ? CUDNN_STATUS_BAD_PARAM : emu_dnn_ws_size(2, a, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, sz);
+}
+// cudnnFind*Ex: benchmarks on the caller's buffers. Its stand-in refuses inputs that are not all
+// finite (compute-sanitizer initcheck's view of a search on memory nobody wrote: the emulator's
+// cudaMalloc fills with NaN) and a workspace smaller than the admissible algorithm needs, then
+// overwrites the output and the workspace with NaN, as a real search leaves them with garbage.
+inline bool emu_dnn_finite(const void *p, const emu_dnn_tensor *d) {
+  if (!p) return false;
+  const size_t n = (size_t)d->n * d->c * d->h * d->w;
+  for (size_t i = 0; i < n; i++) if (!std::isfinite(((const float *)p)[i])) return false;
+  return true;
+}
+inline void emu_dnn_clobber(void *p, size_t floats) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < floats; i++) ((float *)p)[i] = nan;
+}
+inline cudnnStatus_t emu_dnn_find_ex(const void *in1, const emu_dnn_tensor *d1, const void *in2, const emu_dnn_tensor *d2,
+                                     void *out, const emu_dnn_tensor *dout, void *ws, size_t ws_bytes, int dir) {
+  if (!emu_dnn_finite(in1, d1) || !emu_dnn_finite(in2, d2) || !out) return CUDNN_STATUS_BAD_PARAM;
+  if (ws_bytes < emu_dnn_ws(dir) || (ws_bytes && !ws)) return CUDNN_STATUS_BAD_PARAM;
+  emu_dnn_clobber(out, (size_t)dout->n * dout->c * dout->h * dout->w);
+  emu_dnn_clobber(ws, ws_bytes / 4);
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t h, cudnnTensorDescriptor_t xd, const void *x,
+                                                            cudnnFilterDescriptor_t wd, const void *w,
+                                                            cudnnConvolutionDescriptor_t cv, cudnnTensorDescriptor_t yd, void *y,
+                                                            int req, int *ret, cudnnConvolutionFwdAlgoPerf_t *p, void *ws,
+                                                            size_t ws_bytes) {
+  cudnnStatus_t st = cudnnFindConvolutionForwardAlgorithm(h, xd, wd, cv, yd, req, ret, p);
+  return st ? st : emu_dnn_find_ex(x, xd, w, wd, y, yd, ws, ws_bytes, 0);
+}
+inline cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle_t h, cudnnFilterDescriptor_t wd, const void *w,
+                                                                 cudnnTensorDescriptor_t dyd, const void *dy,
+                                                                 cudnnConvolutionDescriptor_t cv, cudnnTensorDescriptor_t dxd,
+                                                                 void *dx, int req, int *ret,
+                                                                 cudnnConvolutionBwdDataAlgoPerf_t *p, void *ws, size_t ws_bytes) {
+  cudnnStatus_t st = cudnnFindConvolutionBackwardDataAlgorithm(h, wd, dyd, cv, dxd, req, ret, p);
+  return st ? st : emu_dnn_find_ex(w, wd, dy, dyd, dx, dxd, ws, ws_bytes, 1);
+}
+inline cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHandle_t h, cudnnTensorDescriptor_t xd, const void *x,
+                                                                   cudnnTensorDescriptor_t dyd, const void *dy,
+                                                                   cudnnConvolutionDescriptor_t cv, cudnnFilterDescriptor_t dwd,
+                                                                   void *dw, int req, int *ret,
+                                                                   cudnnConvolutionBwdFilterAlgoPerf_t *p, void *ws,
+                                                                   size_t ws_bytes) {
+  cudnnStatus_t st = cudnnFindConvolutionBackwardFilterAlgorithm(h, xd, dyd, cv, dwd, req, ret, p);
+  return st ? st : emu_dnn_find_ex(x, xd, dy, dyd, dw, dwd, ws, ws_bytes, 2);
 }
 
 // Round to TF32 (10 explicit mantissa bits, round to nearest even): what a non-FMA math type may do.
