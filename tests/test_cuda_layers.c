@@ -22,7 +22,7 @@
 #endif
 
 #define CUDA_TESTS(X) \
-  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_realistic) X(test_conv_impl_switch) \
+  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_realistic) X(test_conv_impl_switch) \
   X(test_fc) X(test_maxpool) \
   X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads)
 
@@ -205,6 +205,22 @@ static void test_conv_realistic(void) {
   }
   char buf[2048];
   printf("  # cuDNN algorithms: %s\n", cuda_conv_algos(buf, sizeof buf));
+  cuda_conv_set_impl(g_default_impl);
+}
+
+/* The bias gradient of a layer with many (b, p) per channel is summed in S > 1 fixed ranges per
+ * channel (k_channel_partial, k_channel_finish): 16 x 784 per channel (S = 3, ranges that split an
+ * image: 12544 / 3 is not whole) and 256 x 49 (S = 3; a block's stride of 256 elements wraps an
+ * image 5 times with 11 left, the index stepping's carry). Checked by check_conv_backward's db bound
+ * (one double sum rounded once) like every other case; im2col only (the bias path is the same). */
+static void test_conv_bias_split(void) {
+  NEED_GPU();
+  cuda_conv_set_impl("im2col");
+  const conv_case cs[] = {{16, 1, 28, 28, 4, 3, 1}, {256, 1, 7, 7, 2, 3, 1}};
+  for (size_t i = 0; i < NCASES(cs); i++) {
+    check_conv_backward(&cs[i], 0);
+    check_conv_backward(&cs[i], 1);
+  }
   cuda_conv_set_impl(g_default_impl);
 }
 
@@ -524,6 +540,7 @@ int main(void) {
   RUN(test_conv_forward);
   RUN(test_conv_backward);
   RUN(test_conv_chunked);
+  RUN(test_conv_bias_split);
   RUN(test_conv_realistic);
   RUN(test_conv_impl_switch);
   RUN(test_fc);
