@@ -14,7 +14,8 @@
 #   (carry build-gpu/fmnist as well).
 #   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only);
 #   --device cuda checkpoint after epoch 1 + resume == an uninterrupted 2 epochs (CHECKS=resume only).
-# CHECKS="tests train nccl seam kfac inverse speed san" (the default: all but profile and resume) picks a
+# CHECKS=bench: bench/gpu/run.sh (make bench-gpu) with the bundle's pdl, its results under $OUT/results.
+# CHECKS="tests train nccl seam kfac inverse speed san" (the default: all but profile, resume, bench) picks a
 # subset; SAN_TOOLS, SAN_TESTS, SAN_TIMEOUT and SPEED_BATCHES narrow those parts. seam: pdl train --algo
 # ssgd and kfac-dist on --coll nccl == --coll mpi at 1 rank, bit for bit (Open MPI from the bundle).
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
@@ -111,6 +112,10 @@ if want speed; then # pdl speed --device cuda (each conv mode, eager and one CUD
       step speed_torch_${m}_b$b python3 bench/gpu/torch_speed_cuda.py $b $m 5
     done
   done
+fi
+if want bench; then # make bench-gpu's driver on the bundle's pdl: results/gpu's table and plot data under $OUTD
+  PDL=$PDL PDL_RESULTS=$OUTD/results PDL_PLOTS_OUT=$OUTD step bench_gpu bash bench/gpu/run.sh
+  [ -f "$OUTD/results/gpu/table.md" ] && SUM+=("bench-gpu: $OUTD/results/gpu/table.md")
 fi
 if want profile; then # where a GPU step's time goes, layer by layer (timers wait for the device)
   for b in ${SPEED_BATCHES:-1 16 128 512}; do step profile_b$b $PDL speed --device cuda --batch $b --repeats 3 --profile; done
