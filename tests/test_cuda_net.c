@@ -3,7 +3,8 @@
  * SGD, parameters, gradients and momentum in device memory; then every optimizer (sgd, msgd, nag,
  * adam, asgd, mvasgd) through the table: its updates on the device against optim_step on the CPU
  * (test_optim_updates), and pdl train --device's step (train_state_step, core/run.h) against the
- * CPU's (test_optim_train). Without a CUDA build or a usable
+ * CPU's (test_optim_train); resident batches and the evaluation on the device against the same
+ * table's host-fed path (test_resident_steps, test_eval_ws). Without a CUDA build or a usable
  * device each test prints "skip - <test>: skipped: no CUDA device (...)" and the binary exits 0.
  * kernels/cuda/emu/run.sh runs it on the CPU emulator (a small net, few steps, kernels_ref as the
  * CPU side); on a GPU it runs ppasgd-cifar (kernels_cpu as the CPU side).
@@ -59,7 +60,7 @@
 #endif
 
 #define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps) X(test_optim_updates) X(test_optim_train) \
-  X(test_step_counts) X(test_graph_step)
+  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -329,9 +330,10 @@ static void test_optim_train(void) {
  * waits 3 times a step (the batch's upload, the labels' upload, the loss read back; the backward
  * reuses the uploaded labels), once more per dropout layer (its mask, drawn on the host), and
  * uploads exactly those; the ops stay within 8
- * per layer plus 8 (measured on the emulator's net and on ppasgd-cifar: printed). Issue 35's
- * device-resident steps are to bring the waits to 0: until then this pins today's counts, so that
- * a new wait or upload inside the step is noticed. */
+ * per layer plus 8 (measured on the emulator's net and on ppasgd-cifar: printed). This is the
+ * step with its batch from the host (pdl speed's eager step, PDL_TRAIN_RESIDENT=0): it pins those
+ * counts, so that a new wait or upload inside the step is noticed. pdl train's resident steps
+ * (2 waits per chunk of steps) are test_resident_steps below. */
 static void test_step_counts(void) {
   NEED_GPU();
   setup_t s;
@@ -460,6 +462,164 @@ static void test_graph_step(void) {
   free(w0); free(x); free(we); free(wg); free(y);
 }
 
+/* Resident batches (issue 35 B: train_state_steps, net_gather, softmax_xent_forward_acc): a data
+ * set on the device, RES_K steps gathered there from one upload of their indices, the losses read
+ * back once, against the same steps through train_state_step with each batch uploaded from the
+ * host, on the same table: the parameters (and the optimizer's evaluation point) must be the same
+ * bits and every step's loss the same double, for msgd (the update fused into the backward), nag
+ * (a gradient point) and adam (an unfused update). And the chunk must ask for exactly one upload
+ * (the indices and the zeroed loss slots) and one read back: 2 host waits for RES_K steps, where
+ * the per-step path takes 3 a step. A net without dropout (its masks are drawn on the host). */
+#define RES_N 23   /* examples in the resident set */
+#define RES_K 6    /* steps in the chunk */
+static void resident_side(const net_t *net, const float *w0, const dataset_t *ds, const int *idx, opt_kind_t kind,
+                          int resident, float *w_out, double *loss, cuda_counters_t *dc) {
+  const kernels_t *k = &kernels_cuda;
+  const size_t n = net->nparams, img = (size_t)ds->c * ds->h * ds->w;
+  float *w = malloc(n * 4), *g = calloc(n, 4), *x = malloc(BATCH * img * 4), lr[RES_K];
+  int *y = malloc(BATCH * sizeof(int));
+  if (!w || !g || !x || !y) { fprintf(stderr, "out of memory\n"); exit(1); }
+  memcpy(w, w0, n * 4);
+  optim_t o;
+  optim_init(&o, kind, n, 0.9f, 1e-4f);
+  train_state_t d;
+  train_state_init(&d, k, w, g, &o);
+  train_state_upload(&d, w, &o);
+  workspace_t ws;
+  ws_init(&ws, net, BATCH, 1, k, 7);
+  resident_set_t rs;
+  resident_set_init(&rs, k, ds);
+  for (int j = 0; j < RES_K; j++) lr[j] = (kind == OPT_ADAM ? 1e-3f : 0.01f) * (1.0f + 0.1f * (float)j);
+  cuda_counters_t c0, c1;
+  cuda_sync();
+  cuda_counters_get(&c0);
+  if (resident) train_state_steps(&d, &ws, &rs, idx, RES_K, BATCH, lr, loss);
+  else
+    for (int j = 0; j < RES_K; j++) {
+      for (int b = 0; b < BATCH; b++) {
+        const int e = idx[j * BATCH + b];
+        memcpy(x + (size_t)b * img, ds->x + (size_t)e * img, img * 4);
+        y[b] = ds->y[e];
+      }
+      loss[j] = train_state_step(&d, &ws, x, y, BATCH, lr[j]);
+    }
+  cuda_counters_get(&c1);
+  dc->ops = c1.ops - c0.ops; dc->syncs = c1.syncs - c0.syncs;
+  dc->h2d_bytes = c1.h2d_bytes - c0.h2d_bytes; dc->d2h_bytes = c1.d2h_bytes - c0.d2h_bytes;
+  train_state_download(&d, w, &o);
+  memcpy(w_out, optim_eval_point(&o, w), n * 4);
+  resident_set_free(&rs);
+  ws_free(&ws);
+  train_state_free(&d);
+  optim_free(&o);
+  free(w); free(g); free(x); free(y);
+}
+static void resident_data(const net_t *net, dataset_t *ds, int n, uint64_t seed) {
+  memset(ds, 0, sizeof *ds);
+  ds->n = n; ds->c = IN_C; ds->h = IN_H; ds->w = IN_W; ds->classes = net->classes;
+  const size_t img = (size_t)IN_C * IN_H * IN_W;
+  ds->x = malloc((size_t)n * img * 4); ds->y = malloc((size_t)n * sizeof(int));
+  if (!ds->x || !ds->y) { fprintf(stderr, "out of memory\n"); exit(1); }
+  rng_t r;
+  rng_seed(&r, seed, 0);
+  for (size_t i = 0; i < (size_t)n * img; i++) ds->x[i] = (float)rng_normal(&r);
+  for (int i = 0; i < n; i++) ds->y[i] = (int)rng_below(&r, (uint64_t)net->classes);
+}
+static void test_resident_steps(void) {
+  NEED_GPU();
+  net_t net;
+  net_build(&net, GRAPH_SPEC, IN_C, IN_H, IN_W);
+  const size_t n = net.nparams;
+  dataset_t ds;
+  resident_data(&net, &ds, RES_N, 13);
+  int idx[RES_K * BATCH];
+  rng_t r;
+  rng_seed(&r, 17, 0);
+  for (int i = 0; i < RES_K * BATCH; i++) idx[i] = (int)rng_below(&r, RES_N);
+  float *w0 = malloc(n * 4), *wh = malloc(n * 4), *wr = malloc(n * 4);
+  if (!w0 || !wh || !wr) { fprintf(stderr, "out of memory\n"); exit(1); }
+  net_init_params(&net, w0, 5);
+  static const opt_kind_t rk[] = {OPT_MSGD, OPT_NAG, OPT_ADAM};
+  for (int ki = 0; ki < 3; ki++) {
+    double lh[RES_K], lr_[RES_K];
+    cuda_counters_t ch, cr;
+    resident_side(&net, w0, &ds, idx, rk[ki], 0, wh, lh, &ch);
+    resident_side(&net, w0, &ds, idx, rk[ki], 1, wr, lr_, &cr);
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) differ += memcmp(&wh[i], &wr[i], 4) != 0;
+    int ldiff = 0;
+    for (int j = 0; j < RES_K; j++) ldiff += memcmp(&lh[j], &lr_[j], sizeof(double)) != 0;
+    const size_t want_h2d = (size_t)RES_K * (3 * sizeof(double) + BATCH * sizeof(int));
+    printf("  # %s, %s, %d steps: %zu of %zu parameters and %d losses differ; per-step uploads: %ld waits, %zu bytes up, "
+           "%ld ops; resident: %ld waits, %zu bytes up, %zu down, %ld ops\n", net.name, optim_name(rk[ki]), RES_K, differ,
+           n, ldiff, ch.syncs, ch.h2d_bytes, ch.ops, cr.syncs, cr.h2d_bytes, cr.d2h_bytes, cr.ops);
+    EXPECT_MSG(differ == 0, "%s: %zu of %zu parameters differ between resident and uploaded batches", optim_name(rk[ki]),
+               differ, n);
+    EXPECT_MSG(ldiff == 0, "%s: %d of %d step losses differ (resident %.17g, uploaded %.17g at the last)",
+               optim_name(rk[ki]), ldiff, RES_K, lr_[RES_K - 1], lh[RES_K - 1]);
+    EXPECT_MSG(cr.syncs == 2, "%s: %ld host waits for %d resident steps, want 2 (one upload, one read back)",
+               optim_name(rk[ki]), cr.syncs, RES_K);
+    EXPECT_MSG(cr.h2d_bytes == want_h2d, "%s: %zu bytes uploaded for %d resident steps, want %zu (indices, loss slots)",
+               optim_name(rk[ki]), cr.h2d_bytes, RES_K, want_h2d);
+    EXPECT_MSG(cr.d2h_bytes == (size_t)RES_K * 3 * sizeof(double), "%s: %zu bytes read back, want the %d loss slots",
+               optim_name(rk[ki]), cr.d2h_bytes, RES_K);
+  }
+  free(w0); free(wh); free(wr); free(ds.x); free(ds.y);
+}
+
+/* Evaluation on the device (issue 35 F, net_evaluate_ws): a resident set of EVAL_N examples in
+ * batches of EVAL_B (the last one short) against net_evaluate on a host copy through the same
+ * table (probabilities downloaded, the argmax on the host): the same error and the same loss bits,
+ * with one upload (the zeroed sums) and one read back, however many batches. Then one label made
+ * bad: the evaluation must refuse it (checked on the host path here: die() ends the process, so
+ * the device path's count is checked through the accumulator itself). */
+#define EVAL_N 37
+#define EVAL_B 8
+static void test_eval_ws(void) {
+  NEED_GPU();
+  const kernels_t *k = &kernels_cuda;
+  net_t net;
+  net_build(&net, GRAPH_SPEC, IN_C, IN_H, IN_W);
+  const size_t n = net.nparams;
+  dataset_t ds;
+  resident_data(&net, &ds, EVAL_N, 19);
+  float *w0 = malloc(n * 4);
+  if (!w0) { fprintf(stderr, "out of memory\n"); exit(1); }
+  net_init_params(&net, w0, 8);
+  float *w = k->alloc(n * 4);
+  k->upload(w, w0, n * 4);
+  workspace_t ws;
+  ws_init(&ws, &net, EVAL_B, 1, k, 7);
+  resident_set_t rs;
+  resident_set_init(&rs, k, &ds);
+  double eh, lh, er, lr_;
+  net_evaluate(&ws, w, ds.x, ds.y, EVAL_N, &eh, &lh);
+  cuda_counters_t c0, c1;
+  cuda_sync();
+  cuda_counters_get(&c0);
+  net_evaluate_ws(&ws, w, rs.x, rs.y, EVAL_N, &er, &lr_);
+  cuda_counters_get(&c1);
+  printf("  # %s, %d examples in batches of %d: host argmax err %.17g loss %.17g; on the device err %.17g loss %.17g; "
+         "%ld host waits, %zu bytes up\n", net.name, EVAL_N, EVAL_B, eh, lh, er, lr_, c1.syncs - c0.syncs,
+         c1.h2d_bytes - c0.h2d_bytes);
+  EXPECT_MSG(er == eh && lr_ == lh, "device evaluation err %.17g loss %.17g, host %.17g %.17g", er, lr_, eh, lh);
+  EXPECT_MSG(c1.syncs - c0.syncs == 2, "%ld host waits in a device evaluation, want 2", c1.syncs - c0.syncs);
+  /* a bad label: the accumulator's third sum counts it (net_evaluate_ws dies on it) */
+  int bad = net.classes + 3;
+  k->upload(rs.y + 4, &bad, sizeof bad);
+  double h[3] = {0, 0, 0};
+  k->upload(ws.acc, h, sizeof h);
+  k->copy(ws.a[0], rs.x, (size_t)EVAL_B * IN_C * IN_H * IN_W * 4);
+  k->copy(ws.ylab, rs.y, EVAL_B * sizeof(int));
+  EXPECT(isnan(net_forward(&ws, w, NULL, NULL, EVAL_B, 0, NULL)));
+  k->download(h, ws.acc, sizeof h);
+  EXPECT_MSG(h[2] == 1 && isnan(h[0]), "a label outside [0, %d): counted %g, loss %g", net.classes, h[2], h[0]);
+  resident_set_free(&rs);
+  ws_free(&ws);
+  k->release(w);
+  free(w0); free(ds.x); free(ds.y);
+}
+
 #else /* built without CUDA */
 #define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 NET_TESTS(DEFINE_SKIP)
@@ -476,6 +636,8 @@ int main(void) {
   RUN(test_optim_train);
   RUN(test_step_counts);
   RUN(test_graph_step);
+  RUN(test_resident_steps);
+  RUN(test_eval_ws);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

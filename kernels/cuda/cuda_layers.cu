@@ -335,9 +335,9 @@ __global__ void k_softmax_fwd(float *probs, double *rowloss, int *bad, const flo
   }
 }
 
-/* *out = sum of v[0..n) in double, one block, fixed order. */
-__global__ void k_sum_doubles(double *out, const double *v, int n) {
-  __shared__ double sh[kBlock];
+/* The sum of v[0..n) in double over one block of kBlock threads, in a fixed order (each thread a
+ * strided partial, then a tree): every thread must call it; the result is thread 0's. */
+__device__ double block_sum_doubles(const double *v, int n, double *sh) {
   double s = 0.0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
   sh[threadIdx.x] = s;
@@ -346,7 +346,55 @@ __global__ void k_sum_doubles(double *out, const double *v, int n) {
     if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *out = sh[0];
+  return sh[0];
+}
+
+/* *out = sum of v[0..n) in double, one block, fixed order. */
+__global__ void k_sum_doubles(double *out, const double *v, int n) {
+  __shared__ double sh[kBlock];
+  double s = block_sum_doubles(v, n, sh);
+  if (threadIdx.x == 0) *out = s;
+}
+
+/* A resident batch's softmax tail (one block): acc[0] += the loss sum (block_sum_doubles over
+ * rowloss, k_sum_doubles's order, so the same bits as cuda_softmax_xent_forward returns),
+ * acc[1] += the rows whose first largest probability is at their label (model.c's argmax),
+ * acc[2] += labels outside [0, N). Counts are exact in double (below 2^53). */
+__global__ void k_xent_acc(double *acc, const double *rowloss, const float *probs, const int *labels, int B, int N) {
+  __shared__ double sh[kBlock];
+  const double loss = block_sum_doubles(rowloss, B, sh);
+  __syncthreads();   /* sh is reused below */
+  double hits = 0.0, bad = 0.0;
+  for (int row = threadIdx.x; row < B; row += blockDim.x) {
+    const int l = labels[row];
+    if (l < 0 || l >= N) { bad += 1.0; continue; }
+    const float *pr = probs + (size_t)row * N;
+    int arg = 0;
+    for (int j = 1; j < N; j++) if (pr[j] > pr[arg]) arg = j;
+    hits += arg == l ? 1.0 : 0.0;
+  }
+  __shared__ double sb[kBlock];
+  sh[threadIdx.x] = hits;
+  sb[threadIdx.x] = bad;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) { sh[threadIdx.x] += sh[threadIdx.x + w]; sb[threadIdx.x] += sb[threadIdx.x + w]; }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    acc[0] += loss;
+    acc[1] += sh[0];
+    acc[2] += sb[0];
+  }
+}
+
+/* dst[b][0..words) = src[idx[b]][0..words), 4-byte words (a batch from a resident data set) */
+__global__ void k_gather(unsigned *dst, const unsigned *src, const int *idx, int B, size_t words) {
+  const size_t n = (size_t)B * words;
+  GRID_STRIDE(i, n) {
+    const size_t b = i / words, j = i - b * words;
+    dst[i] = src[(size_t)idx[b] * words + j];
+  }
 }
 
 /* dlogits = (probs - onehot(label)) * scale, in double then rounded once (as the reference). */
@@ -938,6 +986,30 @@ double cuda_softmax_xent_forward(float *probs, const float *logits, const int *l
   pdl_cuda_counts.d2h_bytes += sizeof h;
   if (h.bad) pdl_cuda_fail("cuda_softmax_xent_forward", "bad labels", "a label is outside [0, N)", __FILE__, __LINE__);
   return h.total;
+}
+
+void cuda_softmax_xent_acc(float *probs, const float *logits, const int *labels, int B, int N, double *acc) {
+  /* cuda_softmax_xent_forward's kernels, the loss added to acc (device) with the hits: no wait */
+  CUDA_SHAPE_ASSERT(B > 0 && N > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  char *base = (char *)pdl_cuda_ctx_scratch(c, 2 * sizeof(double) + (size_t)B * sizeof(double));
+  int *bad = (int *)base;   /* k_softmax_fwd's flag: unread here (k_xent_acc counts the bad labels) */
+  double *rowloss = (double *)(base + 2 * sizeof(double));
+  size_t blocks = ((size_t)B + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  k_softmax_fwd<<<(unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid), kBlock, 0, c->stream>>>(
+      probs, rowloss, bad, logits, labels, B, N);
+  CHECK_LAUNCH(k_softmax_fwd, c->stream);
+  k_xent_acc<<<1, kBlock, 0, c->stream>>>(acc, rowloss, probs, labels, B, N);
+  CHECK_LAUNCH(k_xent_acc, c->stream);
+}
+
+void cuda_gather_words(void *dst, const void *src, const int *idx, int B, size_t words) {
+  CUDA_SHAPE_ASSERT(B >= 0);
+  if (B == 0 || words == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t n = (size_t)B * words;
+  k_gather<<<grid_for(n), kBlock, 0, c->stream>>>((unsigned *)dst, (const unsigned *)src, idx, B, words);
+  CHECK_LAUNCH(k_gather, c->stream);
 }
 
 void cuda_softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int N, float scale) {

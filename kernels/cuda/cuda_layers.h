@@ -28,6 +28,13 @@ PDL_DECLARE_LAYERS(cuda_)
  * that given the same inputs they give the CPU's bits (cpu_*_step, kernels/cpu/cpu_elem.c). */
 PDL_DECLARE_UPDATES(cuda_)
 
+/* Resident batches (kernels_t's gather and softmax_xent_forward_acc, contract/kernels.h; issue 35 B):
+ * dst[b][0..words) = src[idx[b]][0..words) in 4-byte words (idx on the device); and the softmax of
+ * cuda_softmax_xent_forward with its loss (the same bits) added to acc[0], the argmax hits to
+ * acc[1] and labels outside [0, N) to acc[2] (acc: 3 device doubles), queued, no wait. */
+void cuda_gather_words(void *dst, const void *src, const int *idx, int B, size_t words);
+void cuda_softmax_xent_acc(float *probs, const float *logits, const int *labels, int B, int N, double *acc);
+
 /* Number of usable CUDA devices; 0 when cudaGetDeviceCount fails (no driver, driver too old for
  * this runtime, no device). cuda_no_device_reason() then says why ("" when devices exist). */
 int cuda_device_count(void);

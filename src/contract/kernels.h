@@ -62,6 +62,20 @@ typedef struct {
    * before its update, sgd_step is elementwise, and the parameters are one array. For a GPU one
    * launch instead of two per layer (issue 35 D). */
   int update_once;
+  /* resident batches (optional, issue 35 B/F; NULL: model.c does it on the host, which needs
+   * host_memory): the batch gathered from a data set kept in workspace memory, and the softmax
+   * with its labels in workspace memory and its loss left there, so that a step neither uploads
+   * nor waits (model.h: net_gather, net_forward with y == NULL).
+   * gather: dst[b][0..words) = src[idx[b]][0..words) for b < B, 4-byte words, every pointer
+   *   workspace memory (idx too).
+   * softmax_xent_forward_acc: softmax_xent_forward with labels y in workspace memory, the loss not
+   *   returned: acc[0] += the batch's loss sum (the value softmax_xent_forward returns, the same
+   *   bits), acc[1] += rows whose first largest probability is at their label, acc[2] += labels
+   *   outside [0, N); acc: 3 doubles of workspace memory; no wait.
+   * softmax_xent_backward_ws: softmax_xent_backward with labels y in workspace memory. */
+  void (*gather)(void *dst, const void *src, const int *idx, int B, size_t words);
+  void (*softmax_xent_forward_acc)(float *probs, const float *logits, const int *y, int B, int N, double *acc);
+  void (*softmax_xent_backward_ws)(float *dlogits, const float *probs, const int *y, int B, int N, float scale);
   /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
   size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
   /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */

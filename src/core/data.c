@@ -655,19 +655,29 @@ void sampler_free(sampler_t *s) {
   memset(s, 0, sizeof *s);
 }
 
+/* The next example's index into the data set; advances the sampler (sampler_next's order). */
+static int sampler_draw(sampler_t *s) {
+  int e = s->with_replacement ? s->idx[rng_below(&s->rng, (uint64_t)s->n_shard)] : s->idx[s->pos];
+  if (++s->pos == s->n_shard) { /* a pass is complete: (epoch, pos) always has pos < n_shard */
+    s->pos = 0;
+    s->epoch++;
+    if (!s->with_replacement) sampler_order(s);
+  }
+  return e;
+}
+
 void sampler_next(sampler_t *s, int B, float *x, int *y) {
   const dataset_t *ds = s->ds;
   size_t img = dataset_image_floats(ds);
   for (int b = 0; b < B; b++) {
-    int e = s->with_replacement ? s->idx[rng_below(&s->rng, (uint64_t)s->n_shard)] : s->idx[s->pos];
+    int e = sampler_draw(s);
     memcpy(x + (size_t)b * img, ds->x + (size_t)e * img, sizeof(float) * img);
     y[b] = ds->y[e];
-    if (++s->pos == s->n_shard) { /* a pass is complete: (epoch, pos) always has pos < n_shard */
-      s->pos = 0;
-      s->epoch++;
-      if (!s->with_replacement) sampler_order(s);
-    }
   }
+}
+
+void sampler_next_idx(sampler_t *s, int B, int *idx) {
+  for (int b = 0; b < B; b++) idx[b] = sampler_draw(s);
 }
 
 void sampler_skip(sampler_t *s, int B) {

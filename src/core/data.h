@@ -67,6 +67,10 @@ void sampler_free(sampler_t *s);
 /* Copy the next B examples into x [B][c][h][w] and y [B]; wraps to the next epoch (reshuffled)
  * when the shard runs out mid-batch. */
 void sampler_next(sampler_t *s, int B, float *x, int *y);
+/* The indices into the data set of the next B examples, the ones sampler_next(s, B, ...) would
+ * copy, leaving the sampler in the same state (a batch gathered from a resident copy of the data
+ * set: net_gather, model.h). */
+void sampler_next_idx(sampler_t *s, int B, int *idx);
 /* Advance past the next B examples without copying them: afterwards the sampler is in exactly
  * the state sampler_next(s, B, ...) would leave (same epoch, position, shuffles, rng), so a
  * worker that needs only a slice of a global batch skips the others' parts. O(1) within an

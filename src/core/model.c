@@ -220,6 +220,8 @@ void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, con
     }
   }
   ws->probs = ws_alloc(ws, B * (size_t)net->classes);
+  ws->ylab = (int *)ws_alloc(ws, B);          /* ints: one float's bytes each */
+  ws->acc = (double *)ws_alloc(ws, 2 * 3);    /* 3 doubles */
   ws->scratch_n = scratch; ws->scratch = ws_alloc(ws, scratch);
   if (!k->host_memory) ws->host = xcalloc(host, sizeof(float));
 }
@@ -235,6 +237,47 @@ void ws_free(workspace_t *ws) {
 static double prof_now(const kernels_t *k) {
   if (k->sync) k->sync();
   return now_s();
+}
+
+/* rows of probs [B][C] whose first largest probability is at their label */
+static int argmax_hits(const float *probs, const int *y, int B, int C) {
+  int hits = 0;
+  for (int b = 0; b < B; b++) {
+    const float *pr = probs + (size_t)b * C;
+    int arg = 0;
+    for (int j = 1; j < C; j++) if (pr[j] > pr[arg]) arg = j;
+    hits += arg == y[b];
+  }
+  return hits;
+}
+
+/* net_forward's softmax on a resident batch: labels in ws->ylab, the loss, hits and bad labels
+ * added to ws->acc (the backend's entry, or on the host where workspace memory is host memory) */
+static void xent_forward_acc(workspace_t *ws, const float *logits, int B, int C) {
+  const kernels_t *k = ws->k;
+  if (k->softmax_xent_forward_acc) { k->softmax_xent_forward_acc(ws->probs, logits, ws->ylab, B, C, ws->acc); return; }
+  if (!k->host_memory) die("net_forward: the %s backend has no softmax_xent_forward_acc (labels in its memory)", k->name);
+  int bad = 0;
+  for (int b = 0; b < B; b++) bad += ws->ylab[b] < 0 || ws->ylab[b] >= C;
+  if (bad) { ws->acc[0] += NAN; ws->acc[2] += bad; return; }
+  ws->acc[0] += k->softmax_xent_forward(ws->probs, logits, ws->ylab, B, C);
+  ws->acc[1] += argmax_hits(ws->probs, ws->ylab, B, C);
+}
+
+void net_gather(workspace_t *ws, const float *xs, const int *ys, const int *idx, int B) {
+  const kernels_t *k = ws->k;
+  SHAPE_ASSERT(B >= 1 && B <= ws->max_batch);
+  const size_t img = in_size(&ws->net->L[0]);
+  if (k->gather) {
+    k->gather(ws->a[0], xs, idx, B, img);
+    k->gather(ws->ylab, ys, idx, B, 1);
+    return;
+  }
+  if (!k->host_memory) die("net_gather: the %s backend has no gather entry", k->name);
+  for (int b = 0; b < B; b++) {
+    memcpy(ws->a[0] + (size_t)b * img, xs + (size_t)idx[b] * img, img * sizeof(float));
+    ws->ylab[b] = ys[idx[b]];
+  }
 }
 
 double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct) {
@@ -274,7 +317,10 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     case L_POOL: k->maxpool_forward(out, in, B, L->c, L->h, L->w, L->s, L->ceil_mode); break;
     case L_FC: case L_SOFTMAX:
       k->fc_forward(out, in, params + L->w_off, params + L->b_off, B, (int)in_size(L), L->oc);
-      if (L->type == L_SOFTMAX) loss = k->softmax_xent_forward(ws->probs, out, y, B, L->oc);
+      if (L->type == L_SOFTMAX) {
+        if (y) loss = k->softmax_xent_forward(ws->probs, out, y, B, L->oc);
+        else { xent_forward_acc(ws, out, B, L->oc); loss = NAN; }
+      }
       break;
     case L_ACT: k->act_forward(out, in, (size_t)B * in_size(L), L->slope); break;
     case L_DROPOUT: {
@@ -294,16 +340,11 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     if (ws->prof) ws->prof[li] += prof_now(k) - t0;
   }
   if (correct) {
-    int hits = 0, C = net->classes;
+    SHAPE_ASSERT(y);   /* a resident batch's hits are in ws->acc */
+    const int C = net->classes;
     const float *probs = ws->probs;
     if (!k->host_memory) { k->download(ws->host, ws->probs, (size_t)B * C * sizeof(float)); probs = ws->host; }
-    for (int b = 0; b < B; b++) {
-      const float *pr = probs + (size_t)b * C;
-      int arg = 0;
-      for (int j = 1; j < C; j++) if (pr[j] > pr[arg]) arg = j;
-      hits += arg == y[b];
-    }
-    *correct = hits;
+    *correct = argmax_hits(probs, y, B, C);
   }
   return loss;
 }
@@ -329,7 +370,12 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
     const double t0 = ws->prof ? prof_now(k) : 0.0;
     switch (L->type) {
     case L_SOFTMAX: case L_FC:
-      if (L->type == L_SOFTMAX) k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
+      if (L->type == L_SOFTMAX) {
+        if (y) k->softmax_xent_backward(ws->da[i + 1], ws->probs, y, B, L->oc, scale);
+        else if (k->softmax_xent_backward_ws) k->softmax_xent_backward_ws(ws->da[i + 1], ws->probs, ws->ylab, B, L->oc, scale);
+        else if (k->host_memory) k->softmax_xent_backward(ws->da[i + 1], ws->probs, ws->ylab, B, L->oc, scale);
+        else die("net_backward: the %s backend has no softmax_xent_backward_ws (labels in its memory)", k->name);
+      }
       if (st && k->fc_backward_sgd) {
         k->fc_backward_sgd(din, params + L->w_off, params + L->b_off, grads + L->w_off, grads + L->b_off,
                            st->v ? st->v + L->w_off : NULL, st->v ? st->v + L->b_off : NULL, dout, in, B,
@@ -396,4 +442,22 @@ void net_evaluate(workspace_t *ws, const float *params, const float *x, const in
   }
   *err = n ? 1.0 - (double)hits / n : NAN;
   *loss = n ? tot / n : NAN;
+}
+
+void net_evaluate_ws(workspace_t *ws, const float *params, const float *xs, const int *ys, int n, double *err,
+                     double *loss) {
+  const kernels_t *k = ws->k;
+  const size_t img = in_size(&ws->net->L[0]);
+  double h[3] = {0, 0, 0};
+  k->upload(ws->acc, h, sizeof h);
+  for (int i = 0; i < n; i += ws->max_batch) {
+    const int B = n - i < ws->max_batch ? n - i : ws->max_batch;
+    k->copy(ws->a[0], xs + (size_t)i * img, (size_t)B * img * sizeof(float));
+    k->copy(ws->ylab, ys + i, (size_t)B * sizeof(int));
+    net_forward(ws, params, NULL, NULL, B, 0, NULL);
+  }
+  k->download(h, ws->acc, sizeof h);
+  if (h[2] > 0) die("evaluation: %.0f of %d labels are outside [0, %d)", h[2], n, ws->net->classes);
+  *err = n ? 1.0 - h[1] / n : NAN;
+  *loss = n ? h[0] / n : NAN;
 }

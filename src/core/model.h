@@ -87,6 +87,10 @@ typedef struct {
                                    * each layer is ADDED to prof[l] / prof[NET_MAX_LAYERS + l] (a
                                    * fused conv + activation is charged to the conv); `pdl speed
                                    * --profile` sets it */
+  int *ylab;                      /* [max_batch] labels in workspace memory (a resident batch: net_gather) */
+  double *acc;                    /* 3 doubles of workspace memory that net_forward(y == NULL) adds the
+                                   * batch's loss sum, argmax hits and bad labels to; ws_init points it
+                                   * at its own (zeroed), the caller may point it elsewhere (a slot per step) */
   float *host;                    /* host staging for a backend without host memory: probabilities
                                    * for the argmax, dropout masks (NULL when k->host_memory) */
   void *owned[4 * NET_MAX_LAYERS + 4]; int nowned;
@@ -101,6 +105,14 @@ void ws_free(workspace_t *ws);
  * it receives the number of argmax hits. x == NULL: the batch is already in ws->a[0] (a device
  * backend's resident batch, e.g. a step replayed as a CUDA graph, which must not upload). */
 double net_forward(workspace_t *ws, const float *params, const float *x, const int *y, int B, int train, int *correct);
+/* y == NULL (a resident batch, issue 35 B): the labels are in ws->ylab, and net_forward neither
+ * waits nor returns the loss (NaN): it adds the batch's loss sum (the bits it would have returned),
+ * its argmax hits and its labels outside [0, classes) to ws->acc[0..2]; correct must be NULL.
+ * net_backward and net_backward_step with y == NULL likewise read ws->ylab. */
+/* The batch of rows idx[0..B) of a data set kept in workspace memory (xs [n][c][h][w], ys [n];
+ * idx in workspace memory too) into ws->a[0] and ws->ylab, queued (k->gather, or memcpy on a host
+ * backend): then net_forward(ws, params, NULL, NULL, ...). */
+void net_gather(workspace_t *ws, const float *xs, const int *ys, const int *idx, int B);
 /* Backward after net_forward(train=1) on the same batch: grads += scale * d(sum loss)/d params. */
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale);
 
@@ -119,5 +131,10 @@ void net_backward_step(workspace_t *ws, float *params, float *grads, const int *
 
 /* Test error and mean loss of params over a data set (batched by ws->max_batch). */
 void net_evaluate(workspace_t *ws, const float *params, const float *x, const int *y, int n, double *err, double *loss);
+/* The same over a data set kept in workspace memory (xs [n][c][h][w], ys [n]): its batches copied
+ * on the backend, the loss and hits summed in ws->acc, read back once: the same err and loss bits as
+ * net_evaluate on a host copy of the set, with no upload and one wait (issue 35 F). */
+void net_evaluate_ws(workspace_t *ws, const float *params, const float *xs, const int *ys, int n, double *err,
+                     double *loss);
 
 #endif

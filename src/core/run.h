@@ -102,8 +102,6 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update);
 void run_free(run_t *r);
 /* Common JSON fields (algo, net, data, seed, batch, lr, ...) for any line of this run. */
 void run_json_common(run_t *r, json_t *j, const char *event);
-/* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
- * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
 /* The training state on a backend (train_state.c): parameters, gradients (zero between steps) and
  * the optimizer the steps run. On a host-memory backend they are the caller's w, g and optimizer
  * themselves; on a device backend (kernels_t.host_memory 0) device copies (the optimizer one of
@@ -116,6 +114,7 @@ typedef struct {
   optim_t *o;      /* the caller's optimizer, or &dev */
   optim_t dev;
   int device;
+  void *chunk, *chunk_host; size_t chunk_bytes;   /* train_state_steps' slots and indices */
 } train_state_t;
 void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, optim_t *o);
 void train_state_upload(train_state_t *d, const float *w, const optim_t *o);
@@ -126,10 +125,26 @@ void train_state_free(train_state_t *d);
  * net_backward and optim_step (the other kinds). Returns the batch's mean loss. The same on every
  * backend, so pdl train --device and the tests run one code path. */
 double train_state_step(train_state_t *d, workspace_t *ws, const float *x, const int *y, int B, float lr);
+/* A data set in workspace memory of backend k (issue 35 B/F: on a device, uploaded once, so that
+ * no step uploads its batch and evaluation reads nothing from the host). */
+typedef struct { const kernels_t *k; float *x; int *y; int n; } resident_set_t;
+void resident_set_init(resident_set_t *s, const kernels_t *k, const dataset_t *ds);
+void resident_set_free(resident_set_t *s);
+/* K steps of train_state_step on batches of s: step j's batch is the rows idx[j B .. (j + 1) B)
+ * (host indices, e.g. sampler_next_idx's), at lr[j]; each step's loss is left in workspace memory
+ * and the K mean losses come back into loss[] together after the K steps. On a device backend the
+ * K steps' only waits are one upload (the indices) and that one read back, instead of three per
+ * step. The same parameters and losses, bit for bit, as K train_state_step calls on those batches. */
+void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *s, const int *idx, int K, int B,
+                       const float *lr, double *loss);
 
 /* --device cpu|cuda[:N]: -1 for cpu, else N (cuda = cuda:0); bad values die_usage naming flag. */
 int parse_device(const char *flag, const char *v);
+/* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
+ * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
 void run_eval(run_t *r, const float *params, double wall_or_sim_time, const char *extra);
+/* run_eval's line and progress for r->test_err/test_loss already computed (e.g. on a device). */
+void run_eval_write(run_t *r, double wall_or_sim_time, const char *extra);
 /* Writes the summary line to the results file and prints it as the LAST line of stdout. */
 void run_summary(run_t *r, double time_s, const char *extra);
 /* Test hook for equivalence tests: PDL_DUMP_PARAMS=FILE writes the final parameters as raw floats. */

@@ -4,7 +4,8 @@
  * --device cuda (every optimizer): the same loop (train_state_step) through kernels_cuda, with the
  * parameters, gradients and the optimizer's state in device memory and its updates run by the
  * table (sgd and msgd fused into the backward, as on the CPU); they come back to the host (w and
- * the optimizer o) only to evaluate (on the CPU), to checkpoint and at the end. */
+ * the optimizer o) only to checkpoint and at the end. The data sets live on the device too, and the
+ * evaluation runs there (resident batches, below). */
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
@@ -18,6 +19,42 @@ static const kernels_t *backend(const train_cfg_t *c) {
   const kernels_t *k = kernels_for(c->cuda_device, "--device", desc, sizeof desc);
   if (c->cuda_device >= 0 && !c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
   return k;
+}
+
+/* Resident batches (issue 35 B, F): the training and test sets kept in the backend's memory
+ * (resident_set_t), each chunk of up to CHUNK steps gathered there from one upload of their
+ * indices, the chunk's losses read back together (train_state_steps), and every evaluation run
+ * there (net_evaluate_ws). A chunk never crosses an evaluation, an epoch end (a checkpoint) or the
+ * last step, so those see the same state as the step-by-step loop; divergence is still reported at
+ * its exact step, but the parameters then evaluated are those at the chunk's end (up to CHUNK - 1
+ * updates later: a diverged run's). The default on a device; PDL_TRAIN_RESIDENT=1 runs the same loop
+ * on the CPU (t_train_resident.sh: the same results as the step-by-step loop), 0 turns it off. */
+enum { CHUNK = 64 };
+static int resident_mode(const train_state_t *d) {
+  const char *e = getenv("PDL_TRAIN_RESIDENT");
+  if (!e || !*e) return d->device;
+  if (strcmp(e, "0") && strcmp(e, "1")) die("PDL_TRAIN_RESIDENT=%s: say 0 (batches from the host) or 1 (resident)", e);
+  return e[0] == '1';
+}
+/* The first update count after `done` at which the loop looks at the state: an epoch end, an
+ * --eval-every evaluation or the last update. */
+static long next_look(const run_t *r, long done) {
+  const long spe = r->steps_per_epoch, ev = r->cfg.eval_every;
+  long b = (done / spe + 1) * spe;
+  if (ev > 0 && (done / ev + 1) * ev < b) b = (done / ev + 1) * ev;
+  return b < r->total_steps ? b : r->total_steps;
+}
+/* Evaluate the optimizer's evaluation point: on the resident test set (te->k set) where the
+ * parameters are, else on the host (run.c's evaluation workspace) from a downloaded copy. */
+static void evaluate(run_t *r, train_state_t *d, float *w, optim_t *o, workspace_t *ews, const resident_set_t *te,
+                     double t) {
+  if (te->k) {
+    net_evaluate_ws(ews, optim_eval_point(d->o, d->w), te->x, te->y, te->n, &r->test_err, &r->test_loss);
+    run_eval_write(r, t, NULL);
+  } else {
+    train_state_download(d, w, o);
+    run_eval(r, optim_eval_point(o, w), t, NULL);
+  }
 }
 
 int train_sequential(run_t *r) {
@@ -35,6 +72,16 @@ int train_sequential(run_t *r) {
   train_state_t d; train_state_init(&d, backend(c), w, g, &o);
   workspace_t ws; ws_init(&ws, net, B, r->threads, d.k, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
+  const int res = resident_mode(&d);
+  resident_set_t S_tr, S_te; memset(&S_tr, 0, sizeof S_tr); memset(&S_te, 0, sizeof S_te);
+  workspace_t ews; memset(&ews, 0, sizeof ews);
+  int *idx = NULL;
+  if (res) {
+    resident_set_init(&S_tr, d.k, &r->data.train);
+    resident_set_init(&S_te, d.k, &r->data.test);
+    ws_init(&ews, net, r->eval_ws.max_batch, r->threads, d.k, c->seed);   /* run.c's evaluation batches */
+    idx = xmalloc((size_t)CHUNK * B * sizeof(int));
+  }
 
   ckpt_pos_t pos; memset(&pos, 0, sizeof pos);
   long step = 0; double loss_acc = 0; long loss_n = 0;
@@ -56,36 +103,51 @@ int train_sequential(run_t *r) {
     json_int(&j, "steps_per_epoch", r->steps_per_epoch);
     json_int(&j, "total_steps", r->total_steps);
     json_int(&j, "resumed_at", step);
+    if (res) json_int(&j, "resident_chunk", CHUNK);   /* resident batches, up to CHUNK steps a read back */
     results_write(&r->res, json_end(&j));
   }
   install_stop_handlers();
   double t_start = now_s() - 0.0;
   const char *hang = getenv("PDL_TEST_HANG_STEP");   /* test hook: a hang at that step (t_train_cli.sh) */
   long hang_at = hang ? atol(hang) : -1;
-  for (; step < r->total_steps && !pdl_stop_signal; step++) {
-    watchdog_context("sequential %s: step %ld of %ld", c->algo, step, r->total_steps);
-    while (step == hang_at) sleep(1);
-    sampler_next(&s, B, x, y);
-    double loss = train_state_step(&d, &ws, x, y, B, lr_at(c->lr, step, c->warmup));
-    loss_acc += loss; loss_n++;
-    r->updates = step + 1;
-    r->epochs_done = (double)(step + 1) / (double)r->steps_per_epoch;
-    if (run_check_diverged(r, loss, step)) { step++; break; }
-    int epoch_end = (step + 1) % r->steps_per_epoch == 0;
-    if (epoch_end || (c->eval_every && (step + 1) % c->eval_every == 0) || step + 1 == r->total_steps) {
-      r->train_loss = loss_acc / (double)loss_n; loss_acc = 0; loss_n = 0;
-      train_state_download(&d, w, &o);
-      run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
-    } else if (!c->quiet) {
-      progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
-               loss, (double)(step + 1) * B / (now_s() - t_start));
+  float lrs[CHUNK]; double losses[CHUNK];
+  while (step < r->total_steps && !pdl_stop_signal) {
+    int K = 1, stop = 0;
+    if (res) {   /* a chunk of resident steps, up to the next look at the state */
+      const long b = next_look(r, step);
+      K = b - step < CHUNK ? (int)(b - step) : CHUNK;
     }
-    if (c->checkpoint[0] && (epoch_end || step + 1 == r->total_steps)) {   /* and the final state, mid-epoch too */
-      pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
-      pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
-      train_state_download(&d, w, &o);
-      checkpoint_save(c->checkpoint, r, w, &o, &pos);
+    watchdog_context("sequential %s: steps %ld-%ld of %ld", c->algo, step + 1, step + K, r->total_steps);
+    while (hang_at >= step && hang_at < step + K) sleep(1);
+    if (res) {
+      for (int j = 0; j < K; j++) { sampler_next_idx(&s, B, idx + (size_t)j * B); lrs[j] = lr_at(c->lr, step + j, c->warmup); }
+      train_state_steps(&d, &ws, &S_tr, idx, K, B, lrs, losses);
+    } else {
+      sampler_next(&s, B, x, y);
+      losses[0] = train_state_step(&d, &ws, x, y, B, lr_at(c->lr, step, c->warmup));
     }
+    for (int j = 0; j < K; j++, step++) {
+      const double loss = losses[j];
+      loss_acc += loss; loss_n++;
+      r->updates = step + 1;
+      r->epochs_done = (double)(step + 1) / (double)r->steps_per_epoch;
+      if (run_check_diverged(r, loss, step)) { step++; stop = 1; break; }
+      int epoch_end = (step + 1) % r->steps_per_epoch == 0;
+      if (epoch_end || (c->eval_every && (step + 1) % c->eval_every == 0) || step + 1 == r->total_steps) {
+        r->train_loss = loss_acc / (double)loss_n; loss_acc = 0; loss_n = 0;
+        evaluate(r, &d, w, &o, &ews, &S_te, now_s() - t_start);
+      } else if (!c->quiet && j == K - 1) {
+        progress("step %ld/%ld  epoch %.2f  loss %.4f  %.0f img/s", step + 1, r->total_steps, r->epochs_done,
+                 loss, (double)(step + 1) * B / (now_s() - t_start));
+      }
+      if (c->checkpoint[0] && (epoch_end || step + 1 == r->total_steps)) {   /* and the final state, mid-epoch too */
+        pos.step = step + 1; pos.sampler_epoch = s.epoch; pos.sampler_pos = s.pos; pos.sampler_rng = s.rng;
+        pos.ws_rng = ws.rng; pos.train_loss_acc = loss_acc; pos.train_loss_n = loss_n;
+        train_state_download(&d, w, &o);
+        checkpoint_save(c->checkpoint, r, w, &o, &pos);
+      }
+    }
+    if (stop) break;
   }
   train_state_download(&d, w, &o); /* what follows reads w (and o) on the host */
   if (pdl_stop_signal) {
@@ -96,16 +158,17 @@ int train_sequential(run_t *r) {
       fprintf(stderr, "pdl: signal %d: checkpoint saved to %s at update %ld\n", pdl_stop_signal, c->checkpoint, step);
     }
     if (loss_n) r->train_loss = loss_acc / (double)loss_n;
-    run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
+    evaluate(r, &d, w, &o, &ews, &S_te, now_s() - t_start);
   }
   if (r->diverged && loss_n) r->train_loss = loss_acc / (double)loss_n;
   if (resumed_complete) {   /* a finished run resumed: its summary, from the checkpoint's parameters */
     r->updates = step; r->epochs_done = (double)step / (double)r->steps_per_epoch;
     if (loss_n) r->train_loss = loss_acc / (double)loss_n;
-    run_eval(r, optim_eval_point(&o, w), now_s() - t_start, NULL);
+    evaluate(r, &d, w, &o, &ews, &S_te, now_s() - t_start);
   }
   run_summary(r, now_s() - t_start, NULL);
   run_dump_params(w, n);
+  if (res) { resident_set_free(&S_tr); resident_set_free(&S_te); ws_free(&ews); xfree(idx); }
   sampler_free(&s); ws_free(&ws); train_state_free(&d); optim_free(&o);
   xfree(w); xfree(g); xfree(x); xfree(y);
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
