@@ -22,7 +22,7 @@
 #endif
 
 #define CUDA_TESTS(X) \
-  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_realistic) X(test_conv_impl_switch) \
+  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
   X(test_fc) X(test_maxpool) \
   X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads)
 
@@ -220,6 +220,68 @@ static void test_conv_bias_split(void) {
   for (size_t i = 0; i < NCASES(cs); i++) {
     check_conv_backward(&cs[i], 0);
     check_conv_backward(&cs[i], 1);
+  }
+  cuda_conv_set_impl(g_default_impl);
+}
+
+/* The fused conv + leaky ReLU (cuda_conv_act_forward/backward, issue 35 D) against the unfused
+ * sequence on the same device and convolution path: conv, act in place; act backward in place, conv
+ * backward. Out, din, dw and db must be the same bits, and dout must hold what the unfused sequence
+ * leaves there (the gradient at the activation's input). On each path (im2col, cuDNN), with and
+ * without din, on a small case (one block per channel for the bias gradient) and on one whose bias
+ * gradient takes the split (16 x 784 per channel), with slope 0.01 and 0 (ReLU). */
+static void conv_act_case(const conv_case *c, int with_din, float slope) {
+  const int Ho = c->H + 2 * c->pad - c->k + 1, Wo = c->W + 2 * c->pad - c->k + 1;
+  const size_t nin = (size_t)c->B * c->Ci * c->H * c->W, nw = (size_t)c->Co * c->Ci * c->k * c->k;
+  const size_t nout = (size_t)c->B * c->Co * Ho * Wo;
+  const size_t nsc = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+  float *x = hnew(nin), *w = hnew(nw), *b = hnew(c->Co), *g = hnew(nout), *dw0 = hnew(nw), *db0 = hnew(c->Co);
+  fill(x, nin, -1, 1); fill(w, nw, -0.5f, 0.5f); fill(b, c->Co, -0.2f, 0.2f); fill(g, nout, -1, 1);
+  fill(dw0, nw, -0.1f, 0.1f); fill(db0, c->Co, -0.1f, 0.1f);   /* the gradients accumulate (+=) */
+  float *dx = dnew(x, nin), *dwt = dnew(w, nw), *dbias = dnew(b, c->Co), *sc = cuda_alloc_floats(nsc);
+  float *h[2][5];   /* per side: out, dout after, din, dw, db */
+  for (int side = 0; side < 2; side++) {
+    float *out = cuda_alloc_floats(nout), *dout = dnew(g, nout), *din = with_din ? cuda_alloc_floats(nin) : NULL;
+    float *dw = dnew(dw0, nw), *db = dnew(db0, c->Co);
+    if (side == 0) {
+      cuda_conv_forward(out, dx, dwt, dbias, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, sc);
+      cuda_act_forward(out, out, nout, slope);
+      cuda_act_backward(dout, dout, out, nout, slope);
+      cuda_conv_backward(din, dw, db, dout, dx, dwt, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, sc);
+    } else {
+      cuda_conv_act_forward(out, dx, dwt, dbias, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, slope, sc, NULL);
+      cuda_conv_act_backward(din, dw, db, dout, out, dx, dwt, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, slope, sc,
+                             NULL);
+    }
+    h[side][0] = hnew(nout); dget(h[side][0], out, nout);
+    h[side][1] = hnew(nout); dget(h[side][1], dout, nout);
+    h[side][2] = hnew(nin); if (with_din) dget(h[side][2], din, nin);
+    h[side][3] = hnew(nw); dget(h[side][3], dw, nw);
+    h[side][4] = hnew(c->Co); dget(h[side][4], db, c->Co);
+    cuda_free(out); cuda_free(dout); cuda_free(din); cuda_free(dw); cuda_free(db);
+  }
+  char what[160];
+  static const char *const names[] = {"out", "dout (the pre-activation gradient)", "din", "dw", "db"};
+  const size_t ns[] = {nout, nout, nin, nw, (size_t)c->Co};
+  for (int q = 0; q < 5; q++) {
+    snprintf(what, sizeof what, "conv %s, %dx%dx%dx%d->%d k%d, din %d, slope %g: fused %s", cuda_conv_impl(), c->B,
+             c->Ci, c->H, c->W, c->Co, c->k, with_din, slope, names[q]);
+    EXPECT_SAME(h[1][q], h[0][q], ns[q], what);
+  }
+  for (int side = 0; side < 2; side++) for (int q = 0; q < 5; q++) free(h[side][q]);
+  cuda_free(dx); cuda_free(dwt); cuda_free(dbias); cuda_free(sc);
+  free(x); free(w); free(b); free(g); free(dw0); free(db0);
+}
+static void test_conv_act_fused(void) {
+  NEED_GPU();
+  static const char *const impls[] = {"im2col", "cudnn"};
+  const conv_case cs[] = {{3, 3, 7, 5, 4, 3, 1}, {16, 1, 28, 28, 4, 3, 1}};
+  for (int m = 0; m < 2; m++) {
+    if (cuda_conv_set_impl(impls[m]) != 0) continue;   /* no cuDNN in this build */
+    for (size_t i = 0; i < NCASES(cs); i++) {
+      conv_act_case(&cs[i], 1, 0.01f);
+      conv_act_case(&cs[i], 0, 0.0f);
+    }
   }
   cuda_conv_set_impl(g_default_impl);
 }
@@ -541,6 +603,7 @@ int main(void) {
   RUN(test_conv_backward);
   RUN(test_conv_chunked);
   RUN(test_conv_bias_split);
+  RUN(test_conv_act_fused);
   RUN(test_conv_realistic);
   RUN(test_conv_impl_switch);
   RUN(test_fc);

@@ -218,21 +218,35 @@ __global__ void k_bcp_to_cbp(float *t, const float *x, int b0, int cb, int C, si
   }
 }
 
-/* out[b0+b][c][p] = t[c][b][p] + bias[c] for t [C][cb][P]; one thread per out element of the chunk. */
-__global__ void k_cbp_to_bcp_bias(float *out, const float *t, const float *bias, int b0, int cb, int C, size_t P) {
+/* The leaky ReLU of k_act_fwd, and the gradient at its input of k_act_bwd (from its output o):
+ * the fused epilogues below compute exactly these expressions, so that they give the unfused
+ * sequence's bits (issue 35 D). */
+__device__ inline float leaky(float x, float slope) { return x > 0.0f ? x : slope * x; }
+__device__ inline float leaky_grad(float g, float o, float slope) { return o > 0.0f ? g : slope * g; }
+
+/* out[b0+b][c][p] = t[c][b][p] + bias[c] for t [C][cb][P], then with ACT the leaky ReLU of it;
+ * one thread per out element of the chunk. */
+template <bool ACT>
+__global__ void k_cbp_to_bcp_bias(float *out, const float *t, const float *bias, int b0, int cb, int C, size_t P,
+                                  float slope) {
   size_t n = (size_t)cb * C * P;
   GRID_STRIDE(i, n) {
     size_t p = i % P;
     int c = (int)((i / P) % C);
     int b = (int)(i / (P * C));
-    out[(size_t)b0 * C * P + i] = t[((size_t)c * cb + b) * P + p] + bias[c];
+    const float v = t[((size_t)c * cb + b) * P + p] + bias[c];
+    out[(size_t)b0 * C * P + i] = ACT ? leaky(v, slope) : v;
   }
 }
 
 /* out[b][c][p] += bias[c] for out [B][C][P] (after cuDNN's convolution: one rounding, as the
  * im2col path's t + bias). */
-__global__ void k_add_channel_bias(float *out, const float *bias, size_t n, int C, size_t P) {
-  GRID_STRIDE(i, n) out[i] = out[i] + bias[(i / P) % C];
+template <bool ACT>
+__global__ void k_add_channel_bias(float *out, const float *bias, size_t n, int C, size_t P, float slope) {
+  GRID_STRIDE(i, n) {
+    const float v = out[i] + bias[(i / P) % C];
+    out[i] = ACT ? leaky(v, slope) : v;
+  }
 }
 
 /* out[i][j] = bias[j] for out [B][N]. */
@@ -246,7 +260,11 @@ __global__ void k_fill_rows(float *out, const float *bias, size_t B, int N) {
  * Here S blocks per channel each sum a fixed contiguous range of the flattened (b, p) in double
  * (a fixed strided subset per thread, then a fixed tree) into part[c * S + s]; k_channel_finish
  * adds the S partials in order. Fixed partition and order: deterministic. Block c * S + s. */
-__global__ void k_channel_partial(double *part, const float *x, int B, int C, size_t P, int S) {
+/* With ACT (a fused conv + leaky ReLU backward): x is the gradient at the activation's output and o
+ * its value; each element is first turned into the gradient at its input (leaky_grad), which is
+ * written back over x (what the unfused in-place activation backward leaves there) and summed. */
+template <bool ACT>
+__global__ void k_channel_partial(double *part, float *x, const float *o, float slope, int B, int C, size_t P, int S) {
   __shared__ double sh[kBlock];
   const int c = (int)(blockIdx.x / (unsigned)S), si = (int)(blockIdx.x % (unsigned)S);
   const size_t n = (size_t)B * P, i1 = n * (size_t)(si + 1) / (size_t)S;
@@ -256,7 +274,9 @@ __global__ void k_channel_partial(double *part, const float *x, int B, int C, si
     size_t b = i / P, p = i % P;
     const size_t q = blockDim.x / P, r = blockDim.x % P;
     for (; i < i1; i += blockDim.x) {
-      acc += (double)x[(b * (size_t)C + (size_t)c) * P + p];
+      const size_t e = (b * (size_t)C + (size_t)c) * P + p;
+      if (ACT) x[e] = leaky_grad(x[e], o[e], slope);
+      acc += (double)x[e];
       b += q; p += r;
       if (p >= P) { p -= P; b++; }
     }
@@ -279,14 +299,17 @@ __global__ void k_channel_finish(float *db, const double *part, int C, int S) {
 
 /* db[c] += sum over b < B, p < P of x[b][c][p]. One block per channel (grid-stride over channels),
  * each thread sums a fixed strided subset in double, then a fixed tree: deterministic. */
-__global__ void k_channel_sum(float *db, const float *x, int B, int C, size_t P) {
+template <bool ACT>
+__global__ void k_channel_sum(float *db, float *x, const float *o, float slope, int B, int C, size_t P) {
   __shared__ double sh[kBlock];
   size_t n = (size_t)B * P;
   for (int c = blockIdx.x; c < C; c += gridDim.x) {
     double s = 0.0;
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
       size_t b = i / P, p = i % P;
-      s += (double)x[(b * C + c) * P + p];
+      const size_t e = (b * C + c) * P + p;
+      if (ACT) x[e] = leaky_grad(x[e], o[e], slope);
+      s += (double)x[e];
     }
     sh[threadIdx.x] = s;
     __syncthreads();
@@ -624,7 +647,7 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
 /* ---- the two convolution paths ------------------------------------------------------------------ */
 /* im2col + cuBLAS, in batch chunks; scratch: col [K][cb*P] then outT [Co][cb*P] */
 void im2col_forward(PdlCudaCtx *c, float *out, const float *in, const float *w, const float *b, int B, int Ci, int H,
-                    int W, int Co, int k, int pad, const ConvShape &s, float *scratch) {
+                    int W, int Co, int k, int pad, const ConvShape &s, float *scratch, bool act, float slope) {
   for (int b0 = 0; b0 < B; b0 += s.chunk) {
     int cb = B - b0 < s.chunk ? B - b0 : s.chunk;
     int cols = cb * (int)s.P;
@@ -634,8 +657,13 @@ void im2col_forward(PdlCudaCtx *c, float *out, const float *in, const float *w, 
     CHECK_LAUNCH(k_im2col, c->stream);
     /* outT [Co][cols] = w [Co][K] * col [K][cols] */
     gemm_rm(c->blas, false, false, Co, cols, s.K, 1.0f, w, s.K, col, cols, 0.0f, outT, cols);
-    k_cbp_to_bcp_bias<<<grid_for(nout), kBlock, 0, c->stream>>>(out, outT, b, b0, cb, Co, s.P);
-    CHECK_LAUNCH(k_cbp_to_bcp_bias, c->stream);
+    if (act) {
+      k_cbp_to_bcp_bias<true><<<grid_for(nout), kBlock, 0, c->stream>>>(out, outT, b, b0, cb, Co, s.P, slope);
+      CHECK_LAUNCH(k_cbp_to_bcp_bias<true>, c->stream);
+    } else {
+      k_cbp_to_bcp_bias<false><<<grid_for(nout), kBlock, 0, c->stream>>>(out, outT, b, b0, cb, Co, s.P, slope);
+      CHECK_LAUNCH(k_cbp_to_bcp_bias<false>, c->stream);
+    }
   }
 }
 /* dw +=, din = (if not NULL); scratch: col [K][cb*P] (reused for dcol) then doutT [Co][cb*P] */
@@ -665,15 +693,20 @@ void im2col_backward(PdlCudaCtx *c, float *din, float *dw, const float *dout, co
 
 #ifdef PDL_HAVE_CUDNN
 void dnn_forward(PdlCudaCtx *c, DnnPlan *pl, float *out, const float *in, const float *w, const float *b, int Co,
-                 const ConvShape &s) {
+                 const ConvShape &s, bool act, float slope) {
   DnnState *d = (DnnState *)c->dnn;
   const float one = 1.0f, zero = 0.0f;
   CHECK_CUDNN(cudnnConvolutionForward(d->h, &one, pl->x, in, pl->w, w, pl->conv, (cudnnConvolutionFwdAlgo_t)pl->fwd,
                                       d->ws, d->ws_bytes, &zero, pl->y, out));
   COUNT_OP();
   const size_t nout = (size_t)pl->key[0] * Co * s.P;
-  k_add_channel_bias<<<grid_for(nout), kBlock, 0, c->stream>>>(out, b, nout, Co, s.P);
-  CHECK_LAUNCH(k_add_channel_bias, c->stream);
+  if (act) {
+    k_add_channel_bias<true><<<grid_for(nout), kBlock, 0, c->stream>>>(out, b, nout, Co, s.P, slope);
+    CHECK_LAUNCH(k_add_channel_bias<true>, c->stream);
+  } else {
+    k_add_channel_bias<false><<<grid_for(nout), kBlock, 0, c->stream>>>(out, b, nout, Co, s.P, slope);
+    CHECK_LAUNCH(k_add_channel_bias<false>, c->stream);
+  }
 }
 /* dw += (beta 1); din = (beta 0), if not NULL */
 void dnn_backward(PdlCudaCtx *c, DnnPlan *pl, float *din, float *dw, const float *dout, const float *in,
@@ -721,20 +754,32 @@ void note_choice(const DnnPlan *pl, const char *dir, float t_dnn, float t_im2col
  * so that about 1024 blocks run, each of at least 4096 elements, the partials (doubles) at the
  * start of the layer's scratch, which the convolution reuses only after k_channel_finish read
  * them (same stream). */
-void conv_bias_grad(PdlCudaCtx *c, float *db, const float *dout, int B, int Co, const ConvShape &s, float *scratch) {
+void conv_bias_grad(PdlCudaCtx *c, float *db, float *dout, const float *act_out, float slope, int B, int Co,
+                    const ConvShape &s, float *scratch) {
   const size_t n = (size_t)B * s.P, room = ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk / 2 / (size_t)Co;
   size_t S = ((size_t)1024 + Co - 1) / Co;
   if (S > n / 4096) S = n / 4096;
   if (S > room) S = room;
   if (S > kMaxGrid / (size_t)Co) S = kMaxGrid / (size_t)Co;
+  const unsigned g1 = Co < (int)kMaxGrid ? (unsigned)Co : kMaxGrid;
   if (S <= 1) {
-    k_channel_sum<<<Co < (int)kMaxGrid ? Co : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, Co, s.P);
-    CHECK_LAUNCH(k_channel_sum, c->stream);
+    if (act_out) {
+      k_channel_sum<true><<<g1, kBlock, 0, c->stream>>>(db, dout, act_out, slope, B, Co, s.P);
+      CHECK_LAUNCH(k_channel_sum<true>, c->stream);
+    } else {
+      k_channel_sum<false><<<g1, kBlock, 0, c->stream>>>(db, dout, nullptr, slope, B, Co, s.P);
+      CHECK_LAUNCH(k_channel_sum<false>, c->stream);
+    }
     return;
   }
   double *part = (double *)scratch; /* the scratch is cudaMalloc'd: aligned for doubles */
-  k_channel_partial<<<(unsigned)(Co * S), kBlock, 0, c->stream>>>(part, dout, B, Co, s.P, (int)S);
-  CHECK_LAUNCH(k_channel_partial, c->stream);
+  if (act_out) {
+    k_channel_partial<true><<<(unsigned)(Co * S), kBlock, 0, c->stream>>>(part, dout, act_out, slope, B, Co, s.P, (int)S);
+    CHECK_LAUNCH(k_channel_partial<true>, c->stream);
+  } else {
+    k_channel_partial<false><<<(unsigned)(Co * S), kBlock, 0, c->stream>>>(part, dout, nullptr, slope, B, Co, s.P, (int)S);
+    CHECK_LAUNCH(k_channel_partial<false>, c->stream);
+  }
   k_channel_finish<<<grid_for((size_t)Co), kBlock, 0, c->stream>>>(db, part, Co, (int)S);
   CHECK_LAUNCH(k_channel_finish, c->stream);
 }
@@ -773,8 +818,11 @@ size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int 
   return ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk;
 }
 
-void cuda_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
-                       int Co, int k, int pad, float *scratch) {
+} /* extern "C" */
+namespace {
+/* The convolution, with act its bias epilogue followed by the leaky ReLU (cuda_conv_act_forward) */
+void conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W, int Co,
+                  int k, int pad, float *scratch, bool act, float slope) {
   /* in [B][Ci][H][W], w [Co][Ci][k][k] = row-major [Co][K], b [Co], out [B][Co][Ho][Wo] */
   ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
   CUDA_SHAPE_ASSERT(scratch != nullptr);
@@ -785,25 +833,27 @@ void cuda_conv_forward(float *out, const float *in, const float *w, const float 
     DnnPlan *pl = dnn_plan(c, B, Ci, H, W, Co, k, pad, s);
     if (pl->fwd >= 0) {
       if (mode == kConvAuto && pl->use_fwd < 0) { /* the first call for this shape: time both, keep the faster */
-        const float td = time_ms(c, [&] { dnn_forward(c, pl, out, in, w, b, Co, s); });
-        const float ti = time_ms(c, [&] { im2col_forward(c, out, in, w, b, B, Ci, H, W, Co, k, pad, s, scratch); });
+        const float td = time_ms(c, [&] { dnn_forward(c, pl, out, in, w, b, Co, s, act, slope); });
+        const float ti = time_ms(c, [&] { im2col_forward(c, out, in, w, b, B, Ci, H, W, Co, k, pad, s, scratch, act, slope); });
         pl->use_fwd = td <= ti;
         note_choice(pl, "fwd", td, ti);
       }
-      if (mode == kConvCudnn || pl->use_fwd == 1) { dnn_forward(c, pl, out, in, w, b, Co, s); return; }
+      if (mode == kConvCudnn || pl->use_fwd == 1) { dnn_forward(c, pl, out, in, w, b, Co, s, act, slope); return; }
     }
   }
 #endif
-  im2col_forward(c, out, in, w, b, B, Ci, H, W, Co, k, pad, s, scratch);
+  im2col_forward(c, out, in, w, b, B, Ci, H, W, Co, k, pad, s, scratch, act, slope);
 }
 
-void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
-                        int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
+/* The convolution's backward; with act_out (cuda_conv_act_backward) dout is first turned, in
+ * place, into the gradient at the activation's input by the bias gradient's kernel. */
+void conv_backward(float *din, float *dw, float *db, float *dout, const float *act_out, float slope, const float *in,
+                   const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
   /* dout [B][Co][Ho][Wo]; dw [Co][K] +=; db [Co] +=; din [B][Ci][H][W] = (optional) */
   ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
   CUDA_SHAPE_ASSERT(scratch != nullptr);
   PdlCudaCtx *c = pdl_cuda_ctx();
-  conv_bias_grad(c, db, dout, B, Co, s, scratch);
+  conv_bias_grad(c, db, dout, act_out, slope, B, Co, s, scratch);
 #ifdef PDL_HAVE_CUDNN
   const int mode = g_conv_mode.load();
   if (mode != kConvIm2col) {
@@ -829,6 +879,31 @@ void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, con
   im2col_backward(c, din, dw, dout, in, w, B, Ci, H, W, Co, k, pad, s, scratch);
 }
 
+} /* namespace */
+extern "C" {
+
+void cuda_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                       int Co, int k, int pad, float *scratch) {
+  conv_forward(out, in, w, b, B, Ci, H, W, Co, k, pad, scratch, false, 0.0f);
+}
+void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                        int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
+  /* without act_out, conv_backward only reads dout */
+  conv_backward(din, dw, db, const_cast<float *>(dout), nullptr, 0.0f, in, w, B, Ci, H, W, Co, k, pad, scratch);
+}
+void cuda_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                           int Co, int k, int pad, float slope, float *scratch, float *keep) {
+  (void)keep;
+  conv_forward(out, in, w, b, B, Ci, H, W, Co, k, pad, scratch, true, slope);
+}
+void cuda_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
+                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
+                            float *scratch, const float *keep) {
+  (void)keep;
+  /* dout is overwritten with the gradient at the activation's input (cuda_layers.h) */
+  conv_backward(din, dw, db, const_cast<float *>(dout), out, slope, in, w, B, Ci, H, W, Co, k, pad, scratch);
+}
+
 void cuda_fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N) {
   /* in [B][M], w [N][M], b [N], out [B][N] = in * w^T + b */
   CUDA_SHAPE_ASSERT(B > 0 && M > 0 && N > 0);
@@ -843,8 +918,10 @@ void cuda_fc_backward(float *din, float *dw, float *db, const float *dout, const
   /* dout [B][N]; dw [N][M] += dout^T * in; db [N] += column sums of dout; din [B][M] = dout * w */
   CUDA_SHAPE_ASSERT(B > 0 && M > 0 && N > 0);
   PdlCudaCtx *c = pdl_cuda_ctx();
-  k_channel_sum<<<N < (int)kMaxGrid ? N : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, dout, B, N, 1);
-  CHECK_LAUNCH(k_channel_sum, c->stream);
+  /* <false>: reads dout only */
+  k_channel_sum<false><<<N < (int)kMaxGrid ? N : (int)kMaxGrid, kBlock, 0, c->stream>>>(db, const_cast<float *>(dout),
+                                                                                        nullptr, 0.0f, B, N, 1);
+  CHECK_LAUNCH(k_channel_sum<false>, c->stream);
   gemm_rm(c->blas, true, false, N, M, B, 1.0f, dout, N, in, M, 1.0f, dw, M);
   if (din) gemm_rm(c->blas, false, false, B, M, N, 1.0f, dout, N, w, M, 0.0f, din, M);
 }

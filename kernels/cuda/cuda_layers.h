@@ -28,6 +28,18 @@ PDL_DECLARE_LAYERS(cuda_)
  * that given the same inputs they give the CPU's bits (cpu_*_step, kernels/cpu/cpu_elem.c). */
 PDL_DECLARE_UPDATES(cuda_)
 
+/* The fused conv + leaky ReLU of kernels_t (conv_act_forward/backward; issue 35 D): the bias and the
+ * activation in one epilogue pass after the convolution; backward, the activation's gradient turned
+ * into the pre-activation one by the bias gradient's kernel, in place in dout (which the unfused
+ * sequence's in-place activation backward leaves there too: the caller's dout buffer is written),
+ * then the convolution's backward. Bit for bit the unfused sequence's out, din, dw and db. keep is
+ * unused (the table has no conv_keep_floats). */
+void cuda_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                           int Co, int k, int pad, float slope, float *scratch, float *keep);
+void cuda_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
+                            const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
+                            float *scratch, const float *keep);
+
 /* Resident batches (kernels_t's gather and softmax_xent_forward_acc, contract/kernels.h; issue 35 B):
  * dst[b][0..words) = src[idx[b]][0..words) in 4-byte words (idx on the device); and the softmax of
  * cuda_softmax_xent_forward with its loss (the same bits) added to acc[0], the argmax hits to

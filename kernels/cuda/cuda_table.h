@@ -9,7 +9,8 @@
 /* Every workspace buffer is device memory (host_memory = 0); the parameters, gradients and
  * optimizer state given to net_forward / net_backward_step / optim_step must be device memory too
  * (alloc + upload through the table; optim_init_on with this table). Layers:
- * kernels/cuda/cuda_layers.cu (conv = im2col + cuBLAS, fc = cuBLAS), no fused entries yet. Labels arrive as host memory (model.c's contract) and are uploaded per
+ * kernels/cuda/cuda_layers.cu (conv = cuDNN or im2col + cuBLAS, fc = cuBLAS), the fused conv + leaky
+ * ReLU (no conv + act + pool), resident batches (gather, the softmax's sums left on the device). Labels arrive as host memory (model.c's contract) and are uploaded per
  * call; dropout masks are drawn on the host and uploaded by model.c. All calls queue work on the
  * calling thread's stream (cuda_layers.h); the softmax forward waits for it (it returns the loss).
  * A thread keeps its label buffer on the device it first used: it must not switch devices

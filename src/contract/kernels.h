@@ -31,7 +31,9 @@ typedef struct {
   void (*softmax_xent_backward)(float *, const float *, const int *, int, int, float);
   /* fused layers (optional: NULL means the backend has none, and model.c runs the layers one by
    * one; a backend's fused entry must give what the unfused sequence gives): conv + leaky ReLU,
-   * and conv + leaky ReLU + 2x2 max-pool where conv_act_pool_fusable says so for the shapes */
+   * and conv + leaky ReLU + 2x2 max-pool where conv_act_pool_fusable says so for the shapes.
+   * conv_act_backward may leave the gradient at the activation's input in dout (CUDA's does), as
+   * the unfused sequence's in-place activation backward does: model.c passes that very buffer */
   void (*conv_act_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int,
                            float, float *, float *);
   void (*conv_act_backward)(float *, float *, float *, const float *, const float *, const float *, const float *, int,

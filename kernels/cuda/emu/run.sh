@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../../.."
 out=${BUILD:-build}/cuda-emu
 mkdir -p "$out"
 san="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
-perl -0pe 's/(\w+)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_layers.cu > "$out/cuda_layers_emu.cpp"
+perl -0pe 's/(\w+(?:<\w+>)?)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_layers.cu > "$out/cuda_layers_emu.cpp"
 g++ -std=c++20 $san -Wall -Wextra -DPDL_HAVE_CUDNN -Ikernels/cuda/emu -Isrc -I. -c "$out/cuda_layers_emu.cpp" -o "$out/layers.o"
 g++ -std=c++20 $san -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -x c++ -c kernels/cuda/cuda_context.cu -o "$out/context.o"
 gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_HAVE_CUDNN \
@@ -23,7 +23,7 @@ gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"em
   -o "$out/test_cuda_layers_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_layers_emu"
 # The SPD inversion (cuda_inv.cu) with the cusolverDn.h stand-in (cuSOLVER as column-major LAPACK).
-perl -0pe 's/(\w+)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_inv.cu > "$out/cuda_inv_emu.cpp"
+perl -0pe 's/(\w+(?:<\w+>)?)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_inv.cu > "$out/cuda_inv_emu.cpp"
 g++ -std=c++20 $san -Wall -Wextra -DPDL_HAVE_CUSOLVER -Ikernels/cuda/emu -Isrc -I. -c "$out/cuda_inv_emu.cpp" -o "$out/inv.o"
 gcc -std=c11 $san -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_HAVE_CUSOLVER \
   -Isrc -I. tests/test_cuda_inv.c reference/*.c src/core/rng.c src/util/util.c "$out/inv.o" "$out/context.o" \
