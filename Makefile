@@ -93,19 +93,21 @@ SIMLIB := $(if $(HAVE_SIMGRID),$(BUILD)/libpdlsim.so)
 PDL := $(if $(SAN),$(BUILD)/pdl,bin/pdl)
 # pdl with NCCL emulated (kernels/cuda/emu/nccl.h over MPI): MPI builds only, see nccl-emu below
 NCCL_EMU := $(if $(HAVE_MPI),$(BUILD)/nccl-emu/pdl)
+# pdl with the CUDA backend emulated (see cuda-emu-pdl below): builds with nvcc and MPI
+CUDA_EMU_PDL := $(if $(NVCC),$(if $(HAVE_MPI),$(BUILD)/cuda-emu/pdl))
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
         bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac bench-gpu plots report regress regress-update cuda-emu \
-        nccl-emu fuzz FORCE
+        nccl-emu cuda-emu-pdl fuzz FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
 # builds in a fresh make so that detection sees what was installed.
 all: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
 
-build: config $(PDL) $(SIMLIB) $(TEST_BIN) $(NCCL_EMU)
+build: config $(PDL) $(SIMLIB) $(TEST_BIN) $(NCCL_EMU) $(CUDA_EMU_PDL)
 
 config:
 	@echo "pdlbench: found $(CONFIG)"
@@ -166,6 +168,25 @@ $(BUILD)/obj/nccl-emu/coll_nccl.o: src/coll/coll_nccl.c $(STAMP) | $(BUILD)/.dir
 $(BUILD)/nccl-emu/pdl: $(BUILD)/obj/src/cli/main.o $(filter-out $(BUILD)/obj/src/coll/coll_nccl.o,$(LIB_OBJ)) $(BUILD)/obj/nccl-emu/coll_nccl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# pdl with its whole CUDA backend emulated on the CPU: the .cu files through g++ with the stand-in
+# CUDA, cuBLAS, cuDNN and cuSOLVER headers of kernels/cuda/emu (each kernel launch rewritten to
+# emu_launch, as kernels/cuda/emu/run.sh does), coll_nccl.c on the NCCL stand-in, everything else
+# bin/pdl's own objects; no libcudart, cuDNN or NCCL linked. `pdl train --device cuda` (resident
+# batches, device evaluation, every optimizer), checkpoints and `pdl speed --device cuda` run end to
+# end on it without a GPU: tests/t_cuda_emu_pdl.sh. Slow (every GPU thread is a fiber): tiny nets.
+# Where nvcc is found (the C objects then carry PDL_HAVE_CUDA).
+EMU_CXX := g++ -std=c++20 -O1 -g -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
+$(BUILD)/obj/cuda-emu/%.o: kernels/cuda/%.cu $(STAMP) | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	perl -0pe 's/(\w+(?:<\w+>)?)<<<(.*?)>>>\(/emu_launch($$1, $$2)(/gs' $< > $(@:.o=.cpp)
+	$(EMU_CXX) -MMD -MP -MT $@ -MF $(@:.o=.d) -c $(@:.o=.cpp) -o $@
+CUDA_EMU_OBJ := $(LIB_CU:kernels/cuda/%.cu=$(BUILD)/obj/cuda-emu/%.o)
+$(BUILD)/cuda-emu/pdl: $(BUILD)/obj/src/cli/main.o $(filter-out $(BUILD)/obj/src/coll/coll_nccl.o $(BUILD)/obj/kernels/cuda/cuda_lazy.o %.cu.o,$(LIB_OBJ)) $(BUILD)/obj/nccl-emu/coll_nccl.o $(CUDA_EMU_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(filter-out -lcudart -lcudnn -lnccl,$(LDLIBS)) -lstdc++
+cuda-emu-pdl: config $(CUDA_EMU_PDL)
+	@$(if $(CUDA_EMU_PDL),echo "pdlbench: $(CUDA_EMU_PDL) (the CUDA backend emulated on the CPU)",echo "pdlbench: cuda-emu-pdl needs nvcc (a CUDA build's objects) and MPI" >&2; exit 1)
 
 nccl-emu: config $(NCCL_EMU)
 	@$(if $(NCCL_EMU),echo "pdlbench: $(NCCL_EMU) (NCCL emulated over MPI)",echo "pdlbench: nccl-emu needs an MPI build" >&2; exit 1)

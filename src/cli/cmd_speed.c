@@ -431,7 +431,7 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --device cuda[:N] times the same step on CUDA device N (kernels/cuda: conv = per shape the faster\n"
              "  of cuDNN (strict FP32, deterministic algorithms) and im2col + cuBLAS; PDL_CUDA_CONV=cudnn|im2col\n"
              "  forces one; fc = cuBLAS;\n"
-             "  no fused layers yet; the JSON has the cuDNN algorithms and the GPU ops, host waits and bytes\n"
+             "  the fused conv + leaky ReLU; the JSON has the cuDNN algorithms and the GPU ops, host waits and bytes\n"
              "  uploaded per step), parameters, gradients and momentum on the device,\n"
              "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
              "  With --profile each layer's timers wait for the device (a little slower). Not with --algo\n"

@@ -27,8 +27,10 @@ static const kernels_t *backend(const train_cfg_t *c) {
  * there (net_evaluate_ws). A chunk never crosses an evaluation, an epoch end (a checkpoint) or the
  * last step, so those see the same state as the step-by-step loop; divergence is still reported at
  * its exact step, but the parameters then evaluated are those at the chunk's end (up to CHUNK - 1
- * updates later: a diverged run's). The default on a device; PDL_TRAIN_RESIDENT=1 runs the same loop
- * on the CPU (t_train_resident.sh: the same results as the step-by-step loop), 0 turns it off. */
+ * updates later: a diverged run's), and the watchdog (--timeout) sees progress once per chunk (a
+ * device's queued steps are only known done at the chunk's read back). The default on a device; PDL_TRAIN_RESIDENT=1 runs the same loop
+ * on the CPU (t_train_resident.sh: the same results as the step-by-step loop), 0 turns it off (a
+ * device then gets each batch uploaded and the loss read back every step, and still evaluates). */
 enum { CHUNK = 64 };
 static int resident_mode(const train_state_t *d) {
   const char *e = getenv("PDL_TRAIN_RESIDENT");
@@ -44,12 +46,15 @@ static long next_look(const run_t *r, long done) {
   if (ev > 0 && (done / ev + 1) * ev < b) b = (done / ev + 1) * ev;
   return b < r->total_steps ? b : r->total_steps;
 }
-/* Evaluate the optimizer's evaluation point: on the resident test set (te->k set) where the
- * parameters are, else on the host (run.c's evaluation workspace) from a downloaded copy. */
+/* Evaluate the optimizer's evaluation point where the parameters are: on a device, on the resident
+ * test set (te->k set) or with its batches uploaded (PDL_TRAIN_RESIDENT=0: the same numbers, issue
+ * 35 F), in ews; on the host, with run.c's evaluation workspace. */
 static void evaluate(run_t *r, train_state_t *d, float *w, optim_t *o, workspace_t *ews, const resident_set_t *te,
                      double t) {
-  if (te->k) {
-    net_evaluate_ws(ews, optim_eval_point(d->o, d->w), te->x, te->y, te->n, &r->test_err, &r->test_loss);
+  const dataset_t *ts = &r->data.test;
+  if (te->k || d->device) {
+    if (te->k) net_evaluate_ws(ews, optim_eval_point(d->o, d->w), te->x, te->y, te->n, &r->test_err, &r->test_loss);
+    else net_evaluate(ews, optim_eval_point(d->o, d->w), ts->x, ts->y, ts->n, &r->test_err, &r->test_loss);
     run_eval_write(r, t, NULL);
   } else {
     train_state_download(d, w, o);
@@ -79,9 +84,9 @@ int train_sequential(run_t *r) {
   if (res) {
     resident_set_init(&S_tr, d.k, &r->data.train);
     resident_set_init(&S_te, d.k, &r->data.test);
-    ws_init(&ews, net, r->eval_ws.max_batch, r->threads, d.k, c->seed);   /* run.c's evaluation batches */
     idx = xmalloc((size_t)CHUNK * B * sizeof(int));
   }
+  if (res || d.device) ws_init(&ews, net, r->eval_ws.max_batch, r->threads, d.k, c->seed);   /* run.c's evaluation batches */
 
   ckpt_pos_t pos; memset(&pos, 0, sizeof pos);
   long step = 0; double loss_acc = 0; long loss_n = 0;
@@ -117,7 +122,8 @@ int train_sequential(run_t *r) {
       const long b = next_look(r, step);
       K = b - step < CHUNK ? (int)(b - step) : CHUNK;
     }
-    watchdog_context("sequential %s: steps %ld-%ld of %ld", c->algo, step + 1, step + K, r->total_steps);
+    if (K == 1) watchdog_context("sequential %s: step %ld of %ld", c->algo, step, r->total_steps);
+    else watchdog_context("sequential %s: steps %ld-%ld of %ld", c->algo, step, step + K - 1, r->total_steps);
     while (hang_at >= step && hang_at < step + K) sleep(1);
     if (res) {
       for (int j = 0; j < K; j++) { sampler_next_idx(&s, B, idx + (size_t)j * B); lrs[j] = lr_at(c->lr, step + j, c->warmup); }
@@ -168,7 +174,8 @@ int train_sequential(run_t *r) {
   }
   run_summary(r, now_s() - t_start, NULL);
   run_dump_params(w, n);
-  if (res) { resident_set_free(&S_tr); resident_set_free(&S_te); ws_free(&ews); xfree(idx); }
+  if (res) { resident_set_free(&S_tr); resident_set_free(&S_te); xfree(idx); }
+  if (res || d.device) ws_free(&ews);
   sampler_free(&s); ws_free(&ws); train_state_free(&d); optim_free(&o);
   xfree(w); xfree(g); xfree(x); xfree(y);
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;

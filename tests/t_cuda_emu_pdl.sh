@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# t_cuda_emu_pdl.sh — `pdl train --device cuda` end to end without a GPU, on $BUILD/cuda-emu/pdl
+# (make cuda-emu-pdl: the CUDA backend through the CPU emulator of kernels/cuda/emu, everything
+# else bin/pdl's code). What it checks, on a tiny conv net with dropout and synthetic 8x8 data:
+#   - every optimizer trains on the device, with resident batches and the evaluation on the device
+#     (the default, issue 35 B/F), and gives bit for bit what the same device gives fed from the
+#     host step by step (PDL_TRAIN_RESIDENT=0): results lines (times aside) and final parameters;
+#   - against the CPU (bin/pdl): the same number of evaluations, and final parameters within 2e-2
+#     of the distance they moved (the summation orders differ: test_cuda_net.c's emulator bound);
+#   - a checkpoint after epoch 1 and --resume on the device = the uninterrupted device run.
+# (pdl speed is left out: its SGEMM roofline alone takes a minute on the emulator.)
+# The convolution path is pinned (PDL_CUDA_CONV=im2col, then cudnn for one optimizer): "auto"
+# picks per shape by timing, so two runs may sum in different orders.
+# pdl-test: cpu=12
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+BUILD=${BUILD:-build}
+EMU=$BUILD/cuda-emu/pdl
+if [ ! -x "$EMU" ]; then
+  if grep -q 'nvcc=yes' "$BUILD/config.stamp" 2>/dev/null && grep -q 'mpi=yes' "$BUILD/config.stamp"; then
+    notok "emulated-CUDA pdl" "$EMU missing (make build makes it)"
+  else echo "skip - emulated-CUDA pdl: needs nvcc (a CUDA build's objects) and MPI"; fi
+  finish
+fi
+export PDL_CUDA_CONV=im2col
+C=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 D0.25 S10" --batch 16 --threads 1 --quiet
+   --epochs 2 --eval-every 5)
+
+same_lines() {   # same_lines A.jsonl B.jsonl: identical lines, times and the chunk field aside
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+def load(f):
+    out = []
+    for l in open(f):
+        d = json.loads(l)
+        for k in ("time_s", "resident_chunk"):
+            d.pop(k, None)
+        out.append(d)
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+if a != b:
+    for x, y in zip(a, b):
+        if x != y:
+            print({k: (x.get(k), y.get(k)) for k in set(x) | set(y) if x.get(k) != y.get(k)})
+            break
+    sys.exit(1)
+EOF
+}
+apart() {   # apart GPU CPU W0: max |gpu - cpu| / max |cpu - w0| over the raw float32 files
+  python3 - "$@" <<'EOF'
+import array, sys
+g, c, w = (array.array("f", open(f, "rb").read()) for f in sys.argv[1:4])
+moved = max(abs(a - b) for a, b in zip(c, w))
+print("%.3g" % (max(abs(a - b) for a, b in zip(g, c)) / moved if moved else float("inf")))
+EOF
+}
+
+# the initial parameters (0 steps are not allowed: 1 step at lr 0)
+PDL_DUMP_PARAMS="$T/w0" "$PDL" train "${C[@]}" --algo sgd --lr 0 --steps 1 > /dev/null
+for a in sgd msgd nag adam asgd mvasgd; do
+  lr=0.05; [ $a = adam ] && lr=0.002
+  for m in 1 0; do
+    PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/g$a$m" "$EMU" train --device cuda "${C[@]}" --algo $a --lr $lr \
+      --results "$T/g$a$m.jsonl" > /dev/null 2> "$T/e$a$m" || notok "$a on the emulated device (resident $m)" "$(tail -2 "$T/e$a$m")"
+  done
+  PDL_DUMP_PARAMS="$T/c$a" "$PDL" train "${C[@]}" --algo $a --lr $lr --results "$T/c$a.jsonl" > /dev/null
+  if cmp -s "$T/g${a}0" "$T/g${a}1" && d=$(same_lines "$T/g${a}0.jsonl" "$T/g${a}1.jsonl"); then
+    ok "$a --device cuda (emulated): resident batches + device evaluation = host-fed steps ($(grep -c '"eval"' "$T/g${a}1.jsonl") evaluations, parameters and lines)"
+  else notok "$a: resident = host-fed on the device" "${d:-parameters differ}"; fi
+  r=$(apart "$T/g${a}1" "$T/c$a" "$T/w0")
+  ne_g=$(grep -c '"eval"' "$T/g${a}1.jsonl"); ne_c=$(grep -c '"eval"' "$T/c$a.jsonl")
+  if [ "$ne_g" = "$ne_c" ] && within "$r" 2e-2; then ok "$a: device vs CPU parameters apart $r of the distance moved (<= 2e-2)"
+  else notok "$a: device vs CPU" "apart $r, evaluations $ne_g vs $ne_c"; fi
+done
+grep -q '"gpu":"host emulator' "$T/gsgd1.jsonl" && grep -q '"resident_chunk":64' "$T/gsgd1.jsonl" \
+  && ok "the results name the (emulated) device and the resident chunk" || notok "config line" "$(head -c 400 "$T/gsgd1.jsonl")"
+
+# the cuDNN path (the emulator's stand-in runs the reference convolution)
+for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d$m" "$EMU" train --device cuda "${C[@]}" \
+  --algo msgd --lr 0.05 --results "$T/d$m.jsonl" > /dev/null; done
+cmp -s "$T/d0" "$T/d1" && same_lines "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
+  && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
+
+# checkpoint after epoch 1 on the device, resume to epoch 2: the uninterrupted run's parameters
+"$EMU" train --device cuda "${C[@]}" --algo nag --lr 0.05 --epochs 1 --checkpoint "$T/ck" > /dev/null
+PDL_DUMP_PARAMS="$T/res" "$EMU" train --device cuda "${C[@]}" --algo nag --lr 0.05 --checkpoint "$T/ck" --resume \
+  > /dev/null 2>&1
+cmp -s "$T/res" "$T/gnag1" && ok "device checkpoint after epoch 1 + --resume = uninterrupted (bit for bit)" \
+  || notok "device checkpoint/resume" "final parameters differ"
+
+finish
