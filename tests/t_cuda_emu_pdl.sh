@@ -7,11 +7,13 @@
 #     host step by step (PDL_TRAIN_RESIDENT=0): results lines (times aside) and final parameters;
 #   - against the CPU (bin/pdl): the same number of evaluations, and final parameters within 2e-2
 #     of the distance they moved (the summation orders differ: test_cuda_net.c's emulator bound);
-#   - a checkpoint after epoch 1 and --resume on the device = the uninterrupted device run.
+#   - a checkpoint after epoch 1 and --resume on the device = the uninterrupted device run;
+#   - --algo ssgd on the device: at one rank nag's steps, at 2 ranks NCCL (the stand-in over MPI)
+#     on the device's buffers = --coll mpi staged through the host, near the CPU, resumable.
 # (pdl speed is left out: its SGEMM roofline alone takes a minute on the emulator.)
 # The convolution path is pinned (PDL_CUDA_CONV=im2col, then cudnn for one optimizer): "auto"
 # picks per shape by timing, so two runs may sum in different orders.
-# pdl-test: cpu=12
+# pdl-test: cpu=16 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
@@ -88,4 +90,30 @@ PDL_DUMP_PARAMS="$T/res" "$EMU" train --device cuda "${C[@]}" --algo nag --lr 0.
 cmp -s "$T/res" "$T/gnag1" && ok "device checkpoint after epoch 1 + --resume = uninterrupted (bit for bit)" \
   || notok "device checkpoint/resume" "final parameters differ"
 
+# ssgd on the device (issue 35 G), a net without dropout at one rank: the same steps as --algo nag
+# --device cuda (as on the CPU); then at 2 ranks, NCCL (the stand-in) on the device's buffers
+# against --coll mpi staged through the host: the same bits; against the CPU's 2-rank run; and a
+# checkpoint after epoch 1 + --resume on the devices = the uninterrupted run
+S=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --batch 8 --threads 1 --quiet --epochs 2 --lr 0.05 --momentum 0.9)
+PDL_DUMP_PARAMS="$T/nag" "$EMU" train --device cuda "${S[@]}" --net "leaky C4 P F12 S10" --algo nag > /dev/null
+PDL_DUMP_PARAMS="$T/ss1" "$EMU" train --device cuda "${S[@]}" --net "leaky C4 P F12 S10" --algo ssgd > /dev/null
+cmp -s "$T/nag" "$T/ss1" && ok "ssgd --device cuda at one rank = nag --device cuda (bit for bit)" \
+  || notok "ssgd --device cuda at one rank" "differs from nag --device cuda"
+S+=(--net "leaky C4 P F12 D0.25 S10" --algo ssgd)
+for coll in mpi nccl; do
+  PDL_DUMP_PARAMS="$T/ss2$coll" MPIRUN -np 2 "$EMU" train --device cuda "${S[@]}" --coll $coll > "$T/ss2$coll.out" 2>&1 \
+    || notok "ssgd --device cuda --coll $coll at 2 ranks" "$(tail -2 "$T/ss2$coll.out")"
+done
+PDL_DUMP_PARAMS="$T/ss2cpu" MPIRUN -np 2 "$PDL" train "${S[@]}" > /dev/null 2>&1
+cmp -s "$T/ss2mpi" "$T/ss2nccl" && ok "ssgd --device cuda at 2 ranks: NCCL on the device's buffers = MPI staged (bit for bit)" \
+  || notok "ssgd 2 ranks nccl vs mpi" "parameters differ"
+PDL_DUMP_PARAMS="$T/w0s" "$PDL" train "${S[@]}" --lr 0 --steps 1 > /dev/null 2>&1
+r=$(apart "$T/ss2nccl" "$T/ss2cpu" "$T/w0s")
+within "$r" 2e-2 && ok "ssgd at 2 ranks: devices vs CPU parameters apart $r of the distance moved (<= 2e-2)" \
+  || notok "ssgd 2 ranks devices vs CPU" "apart $r"
+MPIRUN -np 2 "$EMU" train --device cuda "${S[@]}" --coll nccl --epochs 1 --checkpoint "$T/ssck" > /dev/null 2>&1
+PDL_DUMP_PARAMS="$T/ssres" MPIRUN -np 2 "$EMU" train --device cuda "${S[@]}" --coll nccl --checkpoint "$T/ssck" --resume \
+  > /dev/null 2>&1
+cmp -s "$T/ssres" "$T/ss2nccl" && ok "ssgd on the devices at 2 ranks: checkpoint after epoch 1 + --resume = uninterrupted" \
+  || notok "ssgd device checkpoint/resume" "final parameters differ"
 finish

@@ -24,17 +24,22 @@ expect_exit 2 "--val with --test-subset" "$PDL" train "${COMMON[@]}" --train-sub
 expect_exit 2 "--val beyond the set" "$PDL" train "${COMMON[@]}" --train-subset 500 --val 64 --steps 1
 v=$("$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --steps 2 | tail -1)
 [ -n "$(jget test_err <<<"$v")" ] && ok "--val 64: a run evaluated on the held-out split" || notok "--val run" "$v"
-# --device cuda trains every sequential optimizer; a distributed algorithm (K-FAC's preconditioning
-# included) is refused, exit 2 naming the flag
-for a in kfac ssgd; do
+# --device cuda trains every sequential optimizer and ssgd; another distributed algorithm (K-FAC's
+# preconditioning included) is refused, exit 2 naming the flag, and so are ssgd's forms a GPU run
+# does not take (the sim runtime, cuda:N, several grad threads)
+for a in kfac easgd; do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); rc=$?
-  [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers only" <<<"$out" \
+  [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd) and ssgd" <<<"$out" \
     && ok "train --algo $a --device cuda: exit 2 naming --device" || notok "train --algo $a --device cuda refused" "rc=$rc $out"
 done
+expect_exit 2 "ssgd --device cuda --runtime sim" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --runtime sim --steps 1
+expect_exit 2 "ssgd --device cuda:1" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda:1 --steps 1
+grep -q "say --device cuda" <<<"$out" && ok "ssgd --device cuda:1: says why" || notok "ssgd cuda:1 message" "$out"
+expect_exit 2 "ssgd --device cuda --grad-threads 2" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --grad-threads 2 --steps 1
 expect_exit 2 "speed --device cuda --algo kfac" "$PDL" speed --device cuda --algo kfac
 # --device cuda without a usable device (the CPU machines): exit 1, saying why, for every optimizer
 # (the CLI lets each through); with one, each trains
-for a in sgd msgd nag adam asgd mvasgd; do
+for a in sgd msgd nag adam asgd mvasgd ssgd; do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 4 2>&1); rc=$?
   if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then
     [ $rc -eq 1 ] && ok "train --algo $a --device cuda without a device: exit 1 ($(grep -o 'no CUDA device\|built without CUDA' <<<"$out" | head -1))" \

@@ -58,6 +58,8 @@ static void cu_download(void *dst, const void *src, size_t bytes) {
   cuda_download(dst, src, bytes / sizeof(float));
 }
 
+int cuda_kernels_devices(void) { return cuda_device_count(); }
+
 const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len) {
   const int nd = cuda_device_count();
   if (nd <= 0) die("%s: no CUDA device (%s)", flag, cuda_no_device_reason());
@@ -91,7 +93,7 @@ const kernels_t kernels_cuda = {
   .gather = cuda_gather_words, .softmax_xent_forward_acc = cuda_softmax_xent_acc,
   .softmax_xent_backward_ws = cuda_softmax_xent_backward,   /* its labels are device memory */
   .conv_scratch_floats = cuda_conv_scratch_floats,
-  .sync = cuda_sync,
+  .sync = cuda_sync, .stream = cuda_current_stream,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
   .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */

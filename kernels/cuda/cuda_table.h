@@ -20,5 +20,7 @@ extern const kernels_t kernels_cuda;
  * dies naming `flag`, e.g. "--device cuda:1", and why); names it in the JSON metadata
  * (json_meta_set_gpu) and writes its one-line description into desc. */
 const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len);
+/* The usable CUDA devices (cuda_device_count), for the registry's kernels_device_count. */
+int cuda_kernels_devices(void);
 #endif
 #endif

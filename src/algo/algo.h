@@ -47,6 +47,9 @@ typedef struct algo {
   /* 1: a started role (not only the main role) sends and receives (a serving role): the real
    * runtime then needs MPI_THREAD_MULTIPLE. */
   int roles_talk;
+  /* 1: the node program trains on --device cuda (its parameters and gradients on each rank's
+   * GPU, --grad-threads 1, the real runtime); 0: --device is refused */
+  int device;
 } algo_t;
 
 /* The table (algos.def, in --help order). */
@@ -165,6 +168,10 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
 /* LOOP_LOCAL: 1 if loop_progress at this progress will evaluate (a node whose model another
  * role writes takes its copy for w_eval only then). */
 int loop_due(const loop_t *L, long updates, int last);
+/* LOOP_UPDATES (and LOOP_LOCAL, as loop_due): 1 if loop_progress at `updates` will evaluate (an
+ * epoch end, --eval-every, the last update), so that a node keeping its parameters on a device
+ * brings them to the host only then; 0 for the other schedules. */
+int loop_eval_due(const loop_t *L, long updates, int last);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
  * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is

@@ -173,6 +173,13 @@ int loop_due(const loop_t *L, long updates, int last) {
   return L->sched == LOOP_LOCAL && (updates % L->eval_every == 0 || last);
 }
 
+int loop_eval_due(const loop_t *L, long updates, int last) {
+  const run_t *r = L->r; const train_cfg_t *c = &r->cfg;
+  if (L->sched == LOOP_LOCAL) return loop_due(L, updates, last);
+  return L->sched == LOOP_UPDATES &&
+         (updates % r->steps_per_epoch == 0 || (c->eval_every && updates % c->eval_every == 0) || last);
+}
+
 static int local_progress(loop_t *L, const float *w, long updates, int last) {
   L->updates = updates;
   if (loop_due(L, updates, last)) local_evaluate(L, w);
@@ -229,7 +236,7 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
   int due = 0;
   switch (L->sched) {
     case LOOP_UPDATES:
-      due = updates % r->steps_per_epoch == 0 || (c->eval_every && updates % c->eval_every == 0) || last;
+      due = loop_eval_due(L, updates, last);
       break;
     case LOOP_EXAMPLES: {
       double ep = examples / (double)r->data.train.n;

@@ -13,11 +13,19 @@ void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, 
   rp->net = &r->net; rp->b = b; rp->slice = slice; rp->nslices = with_replacement ? 1 : nslices;
   rp->overlap = 0;
   rp->img = dataset_image_floats(&r->data.train);
-  ws_init(&rp->ws, &r->net, b, threads, kernels_for(-1, NULL, NULL, 0), r->cfg.seed * 1000003u + stream);
+  rp->ws_seed = r->cfg.seed * 1000003u + stream;
+  ws_init(&rp->ws, &r->net, b, threads, kernels_for(-1, NULL, NULL, 0), rp->ws_seed);
   uint64_t seed = with_replacement ? r->cfg.seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1)) : r->cfg.seed;
   sampler_init(&rp->s, &r->data.train, seed, 0, 1, with_replacement);
   rp->x = xmalloc((size_t)b * rp->img * sizeof(float));
   rp->y = xmalloc((size_t)b * sizeof(int));
+}
+
+void replica_on(replica_t *rp, const kernels_t *k) {
+  const uint64_t seed = rp->ws_seed;
+  const int threads = rp->ws.nthreads;
+  ws_free(&rp->ws);
+  ws_init(&rp->ws, rp->net, rp->b, threads, k, seed);
 }
 
 void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards) {

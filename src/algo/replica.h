@@ -32,10 +32,14 @@ typedef struct {
   size_t img;
   float *x;   /* [b][img] this replica's slice of the current global batch */
   int *y;     /* [b] */
+  uint64_t ws_seed;   /* the workspace's dropout seed */
 } replica_t;
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream);
 void replica_free(replica_t *rp);
+/* Moves the replica's workspace to backend k (a CUDA device: the gradient's params and gacc are
+ * then device memory; the batch is still drawn on the host and uploaded), same dropout seed. */
+void replica_on(replica_t *rp, const kernels_t *k);
 /* Makes the replica walk shard `shard` of `nshards` of the training set (disjoint, seeded by the
  * run's seed), whole batches of b from its own shard: gossip's nodes each own their data. */
 void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards);

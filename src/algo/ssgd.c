@@ -33,6 +33,23 @@ static void ssgd_summary(json_t *j, const loop_t *L, void *arg) {
   json_num(j, "allreduce_s_per_update", s->t_comm / u);
 }
 
+/* --device cuda (issue 35 G): w, NAG's state and the gradient buffer D (with the control floats)
+ * live on this node's GPU (rt->ops->gpu: NCCL's device, else the rank's index on its host modulo
+ * the devices), the one grad role runs on the node's own thread (--grad-threads 1: a started role
+ * would be a new host thread, so a new CUDA context, every update), its batch drawn on the host
+ * and uploaded; D is summed on the device by NCCL on the compute stream (rt->ops->allreduce_dev),
+ * or, with --coll mpi, downloaded, allreduced on the host and uploaded. w and NAG's state come to
+ * the host (train_state_download) only where the loop evaluates (on the CPU, from that copy) or
+ * checkpoints, and at the end. At one node the same steps as --algo nag --device cuda. */
+typedef struct { const kernels_t *k; train_state_t d; float *D; } ssgd_dev_t;   /* D: device [n + CTL_F] */
+
+static void ssgd_allreduce_dev(rt_t *rt, ssgd_dev_t *dv, float *host, size_t m) {
+  if (rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, dv->D, m, dv->k->stream ? dv->k->stream() : NULL)) return;
+  dv->k->download(host, dv->D, m * sizeof(float));   /* host collectives (MPI): staged */
+  rt->ops->allreduce(rt, host, m);
+  dv->k->upload(dv->D, host, m * sizeof(float));
+}
+
 static void ssgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int G = job->G, me = rt->node, N = rt->nnodes;
@@ -50,40 +67,74 @@ static void ssgd_node(rt_t *rt, void *arg) {
   }
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
+  ssgd_dev_t dv; memset(&dv, 0, sizeof dv);
+  if (c->cuda_device >= 0) {
+    if (G != 1 || !rt->ops->gpu) die("internal: ssgd --device needs --grad-threads 1 on the real runtime");
+    const int gpu = rt->ops->gpu(rt, kernels_device_count());
+    char desc[256];
+    dv.k = kernels_for(gpu, "--device", desc, sizeof desc);
+    if (!c->quiet) fprintf(stderr, "pdl: rank %d of %d: training on cuda:%d (%s)\n", me, N, gpu, desc);
+    train_state_init(&dv.d, dv.k, w, NULL, &o);
+    dv.D = dv.k->alloc((n + CTL_F) * sizeof(float));   /* zero-filled, as replica_grad wants it */
+    replica_on(&roles[0].rep, dv.k);
+  }
   loop_state(&L, "w", w, n * sizeof(float));
   loop_state_optim(&L, "nag", &o);
   for (int g = 0; g < G; g++) { char nm[24]; snprintf(nm, sizeof nm, "role%d", g); loop_state_replica(&L, nm, &roles[g].rep); }
   long step = 0;
   if (loop_resume(&L)) { optim_refresh(&o, w); step = L.updates; }
+  if (dv.k) train_state_upload(&dv.d, w, &o);
+  optim_t *const O = dv.k ? dv.d.o : &o;
+  float *const W = dv.k ? dv.d.w : w, *const Dg = dv.k ? dv.D : buf;
   for (; step < r->total_steps; step++) {
     watchdog_context("ssgd update %ld on node %d", step, me);
-    const float *what = optim_grad_point(&o, w);                      /* w_hat = w + mu M */
-    double t0 = rt->ops->now(rt);
-    for (int g = 0; g < G; g++) { roles[g].what = what; th[g] = rt->ops->thread_start(rt, g, ssgd_grad_role, &roles[g]); }
-    for (int g = 0; g < G; g++) rt->ops->thread_join(rt, th[g]);
+    const float *what = optim_grad_point(O, W);                       /* w_hat = w + mu M */
+    double t0 = rt->ops->now(rt), ls;
+    if (dv.k) {   /* the one role, here, into D on the device */
+      roles[0].what = what;
+      roles[0].loss = replica_grad(&roles[0].rep, rt, what, dv.D, roles[0].scale);
+    } else {
+      for (int g = 0; g < G; g++) { roles[g].what = what; th[g] = rt->ops->thread_start(rt, g, ssgd_grad_role, &roles[g]); }
+      for (int g = 0; g < G; g++) rt->ops->thread_join(rt, th[g]);
+    }
     double t1 = rt->ops->now(rt);
-    vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);           /* D_L = sum_g D_g; D_g = 0 */
-    double ls = roles[0].loss;
-    for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
-    ctl_pack(buf + n, ls, L.job->reached ? 1.0f : 0.0f);
+    if (dv.k) {
+      ls = roles[0].loss;
+      ctl_pack(buf + n, ls, L.job->reached ? 1.0f : 0.0f);
+      dv.k->upload(dv.D + n, buf + n, CTL_F * sizeof(float));
+    } else {
+      vec_copy(buf, roles[0].D, n); vec_zero(roles[0].D, n);           /* D_L = sum_g D_g; D_g = 0 */
+      ls = roles[0].loss;
+      for (int g = 1; g < G; g++) { vec_add(buf, roles[g].D, n); vec_zero(roles[g].D, n); ls += roles[g].loss; }
+      ctl_pack(buf + n, ls, L.job->reached ? 1.0f : 0.0f);
+    }
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     double t2 = rt->ops->now(rt);
-    rt->ops->allreduce(rt, buf, n + CTL_F);                           /* D_A = Allreduce(D_L) */
+    if (dv.k) {
+      ssgd_allreduce_dev(rt, &dv, buf, n + CTL_F);                     /* D_A = Allreduce(D_L), on the device */
+      dv.k->download(buf + n, dv.D + n, CTL_F * sizeof(float));       /* waits for it */
+    } else {
+      rt->ops->allreduce(rt, buf, n + CTL_F);                         /* D_A = Allreduce(D_L) */
+    }
     st.t_grad += t1 - t0; st.t_comm += rt->ops->now(rt) - t2;
     ctl_t x = ctl_unpack(buf + n);
     if (x.stop > 0) break;
     double loss = x.loss / (double)(c->batch * G * N);
-    optim_step(&o, w, buf, lr_at(c->lr, step, c->warmup));            /* M = mu M - lambda D_A; w += M */
+    optim_step(O, W, Dg, lr_at(c->lr, step, c->warmup));              /* M = mu M - lambda D_A; w += M */
     rt->ops->work(rt, 4.0 * n * 6);
     loop_loss(&L, loss, 1);
-    if (loop_diverged(&L, loss, step)) break;   /* the same allreduced loss on every node */
-    loop_progress(&L, w, step + 1, (double)(step + 1) * c->batch * G * N, step + 1 == r->total_steps);
+    const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, loss, step);
+    if (dv.k && (diverged || x.signal > 0 || loop_eval_due(&L, step + 1, last))) train_state_download(&dv.d, w, &o);
+    if (diverged) break;   /* the same allreduced loss on every node */
+    loop_progress(&L, w, step + 1, (double)(step + 1) * c->batch * G * N, last);
     if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }   /* every node: this update done */
     loop_checkpoint(&L, 0);                                           /* epoch ends */
   }
+  if (dv.k) train_state_download(&dv.d, w, &o);
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   loop_finish(&L, w, w);
   for (int g = 0; g < G; g++) { replica_free(&roles[g].rep); xfree(roles[g].D); }
+  if (dv.k) { dv.k->release(dv.D); train_state_free(&dv.d); }
   optim_free(&o);
   xfree(w); xfree(buf); xfree(roles); xfree(th);
 }
@@ -92,5 +143,5 @@ static const optdef_t *const ssgd_opts[] = {ALGO_OPTS_DIST, &od_grad_threads, NU
 const algo_t algo_ssgd = {
   .name = "ssgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ssgd_node,
   .help = "synchronous data-parallel SGD with allreduce and NAG (PP-ASGD paper Alg. 4)",
-  .opts = ssgd_opts, .checkpoint = 1,
+  .opts = ssgd_opts, .checkpoint = 1, .device = 1,
 };

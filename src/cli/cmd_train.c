@@ -16,10 +16,21 @@ int cmd_train(int argc, char **argv) {
   const algo_t *A = seq ? NULL : algo_find(c.algo);
   if (!seq && !A) algo_train(&c);   /* exits 2 with the list of algorithms */
   train_cfg_parse(&c, argc, argv, seq ? train_seq_opts : A->opts, algo_refuse_flag);
-  if (c.cuda_device >= 0 && !seq)   /* K-FAC's factors and inverses, and the node programs, run on the CPU */
-    die_usage("train: --device cuda trains the sequential optimizers only (--algo sgd, msgd, nag, adam, asgd, "
-              "mvasgd), not '%s': its %s runs on the CPU (drop --device)", c.algo,
-              strncmp(c.algo, "kfac", 4) ? "node program" : "preconditioning (factors, inverses)");
+  if (c.cuda_device >= 0 && !seq) {   /* the node programs that train on a device say so (algo_t.device) */
+    if (!A->device)
+      die_usage("train: --device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd) and "
+                "ssgd, not '%s': its %s runs on the CPU (drop --device)", c.algo,
+                strncmp(c.algo, "kfac", 4) ? "node program" : "preconditioning (factors, inverses)");
+    if (strcmp(c.runtime, "real"))
+      die_usage("train: --device cuda: --algo %s trains on GPUs on --runtime real only (the sim runtime charges modelled "
+                "devices)", c.algo);
+    if (c.cuda_device > 0)
+      die_usage("train: --device cuda:%d: a distributed run puts each rank on its own GPU (NCCL's, or the rank's index on "
+                "its host modulo the GPUs): say --device cuda", c.cuda_device);
+    if (c.grad_threads != 1)
+      die_usage("train: --device cuda: --algo %s runs one gradient role per rank on its GPU: --grad-threads 1 (not %d)",
+                c.algo, c.grad_threads);
+  }
   if (strcmp(c.coll, "mpi") && seq)
     die_usage("train: --coll %s: --algo %s is sequential and makes no collective calls; --coll is for the distributed "
               "algorithms", c.coll, c.algo);

@@ -82,6 +82,11 @@ typedef struct {
   void (*run)(const coll_call_t *c);
   void (*barrier)(void);
   void (*teardown)(void);
+  /* Device backends (NULL for MPI): run_on queues a call on the caller's CUDA stream (a
+   * cudaStream_t of the device device() returns, buffers in its memory) and returns without
+   * waiting; device() is the CUDA device this rank's backend set up on. */
+  void (*run_on)(const coll_call_t *c, void *stream);
+  int (*device)(void);
 } coll_backend_t;
 
 /* MPI backend: needs MPI initialised (pdl_mpi_init). NULL in builds without MPI. */
@@ -125,6 +130,13 @@ void coll_seam_bcast(coll_seam_t *s, float *buf, size_t n, int root);
 void coll_seam_allgatherv(coll_seam_t *s, const float *mine, float *all, const size_t *counts);
 void coll_seam_reduce_scatterv(coll_seam_t *s, const float *buf, float *mine, const size_t *counts);
 void coll_seam_barrier(coll_seam_t *s);
+/* Training on a device (issue 35 G): the CUDA device this rank's backend uses (-1: a host-memory
+ * backend, MPI), and the sum in place of dev[0..n) in that device's memory, queued on the
+ * caller's stream after the work already there (NCCL on the compute stream; no wait). Returns 0,
+ * doing nothing, on a host-memory backend: the caller stages through host memory and
+ * coll_seam_allreduce. */
+int coll_seam_device(const coll_seam_t *s);
+int coll_seam_allreduce_dev(coll_seam_t *s, float *dev, size_t n, void *stream);
 void coll_seam_close(coll_seam_t *s);                 /* frees the buffers, tears the backend down */
 
 #endif

@@ -84,7 +84,8 @@ static void nccl_download(void *dst, const void *src, size_t bytes) {
 }
 static void nccl_barrier(void) { CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
 
-static void nccl_run(const coll_call_t *c) {
+/* Queues c on stream st (no wait). */
+static void nccl_queue(const coll_call_t *c, cudaStream_t st) {
   ncclDataType_t t = nccl_type(c->dt);
   size_t es = coll_elt_size(c->dt);
   size_t r = (size_t)c->rank, mine = c->counts[r], d = c->displs[r];
@@ -93,24 +94,24 @@ static void nccl_run(const coll_call_t *c) {
   on_device();
   switch (c->op) {
   case COLL_ALLREDUCE: case COLL_RSV_VIA_ALLREDUCE:
-    CHECK_NCCL(ncclAllReduce(in, recv, c->count, t, ncclSum, g_comm, g_stream)); break;
+    CHECK_NCCL(ncclAllReduce(in, recv, c->count, t, ncclSum, g_comm, st)); break;
   case COLL_REDUCE:
-    CHECK_NCCL(ncclReduce(in, recv, c->count, t, ncclSum, c->root, g_comm, g_stream)); break;
+    CHECK_NCCL(ncclReduce(in, recv, c->count, t, ncclSum, c->root, g_comm, st)); break;
   case COLL_BCAST:
-    CHECK_NCCL(ncclBroadcast(recv, recv, c->count, t, c->root, g_comm, g_stream)); break;
+    CHECK_NCCL(ncclBroadcast(recv, recv, c->count, t, c->root, g_comm, st)); break;
   case COLL_ALLGATHER:
     /* in place: the send block is this rank's slot of recv */
-    CHECK_NCCL(ncclAllGather(c->inplace ? (const void *)(recv + d * es) : c->send, recv, mine, t, g_comm, g_stream));
+    CHECK_NCCL(ncclAllGather(c->inplace ? (const void *)(recv + d * es) : c->send, recv, mine, t, g_comm, st));
     break;
   case COLL_REDUCE_SCATTER:
     /* in place: input is the whole of recv, the result lands in this rank's slot */
-    CHECK_NCCL(ncclReduceScatter(in, c->inplace ? (void *)(recv + d * es) : recv, mine, t, ncclSum, g_comm, g_stream));
+    CHECK_NCCL(ncclReduceScatter(in, c->inplace ? (void *)(recv + d * es) : recv, mine, t, ncclSum, g_comm, st));
     break;
   case COLL_AGV_VIA_ALLREDUCE:
-    if (d) CHECK_CUDA(cudaMemsetAsync(recv, 0, d * es, g_stream));
-    if (c->count > d + mine) CHECK_CUDA(cudaMemsetAsync(recv + (d + mine) * es, 0, (c->count - d - mine) * es, g_stream));
-    if (!c->inplace && mine) CHECK_CUDA(cudaMemcpyAsync(recv + d * es, c->send, mine * es, cudaMemcpyDeviceToDevice, g_stream));
-    CHECK_NCCL(ncclAllReduce(recv, recv, c->count, t, ncclSum, g_comm, g_stream));
+    if (d) CHECK_CUDA(cudaMemsetAsync(recv, 0, d * es, st));
+    if (c->count > d + mine) CHECK_CUDA(cudaMemsetAsync(recv + (d + mine) * es, 0, (c->count - d - mine) * es, st));
+    if (!c->inplace && mine) CHECK_CUDA(cudaMemcpyAsync(recv + d * es, c->send, mine * es, cudaMemcpyDeviceToDevice, st));
+    CHECK_NCCL(ncclAllReduce(recv, recv, c->count, t, ncclSum, g_comm, st));
     break;
   case COLL_REDUCE_SCATTERV:
     /* block q of the input summed to rank q; in place the result stays at this rank's slot */
@@ -118,7 +119,7 @@ static void nccl_run(const coll_call_t *c) {
     for (int q = 0; q < c->nranks; q++) {
       const char *src = (const char *)in + c->displs[q] * es;
       void *dst = c->inplace ? (void *)(recv + c->displs[q] * es) : (void *)recv;  /* used at root q only */
-      CHECK_NCCL(ncclReduce(src, dst, c->counts[q], t, ncclSum, q, g_comm, g_stream));
+      CHECK_NCCL(ncclReduce(src, dst, c->counts[q], t, ncclSum, q, g_comm, st));
     }
     CHECK_NCCL(ncclGroupEnd());
     break;
@@ -128,17 +129,24 @@ static void nccl_run(const coll_call_t *c) {
     for (int q = 0; q < c->nranks; q++) {
       char *slot = recv + c->displs[q] * es;
       const void *src = (size_t)q == r && !c->inplace ? c->send : (const void *)slot;
-      CHECK_NCCL(ncclBroadcast(src, slot, c->counts[q], t, q, g_comm, g_stream));
+      CHECK_NCCL(ncclBroadcast(src, slot, c->counts[q], t, q, g_comm, st));
     }
     CHECK_NCCL(ncclGroupEnd());
     break;
   case COLL_MEMCPY:
-    CHECK_CUDA(cudaMemcpyAsync(recv, c->send, c->count * es, cudaMemcpyDeviceToDevice, g_stream)); break;
+    CHECK_CUDA(cudaMemcpyAsync(recv, c->send, c->count * es, cudaMemcpyDeviceToDevice, st)); break;
   case COLL_NOPS:
     die("internal: COLL_NOPS is not a collective");
   }
+}
+static void nccl_run(const coll_call_t *c) {
+  nccl_queue(c, g_stream);
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
 }
+/* On the caller's stream (device memory of this rank's device, the one g_dev names): queued after
+ * the work already on it, no wait (training's NCCL on the compute stream, issue 35 G). */
+static void nccl_run_on(const coll_call_t *c, void *stream) { nccl_queue(c, (cudaStream_t)stream); }
+static int nccl_device(void) { return g_dev; }
 
 static void nccl_teardown(void) {
   if (g_comm) { CHECK_NCCL(ncclCommDestroy(g_comm)); g_comm = NULL; }
@@ -148,7 +156,7 @@ static void nccl_teardown(void) {
 static const coll_backend_t g_nccl = {
   .name = "nccl", .inplace_rs_at_block = 1, .supports = nccl_supports, .alloc = nccl_alloc,
   .release = nccl_release, .upload = nccl_upload, .download = nccl_download, .run = nccl_run,
-  .barrier = nccl_barrier, .teardown = nccl_teardown,
+  .barrier = nccl_barrier, .teardown = nccl_teardown, .run_on = nccl_run_on, .device = nccl_device,
 };
 
 const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {

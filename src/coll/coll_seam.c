@@ -111,6 +111,17 @@ void coll_seam_reduce_scatterv(coll_seam_t *s, const float *buf, float *mine, co
 }
 void coll_seam_barrier(coll_seam_t *s) { s->b->barrier(); }
 
+int coll_seam_device(const coll_seam_t *s) { return s->b->device ? s->b->device() : -1; }
+
+int coll_seam_allreduce_dev(coll_seam_t *s, float *dev, size_t n, void *stream) {
+  if (!s->b->run_on) return 0;
+  coll_call_t *c = &s->c;
+  whole(s, COLL_ALLREDUCE, n, 0);
+  c->send = NULL; c->recv = dev;
+  s->b->run_on(c, stream);
+  return 1;
+}
+
 void coll_seam_close(coll_seam_t *s) {
   if (!s) return;
   if (s->dsend) s->b->release(s->dsend);

@@ -86,6 +86,9 @@ typedef struct {
    * are done when they return). model.c calls it around each layer only when profiling
    * (workspace_t.prof), so that a layer's time is its own. */
   void (*sync)(void);
+  /* the calling thread's queue as an opaque handle (a cudaStream_t), so that a collective on
+   * workspace memory (NCCL) is ordered with the kernels; NULL: a host backend, nothing queued */
+  void *(*stream)(void);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
    * upload copies host memory into workspace memory, download the reverse, copy workspace memory
    * into workspace memory (queued like a kernel). host_memory = 1 says
@@ -116,5 +119,7 @@ typedef struct {
  * table for `device` (-1: the CPU; N: CUDA device N, checked, else dies naming `flag` and why;
  * a build without CUDA dies saying so). desc (may be NULL) gets a one-line description. */
 const kernels_t *kernels_for(int device, const char *flag, char *desc, size_t len);
+/* The CUDA devices kernels_for can hand out (0 without CUDA or without a usable device). */
+int kernels_device_count(void);
 
 #endif

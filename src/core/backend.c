@@ -22,3 +22,11 @@ const kernels_t *kernels_for(int device, const char *flag, char *desc, size_t le
   die("%s cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", flag ? flag : "--device", device);
 #endif
 }
+
+int kernels_device_count(void) {
+#ifdef PDL_HAVE_CUDA
+  return cuda_kernels_devices();
+#else
+  return 0;
+#endif
+}

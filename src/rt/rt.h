@@ -58,6 +58,15 @@ typedef struct rt_ops {
   void (*allgatherv)(rt_t *rt, const float *mine, float *all, const size_t *counts); /* all = concat */
   void (*reduce_scatterv)(rt_t *rt, const float *buf, float *mine, const size_t *counts); /* sum, my part */
   void (*barrier)(rt_t *rt);
+  /* Training on a CUDA device (issue 35 G; the real runtime only, NULL on sim): gpu gives the
+   * device this node trains on out of ndev visible ones (its collectives' device where they run
+   * on one, NCCL; else the node's index among the ranks of its host, modulo ndev); allreduce_dev
+   * sums dev[0..n) (device memory) over the nodes in place, queued on the CUDA stream `stream` after
+   * its work, and returns 1 (also at one node: nothing to sum), or returns 0 doing nothing when the
+   * collectives run on host memory (MPI): the caller then stages through host memory and
+   * allreduce. */
+  int (*gpu)(rt_t *rt, int ndev);
+  int (*allreduce_dev)(rt_t *rt, float *dev, size_t n, void *stream);
 } rt_ops_t;
 
 struct rt {

@@ -96,10 +96,27 @@ static void r_reduce_scatterv(rt_t *rt, const float *buf, float *mine, const siz
 static void r_barrier(rt_t *rt) { (void)rt; }
 #endif
 
+static int g_local_rank;   /* this rank's index among the ranks of its host (rt_real_run) */
+static int r_gpu(rt_t *rt, int ndev) {
+  (void)rt;
+#ifdef PDL_HAVE_MPI
+  if (g_coll && coll_seam_device(g_coll) >= 0) return coll_seam_device(g_coll);
+#endif
+  return ndev > 0 ? g_local_rank % ndev : 0;
+}
+static int r_allreduce_dev(rt_t *rt, float *dev, size_t n, void *stream) {
+  if (rt->nnodes == 1) return 1;
+#ifdef PDL_HAVE_MPI
+  if (g_coll) return coll_seam_allreduce_dev(g_coll, dev, n, stream);
+#endif
+  (void)dev; (void)n; (void)stream;
+  return 0;
+}
+
 static const rt_ops_t real_ops = {
   "real", 0, r_now, r_compute, r_work, r_thread_start, r_thread_join, r_mutex_new, r_mutex_lock,
   r_mutex_unlock, r_mutex_free, r_yield, r_send, r_recv, r_recv_any, r_allreduce, r_reduce, r_bcast,
-  r_allgatherv, r_reduce_scatterv, r_barrier,
+  r_allgatherv, r_reduce_scatterv, r_barrier, r_gpu, r_allreduce_dev,
 };
 
 const rt_ops_t *rt_real_ops(void) { return &real_ops; }
@@ -127,6 +144,12 @@ int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
     fflush(stderr);
     pdl_mpi_finalize();
     exit(PDL_EXIT_USAGE);
+  }
+  {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, pdl_mpi_rank(), MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &g_local_rank);
+    MPI_Comm_free(&node);
   }
 #else
   (void)argc; (void)argv;
