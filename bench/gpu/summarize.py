@@ -70,11 +70,16 @@ def main():
         sys.exit("bench/gpu/summarize.py: no pdl result in %s" % path)
     torch_seen = any(k[0] == "torch" for k in runs)
     gpu = pdl[0].get("gpu", "?")
+    # what pdl's eager step did: runs before resident batches (and --host-batch) uploaded the batch
+    eager = [r for r in pdl if r.get("mode") == "eager"]
+    uploads = any(r.get("h2d_bytes_per_step", 0) > 0 for r in eager)
+    eager_note = ("pdl uploads its batch and reads its loss back every eager step" if uploads else
+                  "pdl's eager step is pdl train's resident one: the batch gathered on the device, the loss left there")
     lines = ["# make bench-gpu: pdl vs PyTorch on %s" % gpu, "",
              "ppasgd-cifar's training step (momentum SGD, FP32; PyTorch with TF32 off, cudnn.benchmark on, the "
-             "batch on the device; pdl uploads its batch every eager step). img/s, median of the windows "
+             "batch on the device; %s). img/s, median of the windows "
              "(min-max), all from one run at %s. Target (issue 35): pdl's CUDA graph at least PyTorch's CUDA "
-             "graph at batches 1, 16, 128; at least PyTorch eager at 512." % pdl[0].get("git", "?"), "",
+             "graph at batches 1, 16, 128; at least PyTorch eager at 512." % (eager_note, pdl[0].get("git", "?")), "",
              "| batch | pdl eager | pdl CUDA graph | PyTorch eager | PyTorch CUDA graph | pdl graph vs target | "
              "pdl graph / PyTorch graph | pdl eager / PyTorch eager | nominal GFLOP/s (pdl graph), % of SGEMM |",
              "|---|---|---|---|---|---|---|---|---|"]

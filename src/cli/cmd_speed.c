@@ -106,6 +106,10 @@ static cuda_counters_t g_counts0, g_counts1;
 static int g_graph;
 static double g_graph_loss;
 #endif
+/* --host-batch: a device's eager step takes its batch from the host and waits for its loss, every
+ * step (pdl train with PDL_TRAIN_RESIDENT=0); without it, pdl train's resident step (the batch
+ * gathered on the device from a resident copy, the loss left there: no upload, no wait) */
+static int g_host_batch;
 
 /* Median images/s of full training steps of net at batch B on `threads` threads, through backend k
  * (kernels_cpu, or kernels_cuda with the parameters, gradients and momentum on the device:
@@ -126,6 +130,14 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   train_state_upload(&d, w, &o);
   SHAPE_ASSERT(fused || !d.device);
   workspace_t ws; ws_init(&ws, net, B, threads, k, 1);
+  float *xs = NULL; int *ys = NULL, *idx = NULL;   /* the resident copy of the batch and its rows */
+  if (!k->host_memory && !g_host_batch && !g_graph) {   /* --graph captures its own resident step */
+    int *h = xmalloc((size_t)B * sizeof(int));
+    for (int b = 0; b < B; b++) h[b] = b;
+    xs = k->alloc((size_t)B * img * 4); ys = k->alloc((size_t)B * sizeof(int)); idx = k->alloc((size_t)B * sizeof(int));
+    k->upload(xs, x, (size_t)B * img * 4); k->upload(ys, y, (size_t)B * sizeof(int)); k->upload(idx, h, (size_t)B * sizeof(int));
+    xfree(h);
+  }
   double v[64]; if (repeats > 64) repeats = 64;
   long timed = 0;
 #ifdef PDL_HAVE_CUDA
@@ -153,10 +165,11 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
 #ifdef PDL_HAVE_CUDA
       if (graph) { cuda_lr_set(1e-4f); cuda_graph_launch(graph); steps++; continue; }
 #endif
-      net_forward(&ws, d.w, x, y, B, 1, NULL);
+      if (xs) net_gather(&ws, xs, ys, idx, B);   /* resident: y NULL below, the loss into ws.acc */
+      net_forward(&ws, d.w, xs ? NULL : x, xs ? NULL : y, B, 1, NULL);
       net_step_t st;
       if (fused && optim_fused_step(d.o, &st, 1e-4f)) {   /* as pdl train: the update inside the backward */
-        net_backward_step(&ws, d.w, d.g, y, B, 1.0f / B, &st);
+        net_backward_step(&ws, d.w, d.g, xs ? NULL : y, B, 1.0f / B, &st);
       } else {
         net_backward(&ws, w, g, y, B, 1.0f / B);
         const double tu = prof && rep >= 0 ? now_s() : 0.0;
@@ -169,6 +182,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
     if (rep >= 0) { v[rep] = steps * (double)B / el; timed += steps; if (prof) prof[2 * NET_MAX_LAYERS + 1] += el; }
   }
   if (steps_out) *steps_out = timed;
+  if (xs) { k->release(xs); k->release(ys); k->release(idx); }
 #ifdef PDL_HAVE_CUDA
   if (!k->host_memory) cuda_counters_get(&g_counts1);
   if (graph) {
@@ -344,13 +358,14 @@ static double measure_cublas_gflops(int n, int reps) {
 
 /* pdl speed --device cuda: measure_train_speed's step (forward, then the backward with the
  * momentum update fused, lr 1e-4, mu 0.9) through kernels_cuda, parameters, gradients and
- * momentum in device memory; the batch (x, labels) is the host's and is uploaded every step, as
- * pdl train would, and each step waits for its loss (the softmax forward) -- or, with graph, one
- * captured step is replayed (the batch resident, the loss left on the device). Beside cuBLAS SGEMM.
+ * momentum in device memory; the batch gathered on the device from a resident copy and the loss
+ * left there, as pdl train's resident steps (host_batch: uploaded, and the loss waited for, every
+ * step) -- or, with graph, one captured step is replayed (the batch resident, the loss left on the
+ * device). Beside cuBLAS SGEMM.
  * Prints the summary line on stderr and the JSON line on stdout. */
-static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph) {
+static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph, int host_batch) {
 #ifndef PDL_HAVE_CUDA
-  (void)net; (void)B; (void)R; (void)profile; (void)graph;
+  (void)net; (void)B; (void)R; (void)profile; (void)graph; (void)host_batch;
   die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
   return 1;
 #else
@@ -359,6 +374,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
   static double prof[2 * NET_MAX_LAYERS + 2];
   long timed = 0;
   g_graph = graph;
+  g_host_batch = host_batch;
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
   const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
   const double sg = measure_cublas_gflops(4096, 5);
@@ -372,7 +388,8 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
                   "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32); per step %.1f GPU ops, "
                   "%.1f host waits, %.0f bytes up%s\n",
           net->name, B, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d,
-          graph ? "; each step one CUDA graph replay, the batch resident" : "");
+          graph ? "; each step one CUDA graph replay, the batch resident"
+                : host_batch ? "; the batch uploaded and the loss read back every step" : "; the batch gathered on the device, the loss left there");
   char algos[4096];
   cuda_conv_algos(algos, sizeof algos);
   const prof_totals_t tot = profile_totals(net, prof, profile ? timed : 0);
@@ -390,7 +407,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
   if (algos[0]) json_str(&j, "cudnn_algos", algos);
   json_num(&j, "gpu_ops_per_step", ops); json_num(&j, "gpu_syncs_per_step", syncs);
   json_num(&j, "h2d_bytes_per_step", h2d);
-  json_str(&j, "step_as", graph ? "cuda-graph" : "eager");
+  json_str(&j, "step_as", graph ? "cuda-graph" : host_batch ? "eager-host-batch" : "eager");
   if (graph) json_num(&j, "graph_last_loss", g_graph_loss);
   if (profile) {
     json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
@@ -404,7 +421,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
 
 static void speed_usage(FILE *f, const char *cmd) {
   fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]\n"
-             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]] [--graph]%s\n"
+             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]] [--graph] [--host-batch]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
@@ -432,8 +449,10 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  of cuDNN (strict FP32, deterministic algorithms) and im2col + cuBLAS; PDL_CUDA_CONV=cudnn|im2col\n"
              "  forces one; fc = cuBLAS;\n"
              "  the fused conv + leaky ReLU; the JSON has the cuDNN algorithms and the GPU ops, host waits and bytes\n"
-             "  uploaded per step), parameters, gradients and momentum on the device,\n"
-             "  the batch uploaded every step; beside cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
+             "  uploaded per step), parameters, gradients and momentum on the device, and pdl train's resident\n"
+             "  step: the batch gathered on the device from a resident copy, the loss left there (no upload,\n"
+             "  no wait; --host-batch: uploaded and read back every step, as PDL_TRAIN_RESIDENT=0); beside\n"
+             "  cuBLAS SGEMM (4096^3, FP32) measured in the same run.\n"
              "  With --profile each layer's timers wait for the device (a little slower). Not with --algo\n"
              "  kfac or --update separate yet (default cpu).\n"
              "  --graph (with --device cuda): after the warm-up, one step is captured as a CUDA graph and\n"
@@ -453,7 +472,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
   int device = -1; /* --device: -1 cpu, else the CUDA device */
-  int graph = 0;
+  int graph = 0, host_batch = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -463,6 +482,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--repeats")) { R = (int)parse_long(a, v, 1, 64); i++; }
     else if (!strcmp(a, "--profile")) profile = 1;
     else if (!strcmp(a, "--graph")) graph = 1;
+    else if (!strcmp(a, "--host-batch")) host_batch = 1;
     else if (!strcmp(a, "--update")) {
       if (!v || (strcmp(v, "fused") && strcmp(v, "separate")))
         die_usage("--update must be fused or separate, not '%s'", v ? v : "");
@@ -480,12 +500,14 @@ static int speed_main(int argc, char **argv, int calibrate) {
   net_t net; net_build(&net, netname, c, h, w);
   net_check_memory(&net, B);
   if (graph && device < 0) die_usage("%s --graph: CUDA graphs need --device cuda[:N]", argv[0]);
+  if (host_batch && (device < 0 || graph))
+    die_usage("%s --host-batch: a device's eager step (--device cuda[:N], not --graph)", argv[0]);
   if (graph && profile) die_usage("%s --graph: not with --profile (its per-layer timers wait for the device)", argv[0]);
   if (device >= 0) {
     if (calibrate || kfac || !fused)
       die_usage("%s --device cuda: only the plain training step (and --profile) is timed on a GPU yet (no --algo "
                 "kfac, --update separate%s)", argv[0], calibrate ? " or calibrate" : "");
-    return speed_cuda(&net, B, R, device, profile, graph);
+    return speed_cuda(&net, B, R, device, profile, graph, host_batch);
   }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
