@@ -15,9 +15,11 @@
 #   pdl speed --device cuda --profile: the per-layer times of a GPU step (CHECKS=profile only);
 #   --device cuda checkpoint after epoch 1 + resume == an uninterrupted 2 epochs (CHECKS=resume only).
 # CHECKS=bench: bench/gpu/run.sh (make bench-gpu) with the bundle's pdl, its results under $OUT/results.
-# CHECKS="tests train nccl seam kfac inverse speed san" (the default: all but profile, resume, bench) picks a
+# CHECKS="tests train nccl seam resident kfac inverse speed san" (the default: all but profile, resume, bench) picks a
 # subset; SAN_TOOLS, SAN_TESTS, SAN_TIMEOUT and SPEED_BATCHES narrow those parts. seam: pdl train --algo
-# ssgd and kfac-dist on --coll nccl == --coll mpi at 1 rank, bit for bit (Open MPI from the bundle).
+# ssgd (also with --device cuda) and kfac-dist on --coll nccl == --coll mpi at 1 rank, bit for bit (Open
+# MPI from the bundle). resident: tests/t_cuda_emu_pdl.sh with the bundle's pdl on the real device (pdl
+# train --device cuda resident = host-fed, against the CPU, resume; ssgd --device cuda = nag).
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
 set -u
@@ -53,7 +55,7 @@ step() { # step NAME CMD...: run, log, record pass/fail and the tail
   SUM+=("$(printf '%-28s rc=%-3s ok=%-4s not_ok=%-3s skip=%-3s %4ss' "$name" "$rc" "$tests" "$bad" "$skips" $((SECONDS - t0)))")
   echo "== $name (rc $rc)"; tail -4 "$OUTD/$name.log"
 }
-want() { [[ " ${CHECKS:-tests train nccl seam kfac inverse speed san} " == *" $1 "* ]]; }
+want() { [[ " ${CHECKS:-tests train nccl seam resident kfac inverse speed san} " == *" $1 "* ]]; }
 PDL=$G/bin/pdl
 if want tests; then
   step cuda_layers $G/bin/test_cuda_layers
@@ -82,6 +84,9 @@ print("max |diff| %.3g over %d params" % (max(abs(x-y) for x,y in zip(a,b)) if l
     step san_memcheck_train timeout ${SAN_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 $PDL "${R[@]}" --steps 20
 fi
 want nccl && step nccl_coll_np1 $PDL coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
+if want resident; then   # tests/t_cuda_emu_pdl.sh on the real device: resident = host-fed, ssgd = nag, resume
+  step resident env CUDA_PDL=$PDL PDL=$PDL bash tests/t_cuda_emu_pdl.sh
+fi
 if want seam; then # the collective seam on a real GPU: training on --coll nccl == --coll mpi, 1 rank, bit for bit
   S=(--data "synthetic:n=1024,seed=3" --net tiny --threads 1 --quiet)
   for c in mpi nccl; do
@@ -90,7 +95,11 @@ if want seam; then # the collective seam on a real GPU: training on --coll nccl 
     PDL_DUMP_PARAMS=/tmp/seam-kf-$c.bin step seam_kfac_$c mpirun -np 1 $PDL train "${S[@]}" --algo kfac-dist --lr 0.01 \
       --batch 16 --steps 12 --kfac-inverse cuda --coll $c
   done
-  for a in ss kf; do
+  for c in mpi nccl; do   # ssgd with --device cuda (issue 35 G): NCCL on the compute stream vs MPI staged
+    PDL_DUMP_PARAMS=/tmp/seam-sd-$c.bin step seam_ssgd_dev_$c mpirun -np 1 $PDL train "${S[@]}" --algo ssgd --lr 0.02 \
+      --momentum 0.9 --batch 32 --steps 24 --coll $c --device cuda
+  done
+  for a in ss kf sd; do
     if cmp -s /tmp/seam-$a-mpi.bin /tmp/seam-$a-nccl.bin; then SUM+=("seam $a: --coll nccl == --coll mpi at 1 rank, bit for bit")
     else SUM+=("seam $a: --coll nccl DIFFERS from --coll mpi at 1 rank (or a run failed)"); fi
   done
