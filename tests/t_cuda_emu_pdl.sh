@@ -100,10 +100,14 @@ cmp -s "$T/res" "$T/gnag1" && ok "device checkpoint after epoch 1 + --resume = u
 # against --coll mpi staged through the host: the same bits; against the CPU's 2-rank run; and a
 # checkpoint after epoch 1 + --resume on the devices = the uninterrupted run
 S=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --batch 8 --threads 1 --quiet --epochs 2 --lr 0.05 --momentum 0.9)
-PDL_DUMP_PARAMS="$T/nag" "$EMU" train --device cuda "${S[@]}" --net "leaky C4 P F12 S10" --algo nag > /dev/null
-PDL_DUMP_PARAMS="$T/ss1" "$EMU" train --device cuda "${S[@]}" --net "leaky C4 P F12 S10" --algo ssgd > /dev/null
-cmp -s "$T/nag" "$T/ss1" && ok "ssgd --device cuda at one rank = nag --device cuda (bit for bit)" \
-  || notok "ssgd --device cuda at one rank" "differs from nag --device cuda"
+PDL_DUMP_PARAMS="$T/nag" "$EMU" train --device cuda "${S[@]}" --net "leaky C4 P F12 S10" --algo nag \
+  --results "$T/nag.jsonl" > /dev/null
+PDL_DUMP_PARAMS="$T/ss1" "$EMU" train --device cuda "${S[@]}" --net "leaky C4 P F12 S10" --algo ssgd \
+  --results "$T/ss1.jsonl" > /dev/null
+evals() { python3 -c 'import json,sys; print([(d["updates"], d["test_err"], d["test_loss"]) for d in map(json.loads, open(sys.argv[1])) if d["event"] == "eval"])' "$1"; }
+cmp -s "$T/nag" "$T/ss1" && [ "$(evals "$T/nag.jsonl")" = "$(evals "$T/ss1.jsonl")" ] \
+  && ok "ssgd --device cuda at one rank = nag --device cuda (parameters, and the evaluations on the device)" \
+  || notok "ssgd --device cuda at one rank" "differs from nag --device cuda: $(evals "$T/ss1.jsonl") vs $(evals "$T/nag.jsonl")"
 S+=(--net "leaky C4 P F12 D0.25 S10" --algo ssgd)
 COLLS="mpi nccl"
 [ "$NGPU" -lt 2 ] && [ -n "${CUDA_PDL:-}" ] && { COLLS=mpi; echo "skip - ssgd --coll nccl at 2 ranks: $NGPU GPU here (NCCL needs one per rank)"; }

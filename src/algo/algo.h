@@ -140,6 +140,10 @@ struct loop {
     double examples, loss_acc, time, test_err, test_loss, train_loss, epochs_done;
     int reached, diverged;
   } persist;
+  /* loop_on_device: the reporter evaluates on that backend (w_eval is its memory) */
+  const kernels_t *dk;
+  workspace_t dws;           /* the evaluation workspace there */
+  resident_set_t dte;        /* the test set there */
 };
 
 void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn eval_json,
@@ -172,6 +176,10 @@ int loop_due(const loop_t *L, long updates, int last);
  * epoch end, --eval-every, the last update), so that a node keeping its parameters on a device
  * brings them to the host only then; 0 for the other schedules. */
 int loop_eval_due(const loop_t *L, long updates, int last);
+/* The node keeps its parameters on backend k (a CUDA device; LOOP_UPDATES): from now on the w_eval
+ * of loop_progress and loop_finish is k's memory, and the reporter evaluates there, on a resident
+ * copy of the test set (issue 35 F: the same figures as on a host copy through the same table). */
+void loop_on_device(loop_t *L, const kernels_t *k);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
  * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is

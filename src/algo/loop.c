@@ -95,7 +95,12 @@ static void evaluate(loop_t *L, const float *w) {
   } else if (L->loss_n) r->train_loss = L->loss_acc / (double)L->loss_n;
   L->loss_acc = 0; L->loss_n = 0;
   if (L->eval_json) L->eval_json(&x, L, L->arg);
-  run_eval(r, w, t, json_frag(&x));
+  if (L->dk) {   /* w in the device's memory */
+    net_evaluate_ws(&L->dws, w, L->dte.x, L->dte.y, L->dte.n, &r->test_err, &r->test_loss);
+    run_eval_write(r, t, json_frag(&x));
+  } else {
+    run_eval(r, w, t, json_frag(&x));
+  }
   L->job->eval_time += now_s() - t0;
   L->last_eval = L->updates;
   if (L->sched == LOOP_CLOCK && run_check_diverged(r, train_loss_at_w, L->updates / clock_workers(L))) L->stop = 1;
@@ -278,6 +283,16 @@ void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
   }
   run_summary(r, L->t_end, json_frag(&x));
   run_dump_params(w_final, r->net.nparams);
+  if (L->dk) { ws_free(&L->dws); resident_set_free(&L->dte); L->dk = NULL; }
+}
+
+void loop_on_device(loop_t *L, const kernels_t *k) {
+  if (L->sched != LOOP_UPDATES) die("internal: loop_on_device is for LOOP_UPDATES nodes");
+  if (!L->reporter) return;
+  run_t *r = L->r;
+  L->dk = k;
+  ws_init(&L->dws, &r->net, r->eval_ws.max_batch, r->eval_ws.nthreads, k, r->cfg.seed);
+  resident_set_init(&L->dte, k, &r->data.test);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------------- */
