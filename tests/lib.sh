@@ -54,3 +54,26 @@ gpu_required() {
     *) compgen -G '/dev/nvidia[0-9]*' >/dev/null ;;
   esac
 }
+# same_results A.jsonl B.jsonl: the two runs' results lines are the same, times and the resident
+# chunk field aside (pdl train's resident and step-by-step loops); prints the first difference
+same_results() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+def load(f):
+    out = []
+    for l in open(f):
+        d = json.loads(l)
+        for k in ("time_s", "resident_chunk"):
+            d.pop(k, None)
+        out.append(d)
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+if a != b:
+    for x, y in zip(a, b):
+        if x != y:
+            print({k: (x.get(k), y.get(k)) for k in set(x) | set(y) if x.get(k) != y.get(k)})
+            break
+    print("lines: %d vs %d" % (len(a), len(b)))
+    sys.exit(1)
+EOF
+}

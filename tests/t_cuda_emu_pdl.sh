@@ -33,26 +33,6 @@ export PDL_CUDA_CONV=im2col
 C=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 D0.25 S10" --batch 16 --threads 1 --quiet
    --epochs 2 --eval-every 5)
 
-same_lines() {   # same_lines A.jsonl B.jsonl: identical lines, times and the chunk field aside
-  python3 - "$1" "$2" <<'EOF'
-import json, sys
-def load(f):
-    out = []
-    for l in open(f):
-        d = json.loads(l)
-        for k in ("time_s", "resident_chunk"):
-            d.pop(k, None)
-        out.append(d)
-    return out
-a, b = load(sys.argv[1]), load(sys.argv[2])
-if a != b:
-    for x, y in zip(a, b):
-        if x != y:
-            print({k: (x.get(k), y.get(k)) for k in set(x) | set(y) if x.get(k) != y.get(k)})
-            break
-    sys.exit(1)
-EOF
-}
 apart() {   # apart GPU CPU W0: max |gpu - cpu| / max |cpu - w0| over the raw float32 files
   python3 - "$@" <<'EOF'
 import array, sys
@@ -71,7 +51,7 @@ for a in msgd nag adam asgd; do   # sgd, mvasgd: the same paths (t_train_residen
       --results "$T/g$a$m.jsonl" > /dev/null 2> "$T/e$a$m" || notok "$a on the emulated device (resident $m)" "$(tail -2 "$T/e$a$m")"
   done
   PDL_DUMP_PARAMS="$T/c$a" "$PDL" train "${C[@]}" --algo $a --lr $lr --results "$T/c$a.jsonl" > /dev/null
-  if cmp -s "$T/g${a}0" "$T/g${a}1" && d=$(same_lines "$T/g${a}0.jsonl" "$T/g${a}1.jsonl"); then
+  if cmp -s "$T/g${a}0" "$T/g${a}1" && d=$(same_results "$T/g${a}0.jsonl" "$T/g${a}1.jsonl"); then
     ok "$a --device cuda (emulated): resident batches + device evaluation = host-fed steps ($(grep -c '"eval"' "$T/g${a}1.jsonl") evaluations, parameters and lines)"
   else notok "$a: resident = host-fed on the device" "${d:-parameters differ}"; fi
   r=$(apart "$T/g${a}1" "$T/c$a" "$T/w0")
@@ -85,7 +65,7 @@ grep -q '"gpu":"host emulator' "$T/gmsgd1.jsonl" && grep -q '"resident_chunk":64
 # the cuDNN path (the emulator's stand-in runs the reference convolution)
 for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d$m" "$EMU" train --device cuda "${C[@]}" \
   --algo msgd --lr 0.05 --results "$T/d$m.jsonl" > /dev/null; done
-cmp -s "$T/d0" "$T/d1" && same_lines "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
+cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
   && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
 
 # checkpoint after epoch 1 on the device, resume to epoch 2: the uninterrupted run's parameters

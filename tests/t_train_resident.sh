@@ -15,27 +15,6 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 # cuts chunks mid-epoch; a dropout layer (its masks drawn on the host in the same order)
 COMMON=(--data "synthetic:n=512,seed=3" --net "leaky C4 P F12 D0.25 S10" --batch 4 --threads 1 --quiet)
 
-same() {   # same NAME A.jsonl B.jsonl: identical results lines, times and the chunk field aside
-  python3 - "$2" "$3" <<'EOF'
-import json, sys
-def load(f):
-    out = []
-    for l in open(f):
-        d = json.loads(l)
-        for k in ("time_s", "resident_chunk", "wall_s", "started", "pid", "date"):
-            d.pop(k, None)
-        out.append(d)
-    return out
-a, b = load(sys.argv[1]), load(sys.argv[2])
-if a != b:
-    for x, y in zip(a, b):
-        if x != y:
-            print({k: (x.get(k), y.get(k)) for k in set(x) | set(y) if x.get(k) != y.get(k)})
-            break
-    print("lines: %d vs %d" % (len(a), len(b)))
-    sys.exit(1)
-EOF
-}
 
 for a in sgd nag adam mvasgd; do
   lr=0.01; [ $a = adam ] && lr=0.002
@@ -45,7 +24,7 @@ for a in sgd nag adam mvasgd; do
   done
   grep -q '"resident_chunk":64' "$T/r${a}1.jsonl" && ! grep -q resident_chunk "$T/r${a}0.jsonl" \
     && ok "$a: the config line says resident (chunk 64) only in the resident run" || notok "$a: resident_chunk in the config" "$(head -c 300 "$T/r${a}1.jsonl")"
-  if cmp -s "$T/p${a}0" "$T/p${a}1" && out=$(same "$a" "$T/r${a}0.jsonl" "$T/r${a}1.jsonl"); then
+  if cmp -s "$T/p${a}0" "$T/p${a}1" && out=$(same_results "$T/r${a}0.jsonl" "$T/r${a}1.jsonl"); then
     ok "$a: resident chunks = step by step ($(grep -c '"eval"' "$T/r${a}1.jsonl") evaluations, final parameters and every line the same)"
   else notok "$a: resident chunks differ from step by step" "$out"; fi
 done
@@ -53,7 +32,7 @@ done
 # with replacement (the sampler's rng instead of its order)
 for m in 0 1; do PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/wr$m" "$PDL" train "${COMMON[@]}" --algo msgd --lr 0.01 \
   --steps 150 --with-replacement --results "$T/wr$m.jsonl" > /dev/null; done
-cmp -s "$T/wr0" "$T/wr1" && same wr "$T/wr0.jsonl" "$T/wr1.jsonl" >/dev/null \
+cmp -s "$T/wr0" "$T/wr1" && same_results "$T/wr0.jsonl" "$T/wr1.jsonl" >/dev/null \
   && ok "--with-replacement: resident = step by step" || notok "--with-replacement resident" "parameters or lines differ"
 
 # checkpoint at the end of epoch 1, then resume to 2.5 epochs: the uninterrupted run's parameters
