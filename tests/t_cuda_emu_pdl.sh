@@ -68,6 +68,14 @@ for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d
 cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
   && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
 
+# a device without room for the data sets (the emulator's free memory set to 0 MiB): pdl says so and
+# feeds it from the host, with the same results
+out=$(PDL_EMU_FREE_MIB=0 PDL_DUMP_PARAMS="$T/lowmem" "$EMU" train --device cuda "${C[@]}" --algo msgd --lr 0.05 \
+  --results "$T/lowmem.jsonl" 2>&1 >/dev/null)
+grep -q "batches uploaded every step instead of resident" <<<"$out" && cmp -s "$T/lowmem" "$T/gmsgd1" \
+  && ! grep -q resident_chunk "$T/lowmem.jsonl" && ok "no room on the device for the data sets: said, host-fed, same parameters" \
+  || notok "device short of memory" "$out"
+
 # checkpoint after epoch 1 on the device, resume to epoch 2: the uninterrupted run's parameters
 "$EMU" train --device cuda "${C[@]}" --algo nag --lr 0.05 --epochs 1 --checkpoint "$T/ck" > /dev/null
 PDL_DUMP_PARAMS="$T/res" "$EMU" train --device cuda "${C[@]}" --algo nag --lr 0.05 --checkpoint "$T/ck" --resume \

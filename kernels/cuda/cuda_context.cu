@@ -121,6 +121,13 @@ extern "C" void cuda_describe_device(int dev, char *buf, size_t len) {
   snprintf(buf, len, "%s, sm_%d%d, %zu MiB", p.name, p.major, p.minor, (size_t)(p.totalGlobalMem >> 20));
 }
 
+extern "C" size_t cuda_mem_free(void) {
+  size_t f = 0, t = 0;
+  pdl_cuda_ctx();   /* on the calling thread's device */
+  CHECK_CUDA(cudaMemGetInfo(&f, &t));
+  return f;
+}
+
 extern "C" void cuda_sync(void) {
   CHECK_CUDA(cudaStreamSynchronize(pdl_cuda_ctx()->stream));
   pdl_cuda_counts.syncs++;

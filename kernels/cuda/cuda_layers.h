@@ -61,6 +61,8 @@ void cuda_set_fail_handler(void (*handler)(const char *msg));
 void cuda_set_device(int dev);
 /* One line "name, sm_XY, N MiB" for device dev, for logs and results files. */
 void cuda_describe_device(int dev, char *buf, size_t len);
+/* Free memory on the calling thread's device, in bytes (cudaMemGetInfo). */
+size_t cuda_mem_free(void);
 /* Wait until all work queued by the calling thread is done. */
 void cuda_sync(void);
 /* Destroy the calling thread's stream and cuBLAS handle (after waiting for them). */

@@ -93,7 +93,7 @@ const kernels_t kernels_cuda = {
   .gather = cuda_gather_words, .softmax_xent_forward_acc = cuda_softmax_xent_acc,
   .softmax_xent_backward_ws = cuda_softmax_xent_backward,   /* its labels are device memory */
   .conv_scratch_floats = cuda_conv_scratch_floats,
-  .sync = cuda_sync, .stream = cuda_current_stream,
+  .sync = cuda_sync, .stream = cuda_current_stream, .mem_free = cuda_mem_free,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
   .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */

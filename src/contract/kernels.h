@@ -89,6 +89,8 @@ typedef struct {
   /* the calling thread's queue as an opaque handle (a cudaStream_t), so that a collective on
    * workspace memory (NCCL) is ordered with the kernels; NULL: a host backend, nothing queued */
   void *(*stream)(void);
+  /* free workspace memory in bytes right now (a device's; NULL: host memory, not asked) */
+  size_t (*mem_free)(void);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
    * upload copies host memory into workspace memory, download the reverse, copy workspace memory
    * into workspace memory (queued like a kernel). host_memory = 1 says

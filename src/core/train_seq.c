@@ -77,7 +77,17 @@ int train_sequential(run_t *r) {
   train_state_t d; train_state_init(&d, backend(c), w, g, &o);
   workspace_t ws; ws_init(&ws, net, B, r->threads, d.k, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
-  const int res = resident_mode(&d);
+  int res = resident_mode(&d);
+  if (res && d.k->mem_free) {   /* the data sets must leave the device room: at most half its free memory */
+    const dataset_t *tr = &r->data.train, *te = &r->data.test;
+    const double need = ((double)tr->n + te->n) * ((double)img * sizeof(float) + sizeof(int)), avail = (double)d.k->mem_free();
+    if (need > avail / 2) {
+      if (!c->quiet)
+        fprintf(stderr, "pdl: the data sets (%.0f MiB) would take over half the device's free memory (%.0f MiB): "
+                "batches uploaded every step instead of resident\n", need / 1048576, avail / 1048576);
+      res = 0;
+    }
+  }
   resident_set_t S_tr, S_te; memset(&S_tr, 0, sizeof S_tr); memset(&S_te, 0, sizeof S_te);
   workspace_t ews; memset(&ews, 0, sizeof ews);
   int *idx = NULL;

@@ -66,6 +66,13 @@ EMU_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) { (
 /* every process has its own emulated device (its own memory), so its own bus id */
 EMU_API cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d) { if (d != 0 || len < 1) return 1; snprintf(bus, (size_t)len, "emu:%ld", (long)getpid()); return 0; }
 EMU_API cudaError_t cudaGetLastError(void) { return 0; }
+/* the emulated device's memory is the host's: report the 1 GiB of cudaGetDeviceProperties, all free
+ * (PDL_EMU_FREE_MIB overrides the free figure, for tests of a device that is short of memory) */
+EMU_API cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
+  const char *v = getenv("PDL_EMU_FREE_MIB");
+  *total = 1ull << 30; *free_b = v && *v ? (size_t)strtoull(v, NULL, 10) << 20 : *total;
+  return 0;
+}
 EMU_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int f) { (void)f; *s = (cudaStream_t)(size_t)(0x1000 + ++emu_streams); return 0; }
 EMU_API cudaError_t cudaStreamDestroy(cudaStream_t s) { (void)s; --emu_streams; return 0; }
 EMU_API cudaError_t cudaStreamSynchronize(cudaStream_t s) { EMU_REFUSE("cudaStreamSynchronize"); return s ? 0 : 1; }
