@@ -70,7 +70,7 @@ cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
 
 # a device without room for the data sets (the emulator's free memory set to 0 MiB): pdl says so and
 # feeds it from the host, with the same results
-out=$(PDL_EMU_FREE_MIB=0 PDL_DUMP_PARAMS="$T/lowmem" "$EMU" train --device cuda "${C[@]}" --algo msgd --lr 0.05 \
+out=$(PDL_EMU_FREE_MIB=0 PDL_DUMP_PARAMS="$T/lowmem" "$EMU" train --device cuda "${C[@]:0:8}" "${C[@]:9}" --algo msgd --lr 0.05 \
   --results "$T/lowmem.jsonl" 2>&1 >/dev/null)
 grep -q "batches uploaded every step instead of resident" <<<"$out" && cmp -s "$T/lowmem" "$T/gmsgd1" \
   && ! grep -q resident_chunk "$T/lowmem.jsonl" && ok "no room on the device for the data sets: said, host-fed, same parameters" \
