@@ -64,7 +64,7 @@ static const optdef_t
   od_steps = {"--steps", OD_LONG, 1, (double)(1L << 40), NULL, NULL, "K", "updates (overrides --epochs)", CFG(steps), 0, NULL},
   od_seed = {"--seed", OD_LONG, 0, 0, NULL, "1", "S", "seed for init, shuffling, dropout", CFG(seed), 0, set_seed},
   od_threads = {"--threads", OD_INT, 1, 1024, NULL, "cores / replicas", "T", "OpenMP threads per replica", CFG(threads), 0, NULL},
-  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers, the data sets and the evaluation on the device too; ssgd with --device cuda, each rank on its own GPU; conv by cuDNN or im2col + cuBLAS, the faster per shape; PDL_CUDA_CONV=cudnn|im2col forces one)", CFG(cuda_device), 0, set_device},
+  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers, the data sets and the evaluation on the device too; ssgd with --device cuda, each rank on its own GPU; conv by cuDNN or im2col + cuBLAS, the faster per shape; PDL_CUDA_CONV=cudnn|im2col forces one; the batches gathered on the device in chunks of up to 64 steps, PDL_TRAIN_RESIDENT=0 uploads each)", CFG(cuda_device), 0, set_device},
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
