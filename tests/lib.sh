@@ -55,7 +55,7 @@ gpu_required() {
   esac
 }
 # same_results A.jsonl B.jsonl: the two runs' results lines are the same, times and the resident
-# chunk field aside (pdl train's resident and step-by-step loops); prints the first difference
+# chunk and graph fields aside (pdl train's resident and step-by-step loops); prints the first difference
 same_results() {
   python3 - "$1" "$2" <<'EOF'
 import json, sys
@@ -63,7 +63,7 @@ def load(f):
     out = []
     for l in open(f):
         d = json.loads(l)
-        for k in ("time_s", "resident_chunk"):
+        for k in ("time_s", "resident_chunk", "graph_chunks"):
             d.pop(k, None)
         out.append(d)
     return out

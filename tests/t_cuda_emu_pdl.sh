@@ -8,6 +8,7 @@
 #   - against the CPU (bin/pdl): the same number of evaluations, and final parameters within 2e-2
 #     of the distance they moved (the summation orders differ: test_cuda_net.c's emulator bound);
 #   - a checkpoint after epoch 1 and --resume on the device = the uninterrupted device run;
+#   - resident chunks replayed as CUDA graphs (the emulator records and replays them) = eager chunks;
 #   - --algo ssgd on the device: at one rank nag's steps, at 2 ranks NCCL (the stand-in over MPI)
 #     on the device's buffers = --coll mpi staged through the host, near the CPU, resumable.
 # (pdl speed is left out: its SGEMM roofline alone takes a minute on the emulator.)
@@ -67,6 +68,25 @@ for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d
   --algo msgd --lr 0.05 --results "$T/d$m.jsonl" > /dev/null; done
 cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
   && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
+
+# resident chunks as CUDA graphs (msgd and sgd, no dropout, one lr per chunk: captured after the first
+# eager chunk, replayed): the same parameters and lines as eager chunks (PDL_TRAIN_GRAPH=0), with
+# chunks of several lengths (--eval-every 50 against 128-step epochs: 50, 14, 36, ...), a warm-up
+# (lr changing every step: those chunks eager), and a checkpoint + resume across graph replays
+G=(--data "synthetic:n=512,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 4 --threads 1 --quiet --epochs 3
+   --lr 0.05 --eval-every 50 --warmup 70)
+for a in msgd sgd; do
+  for g in 0 1; do PDL_TRAIN_GRAPH=$g PDL_DUMP_PARAMS="$T/gr$a$g" "$EMU" train --device cuda "${G[@]}" --algo $a \
+    --results "$T/gr$a$g.jsonl" > "$T/gr$a$g.out"; done
+  nch=$(jget graph_chunks < "$T/gr${a}1.out")
+  cmp -s "$T/gr${a}0" "$T/gr${a}1" && same_results "$T/gr${a}0.jsonl" "$T/gr${a}1.jsonl" > /dev/null && [ "${nch:-0}" -gt 0 ] \
+    && ok "$a: resident chunks as CUDA graphs ($nch replayed) = eager chunks, bit for bit" \
+    || notok "$a: graph chunks" "graph_chunks=$nch; parameters or lines differ"
+done
+"$EMU" train --device cuda "${G[@]}" --algo msgd --epochs 2 --checkpoint "$T/grck" > /dev/null
+PDL_DUMP_PARAMS="$T/grres" "$EMU" train --device cuda "${G[@]}" --algo msgd --checkpoint "$T/grck" --resume > /dev/null 2>&1
+cmp -s "$T/grres" "$T/grmsgd1" && ok "graph chunks: checkpoint after epoch 2 + --resume = uninterrupted" \
+  || notok "graph chunks checkpoint/resume" "final parameters differ"
 
 # a device without room for the data sets (the emulator's free memory set to 0 MiB): pdl says so and
 # feeds it from the host, with the same results

@@ -89,6 +89,13 @@ typedef struct {
   /* the calling thread's queue as an opaque handle (a cudaStream_t), so that a collective on
    * workspace memory (NCCL) is ordered with the kernels; NULL: a host backend, nothing queued */
   void *(*stream)(void);
+  /* CUDA graphs (optional; NULL: none): graph_begin records the calling thread's queued work
+   * instead of running it, graph_end returns it as an executable graph, graph_launch queues one
+   * replay, graph_free frees it. A recorded call must not wait or upload. */
+  void (*graph_begin)(void);
+  void *(*graph_end)(void);
+  void (*graph_launch)(void *graph);
+  void (*graph_free)(void *graph);
   /* free workspace memory in bytes right now (a device's; NULL: host memory, not asked) */
   size_t (*mem_free)(void);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;

@@ -115,6 +115,11 @@ typedef struct {
   optim_t dev;
   int device;
   void *chunk, *chunk_host; size_t chunk_bytes;   /* train_state_steps' slots and indices */
+  /* train_state_steps' CUDA graphs of whole chunks (sgd/msgd, no dropout, one lr in the chunk):
+   * up to 4, by (K, lr, workspace); warm: an eager chunk ran (plans, scratch exist) */
+  struct { void *g; int K; float lr; const workspace_t *ws; long used; } graphs[4];
+  long graph_clock; int warm;
+  long graph_launches;   /* chunks run as a graph replay */
 } train_state_t;
 void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, optim_t *o);
 void train_state_upload(train_state_t *d, const float *w, const optim_t *o);
@@ -134,7 +139,12 @@ void resident_set_free(resident_set_t *s);
  * (host indices, e.g. sampler_next_idx's), at lr[j]; each step's loss is left in workspace memory
  * and the K mean losses come back into loss[] together after the K steps. On a device backend the
  * K steps' only waits are one upload (the indices) and that one read back, instead of three per
- * step. The same parameters and losses, bit for bit, as K train_state_step calls on those batches. */
+ * step. The same parameters and losses, bit for bit, as K train_state_step calls on those batches.
+ * Where the backend has CUDA graphs, the optimizer is sgd or msgd (the update fused, its only
+ * per-step argument the lr), the net has no dropout (masks come from the host) and lr is one value
+ * over the chunk, the K steps are captured once as one graph (after a first eager chunk) and
+ * replayed by later chunks of the same K and lr: one launch per chunk, the same bits.
+ * PDL_TRAIN_GRAPH=0 turns that off. */
 void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *s, const int *idx, int K, int B,
                        const float *lr, double *loss);
 

@@ -1,6 +1,7 @@
 /* train_state.c — the training state of a sequential run on a backend, and its step (run.h): the
  * one loop body that pdl train runs on the CPU and with --device, every optimizer through the
  * kernel table (optim.h). Kept apart from run.c so that the CUDA emulator's test links it alone. */
+#include <stdlib.h>
 #include <string.h>
 #include "core/run.h"
 
@@ -24,7 +25,13 @@ void train_state_download(const train_state_t *d, float *w, optim_t *o) {
   d->k->download(w, d->w, o->n * sizeof(float));
   optim_transfer(o, d->o);
 }
+static void graphs_free(train_state_t *d) {
+  for (int i = 0; i < 4; i++)
+    if (d->graphs[i].g) { d->k->graph_free(d->graphs[i].g); d->graphs[i].g = NULL; }
+}
+
 void train_state_free(train_state_t *d) {
+  graphs_free(d);
   if (d->chunk) d->k->release(d->chunk);
   xfree(d->chunk_host);
   d->chunk = d->chunk_host = NULL; d->chunk_bytes = 0;
@@ -59,6 +66,30 @@ void resident_set_free(resident_set_t *s) {
   memset(s, 0, sizeof *s);
 }
 
+/* train_state_steps' graph for this chunk: the slot of d->graphs holding (or to hold, empty) it,
+ * or -1 to run the chunk eagerly (no graphs, not warm yet, another optimizer, dropout, lr varying
+ * in the chunk, PDL_TRAIN_GRAPH=0) */
+static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const float *lr) {
+  const char *e = getenv("PDL_TRAIN_GRAPH");
+  if (!d->k->graph_begin || !d->warm || (e && !strcmp(e, "0"))) return -1;
+  if (d->o->kind != OPT_SGD && d->o->kind != OPT_MSGD) return -1;
+  for (int i = 0; i < ws->net->nlayers; i++) if (ws->net->L[i].type == L_DROPOUT) return -1;
+  for (int j = 1; j < K; j++) if (lr[j] != lr[0]) return -1;
+  int lru = 0;
+  d->graph_clock++;
+  for (int i = 0; i < 4; i++) {
+    if (d->graphs[i].g && d->graphs[i].K == K && d->graphs[i].lr == lr[0] && d->graphs[i].ws == ws) {
+      d->graphs[i].used = d->graph_clock;
+      return i;
+    }
+    if (!d->graphs[i].g || d->graphs[i].used < d->graphs[lru].used) lru = i;
+  }
+  if (d->graphs[lru].g) d->k->graph_free(d->graphs[lru].g);
+  d->graphs[lru].g = NULL; d->graphs[lru].K = K; d->graphs[lru].lr = lr[0]; d->graphs[lru].ws = ws;
+  d->graphs[lru].used = d->graph_clock;
+  return lru;
+}
+
 void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *s, const int *idx, int K, int B,
                        const float *lr, double *loss) {
   const kernels_t *k = d->k;
@@ -67,6 +98,7 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
    * then the K B indices; uploaded with one copy */
   const size_t slots = (size_t)K * 3 * sizeof(double), bytes = slots + (size_t)K * B * sizeof(int);
   if (bytes > d->chunk_bytes) {
+    graphs_free(d);   /* they hold the old buffer's addresses */
     if (d->chunk) k->release(d->chunk);
     xfree(d->chunk_host);
     d->chunk = k->alloc(bytes); d->chunk_host = xmalloc(bytes); d->chunk_bytes = bytes;
@@ -76,10 +108,24 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
   memcpy(h + slots, idx, (size_t)K * B * sizeof(int));
   k->upload(dv, h, bytes);
   double *const acc0 = ws->acc;
-  for (int j = 0; j < K; j++) {
-    net_gather(ws, s->x, s->y, (const int *)(dv + slots) + (size_t)j * B, B);
-    ws->acc = (double *)dv + 3 * (size_t)j;
-    train_state_step(d, ws, NULL, NULL, B, lr[j]);
+  const int gi = graph_slot(d, ws, K, lr);   /* -1: eager */
+  if (gi >= 0 && d->graphs[gi].g) {   /* replay: the host's side of the K steps is the step count */
+    k->graph_launch(d->graphs[gi].g);
+    d->o->t += K;
+    d->graph_launches++;
+  } else {
+    if (gi >= 0) k->graph_begin();   /* record the K steps (they run at the launch below) */
+    for (int j = 0; j < K; j++) {
+      net_gather(ws, s->x, s->y, (const int *)(dv + slots) + (size_t)j * B, B);
+      ws->acc = (double *)dv + 3 * (size_t)j;
+      train_state_step(d, ws, NULL, NULL, B, lr[j]);
+    }
+    if (gi >= 0) {
+      d->graphs[gi].g = k->graph_end();
+      k->graph_launch(d->graphs[gi].g);
+      d->graph_launches++;
+    }
+    d->warm = 1;
   }
   ws->acc = acc0;
   k->download(h, dv, slots);
