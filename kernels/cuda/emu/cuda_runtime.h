@@ -123,6 +123,7 @@ inline float __fsqrt_rn(float a) { return sqrtf(a); }
 // are barriers at which a fiber yields until every member has arrived. One OS thread per CUDA
 // thread (the first cut) spent most of make test's emulator time in the kernel (sys time).
 // Under ASan the stack switches are announced (__sanitizer_*_switch_fiber).
+#include <setjmp.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -132,9 +133,12 @@ inline float __fsqrt_rn(float a) { return sqrtf(a); }
 #define EMU_ASAN 0
 #endif
 struct emu_bar { unsigned n = 0, count = 0; unsigned long gen = 0; };
-struct emu_fiber { ucontext_t ctx; char *stack = nullptr; unsigned tid = 0, bid = 0; bool done = false; void *fake = nullptr; };
+// A fiber is entered once through its ucontext (makecontext, setcontext: one signal-mask system
+// call) and switched from then on with _setjmp/_longjmp, which save no signal mask: swapcontext's
+// two sigprocmask calls per switch were most of the emulator's time (system time).
+struct emu_fiber { ucontext_t ctx; jmp_buf jb; char *stack = nullptr; unsigned tid = 0, bid = 0; bool done = false, started = false; void *fake = nullptr; };
 inline constexpr size_t emu_stack_size = 256 * 1024;
-inline thread_local ucontext_t emu_sched;
+inline thread_local jmp_buf emu_sched_jb;
 inline thread_local emu_fiber *emu_cur;
 inline thread_local const void *emu_sched_bottom;
 inline thread_local size_t emu_sched_size;
@@ -148,7 +152,7 @@ inline void emu_yield() {   // fiber -> scheduler
 #if EMU_ASAN
   __sanitizer_start_switch_fiber(&f->fake, emu_sched_bottom, emu_sched_size);
 #endif
-  swapcontext(&f->ctx, &emu_sched);
+  if (!_setjmp(f->jb)) _longjmp(emu_sched_jb, 1);
 #if EMU_ASAN
   __sanitizer_finish_switch_fiber(f->fake, nullptr, nullptr);
 #endif
@@ -192,24 +196,27 @@ inline void emu_fiber_main() {
 #if EMU_ASAN
   __sanitizer_start_switch_fiber(nullptr, emu_sched_bottom, emu_sched_size);   // this fiber ends
 #endif
-  setcontext(&emu_sched);
+  _longjmp(emu_sched_jb, 1);
 }
-// Scheduler -> fiber f until it yields or ends (its own function: swapcontext returns twice, so
-// the scheduler's loop keeps no locals across it).
+// Scheduler -> fiber f until it yields or ends (its own function: _setjmp returns twice, so the
+// scheduler's loop keeps no locals across it). The first entry is setcontext into makecontext's.
 __attribute__((noinline)) inline void emu_resume(emu_fiber &f) {
   void *fake = nullptr;
   (void)fake;   // used only under ASan
 #if EMU_ASAN
   __sanitizer_start_switch_fiber(&fake, f.stack, emu_stack_size);
 #endif
-  swapcontext(&emu_sched, &f.ctx);
+  if (!_setjmp(emu_sched_jb)) {
+    if (!f.started) { f.started = true; setcontext(&f.ctx); }
+    _longjmp(f.jb, 1);
+  }
 #if EMU_ASAN
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
 }
 // Fiber f as CUDA thread t, at the start of emu_fiber_main (getcontext returns twice too).
 __attribute__((noinline)) inline void emu_prepare(emu_fiber &f, unsigned t) {
-  f.tid = t; f.bid = 0; f.done = false; f.fake = nullptr;
+  f.tid = t; f.bid = 0; f.done = false; f.started = false; f.fake = nullptr;
   getcontext(&f.ctx);
   f.ctx.uc_stack.ss_sp = f.stack; f.ctx.uc_stack.ss_size = emu_stack_size; f.ctx.uc_link = nullptr;
   makecontext(&f.ctx, emu_fiber_main, 0);
