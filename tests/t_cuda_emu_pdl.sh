@@ -17,7 +17,7 @@
 # only with 2 GPUs (2 ranks share one GPU on --coll mpi).
 # The convolution path is pinned (PDL_CUDA_CONV=im2col, then cudnn for one optimizer): "auto"
 # picks per shape by timing, so two runs may sum in different orders.
-# pdl-test: cpu=16 mpi
+# pdl-test: cpu=12 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
@@ -45,7 +45,7 @@ EOF
 
 # the initial parameters (0 steps are not allowed: 1 step at lr 0)
 PDL_DUMP_PARAMS="$T/w0" "$PDL" train "${C[@]}" --algo sgd --lr 0 --steps 1 > /dev/null
-for a in msgd adam; do   # the fused update and an unfused one; the others: t_train_resident.sh, test_cuda_net.c
+for a in msgd nag adam asgd; do   # sgd, mvasgd: the same paths (t_train_resident.sh, test_cuda_net.c)
   lr=0.05; [ $a = adam ] && lr=0.002
   for m in 1 0; do
     PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/g$a$m" "$EMU" train --device cuda "${C[@]}" --algo $a --lr $lr \
@@ -75,7 +75,7 @@ cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
 # (lr changing every step: those chunks eager), and a checkpoint + resume across graph replays
 G=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 4 --threads 1 --quiet --epochs 3
    --lr 0.05 --eval-every 50 --warmup 70)
-for a in msgd; do   # (sgd: the same fused update without momentum)
+for a in msgd sgd; do
   for g in 0 1; do PDL_TRAIN_GRAPH=$g PDL_DUMP_PARAMS="$T/gr$a$g" "$EMU" train --device cuda "${G[@]}" --algo $a \
     --results "$T/gr$a$g.jsonl" > "$T/gr$a$g.out"; done
   nch=$(jget graph_chunks < "$T/gr${a}1.out")
