@@ -14,6 +14,7 @@ do for [t in "png pdf"] {
   plot f using 1:2:3:4 with yerrorlines lw 2 pt 7 lc 1 title "pdl eager", \
        f using 1:5:6:7 with yerrorlines lw 2 pt 5 lc 2 title "pdl, one CUDA graph per step", \
        f using 1:8:9:10 with yerrorlines lw 2 pt 6 lc 3 dt 2 title "PyTorch eager", \
-       f using 1:11:12:13 with yerrorlines lw 2 pt 4 lc 4 dt 2 title "PyTorch CUDA graph"
+       f using 1:11:12:13 with yerrorlines lw 2 pt 4 lc 4 dt 2 title "PyTorch CUDA graph", \
+       f using 1:14:15:16 with yerrorlines lw 2 pt 9 lc 7 title "pdl train, chunks of 64 steps as CUDA graphs"
   set output
 }

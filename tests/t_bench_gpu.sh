@@ -17,8 +17,10 @@ if out=$(python3 bench/gpu/summarize.py "$T" 2>&1); then
     && ok "gpu table: batch 512 judged against PyTorch eager" || notok "gpu table: batch 512" "$(grep '^| 512 ' "$tab")"
   grep -q "Roofline: cuBLAS SGEMM 4096^3 FP32 49496-49707 GFLOP/s" "$tab" && grep -q "NVIDIA H200" "$tab" \
     && ok "gpu table: roofline and device named" || notok "gpu table: roofline" "$(tail -3 "$tab")"
-  [ "$(grep -vc '^#' "$T/gpu-speed.dat")" = 4 ] && awk '!/^#/ && NF != 13 {bad=1} END {exit bad}' "$T/gpu-speed.dat" \
-    && ok "gpu plot data: 4 batches x 13 columns" || notok "gpu plot data" "$(cat "$T/gpu-speed.dat")"
+  [ "$(grep -vc '^#' "$T/gpu-speed.dat")" = 4 ] && awk '!/^#/ && NF != 16 {bad=1} END {exit bad}' "$T/gpu-speed.dat" \
+    && ok "gpu plot data: 4 batches x 16 columns" || notok "gpu plot data" "$(cat "$T/gpu-speed.dat")"
+  grep -q "^| 16 | .* | not run | - |$" "$tab" && ok "gpu table: pdl train's chunks 'not run' in a run without them" \
+    || notok "gpu table: chunk columns" "$(grep '^| 16 ' "$tab")"
   if command -v gnuplot >/dev/null; then
     mkdir -p "$T/r/gpu" && cp "$T/gpu-speed.dat" "$T/r/gpu/" &&
       gnuplot -e "resdir='$T/r'; outdir='$T'" plots/gpu-speed.gp 2>"$T/gp.err" && [ -s "$T/gpu-speed.png" ] \

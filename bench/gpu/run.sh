@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/gpu/run.sh — `make bench-gpu` (issue 35 H): pdl's training step on a CUDA device beside the
 # same net in PyTorch, in one run on one machine. For each batch in BATCHES (1 16 128 512):
-#   pdl speed --device cuda, eager and with the whole step as one CUDA graph (--graph), conv
+#   pdl speed --device cuda, eager, with the whole step as one CUDA graph (--graph), and as pdl
+#   train runs (--chunk 64: its resident chunks of 64 steps, each replayed as one CUDA graph), conv
 #   PDL_CUDA_CONV (default auto: per shape the faster of cuDNN and im2col + cuBLAS);
 #   bench/gpu/torch_speed_cuda.py: PyTorch FP32 (TF32 off, cudnn.benchmark on, the batch on the
 #   device), eager and CUDA-graphed, when a PyTorch with CUDA is importable (else those cells say so);
@@ -42,6 +43,7 @@ for b in $BATCHES; do
   echo "[gpu] batch $b" >&2
   emit pdl eager "$b" "$PDL" speed --device cuda --batch "$b" --repeats "$REPEATS" || rc=1
   emit pdl graph "$b" "$PDL" speed --device cuda --batch "$b" --repeats "$REPEATS" --graph || rc=1
+  emit pdl chunk "$b" "$PDL" speed --device cuda --batch "$b" --repeats "$REPEATS" --chunk 64 || rc=1
   if [ $have_torch = 1 ]; then
     for m in eager graph; do emit torch $m "$b" python3 bench/gpu/torch_speed_cuda.py "$b" $m "$REPEATS" || rc=1; done
   fi

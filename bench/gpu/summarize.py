@@ -13,7 +13,11 @@ import json, math, os, sys
 
 TARGET = {1: ("torch", "graph"), 16: ("torch", "graph"), 128: ("torch", "graph"), 512: ("torch", "eager")}
 NAMES = {("pdl", "eager"): "pdl eager", ("pdl", "graph"): "pdl CUDA graph", ("torch", "eager"): "PyTorch eager",
-         ("torch", "graph"): "PyTorch CUDA graph"}
+         ("torch", "graph"): "PyTorch CUDA graph", ("pdl", "chunk"): "pdl train chunks"}
+# the columns of gpu-speed.dat, 3 each (median, min, max) after the batch; "chunk" is pdl train's
+# own resident loop (pdl speed --chunk 64: one upload and one read back per 64 steps, the chunk
+# replayed as one CUDA graph), last so that older plots' columns stay where they were
+COLS = (("pdl", "eager"), ("pdl", "graph"), ("torch", "eager"), ("torch", "graph"), ("pdl", "chunk"))
 
 
 def load(path):
@@ -81,9 +85,10 @@ def main():
              "(min-max), all from one run at %s. Target (issue 35): pdl's CUDA graph at least PyTorch's CUDA "
              "graph at batches 1, 16, 128; at least PyTorch eager at 512." % (eager_note, pdl[0].get("git", "?")), "",
              "| batch | pdl eager | pdl CUDA graph | PyTorch eager | PyTorch CUDA graph | pdl graph vs target | "
-             "pdl graph / PyTorch graph | pdl eager / PyTorch eager | nominal GFLOP/s (pdl graph), % of SGEMM |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    dat = ["# batch  pdl_eager(med min max)  pdl_graph  torch_eager  torch_graph  (img/s; nan = not run)"]
+             "pdl graph / PyTorch graph | pdl eager / PyTorch eager | nominal GFLOP/s (pdl graph), % of SGEMM | "
+             "pdl train chunks of 64 (graphs) | pdl train chunks / PyTorch graph |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    dat = ["# batch  pdl_eager(med min max)  pdl_graph  torch_eager  torch_graph  pdl_train_chunk  (img/s; nan = not run)"]
     for b in batches:
         g = lambda s, m: runs.get((s, m, b))
         row = ["%d" % b]
@@ -98,9 +103,11 @@ def main():
         row.append(verdict(g("pdl", "eager"), g("torch", "eager")).split(",")[0])
         pg = g("pdl", "graph")
         row.append("%.0f, %.1f%%" % (pg["gflops"], 100 * pg["ratio_to_sgemm"]) if pg and "gflops" in pg else "-")
+        row.append(cell(g("pdl", "chunk")) if ("pdl", "chunk", b) in runs else "not run")
+        row.append(verdict(g("pdl", "chunk"), g("torch", "graph")).split(",")[0])
         lines.append("| " + " | ".join(row) + " |")
         d = ["%d" % b]
-        for s, m in (("pdl", "eager"), ("pdl", "graph"), ("torch", "eager"), ("torch", "graph")):
+        for s, m in COLS:
             j = g(s, m)
             d += ["%.6g" % j[k] for k in ("img_per_s", "img_per_s_min", "img_per_s_max")] if j else ["nan"] * 3
         dat.append(" ".join(d))

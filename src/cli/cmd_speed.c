@@ -110,6 +110,11 @@ static double g_graph_loss;
  * step (pdl train with PDL_TRAIN_RESIDENT=0); without it, pdl train's resident step (the batch
  * gathered on the device from a resident copy, the loss left there: no upload, no wait) */
 static int g_host_batch;
+/* --chunk K: pdl train's own resident loop (train_state_steps): chunks of K steps from one upload
+ * of their indices and one read back of their losses, replayed as one CUDA graph each after the
+ * first (sgd/msgd, no dropout) */
+static int g_chunk;
+static long g_chunk_graphs;   /* chunks that ran as a graph replay */
 
 /* Median images/s of full training steps of net at batch B on `threads` threads, through backend k
  * (kernels_cpu, or kernels_cuda with the parameters, gradients and momentum on the device:
@@ -131,7 +136,15 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   SHAPE_ASSERT(fused || !d.device);
   workspace_t ws; ws_init(&ws, net, B, threads, k, 1);
   float *xs = NULL; int *ys = NULL, *idx = NULL;   /* the resident copy of the batch and its rows */
-  if (!k->host_memory && !g_host_batch && !g_graph) {   /* --graph captures its own resident step */
+  resident_set_t rs; memset(&rs, 0, sizeof rs);
+  int *cidx = NULL; float *clr = NULL; double *closs = NULL;   /* --chunk: [K][B] rows, [K] lrs and losses */
+  if (!k->host_memory && g_chunk > 0) {
+    const dataset_t one = {.n = B, .c = net->in_c, .h = net->in_h, .w = net->in_w, .classes = net->classes, .x = x, .y = y};
+    resident_set_init(&rs, k, &one);
+    cidx = xmalloc((size_t)g_chunk * B * sizeof(int)); clr = xmalloc((size_t)g_chunk * sizeof(float));
+    closs = xmalloc((size_t)g_chunk * sizeof(double));
+    for (int j = 0; j < g_chunk; j++) { clr[j] = 1e-4f; for (int b = 0; b < B; b++) cidx[(size_t)j * B + b] = b; }
+  } else if (!k->host_memory && !g_host_batch && !g_graph) {   /* --graph captures its own resident step */
     int *h = xmalloc((size_t)B * sizeof(int));
     for (int b = 0; b < B; b++) h[b] = b;
     xs = k->alloc((size_t)B * img * 4); ys = k->alloc((size_t)B * sizeof(int)); idx = k->alloc((size_t)B * sizeof(int));
@@ -165,6 +178,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
 #ifdef PDL_HAVE_CUDA
       if (graph) { cuda_lr_set(1e-4f); cuda_graph_launch(graph); steps++; continue; }
 #endif
+      if (rs.k) { train_state_steps(&d, &ws, &rs, cidx, g_chunk, B, clr, closs); steps += g_chunk; continue; }
       if (xs) net_gather(&ws, xs, ys, idx, B);   /* resident: y NULL below, the loss into ws.acc */
       net_forward(&ws, d.w, xs ? NULL : x, xs ? NULL : y, B, 1, NULL);
       net_step_t st;
@@ -183,6 +197,7 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   }
   if (steps_out) *steps_out = timed;
   if (xs) { k->release(xs); k->release(ys); k->release(idx); }
+  if (rs.k) { g_chunk_graphs = d.graph_launches; resident_set_free(&rs); xfree(cidx); xfree(clr); xfree(closs); }
 #ifdef PDL_HAVE_CUDA
   if (!k->host_memory) cuda_counters_get(&g_counts1);
   if (graph) {
@@ -363,9 +378,9 @@ static double measure_cublas_gflops(int n, int reps) {
  * step) -- or, with graph, one captured step is replayed (the batch resident, the loss left on the
  * device). Beside cuBLAS SGEMM.
  * Prints the summary line on stderr and the JSON line on stdout. */
-static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph, int host_batch) {
+static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph, int host_batch, int chunk) {
 #ifndef PDL_HAVE_CUDA
-  (void)net; (void)B; (void)R; (void)profile; (void)graph; (void)host_batch;
+  (void)net; (void)B; (void)R; (void)profile; (void)graph; (void)host_batch; (void)chunk;
   die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
   return 1;
 #else
@@ -375,6 +390,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
   long timed = 0;
   g_graph = graph;
   g_host_batch = host_batch;
+  g_chunk = chunk;
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
   const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
   const double sg = measure_cublas_gflops(4096, 5);
@@ -389,7 +405,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
                   "%.1f host waits, %.0f bytes up%s\n",
           net->name, B, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d,
           graph ? "; each step one CUDA graph replay, the batch resident"
-                : host_batch ? "; the batch uploaded and the loss read back every step" : "; the batch gathered on the device, the loss left there");
+                : chunk ? "; pdl train's chunks of --chunk steps (train_state_steps)" : host_batch ? "; the batch uploaded and the loss read back every step" : "; the batch gathered on the device, the loss left there");
   char algos[4096];
   cuda_conv_algos(algos, sizeof algos);
   const prof_totals_t tot = profile_totals(net, prof, profile ? timed : 0);
@@ -407,7 +423,8 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
   if (algos[0]) json_str(&j, "cudnn_algos", algos);
   json_num(&j, "gpu_ops_per_step", ops); json_num(&j, "gpu_syncs_per_step", syncs);
   json_num(&j, "h2d_bytes_per_step", h2d);
-  json_str(&j, "step_as", graph ? "cuda-graph" : host_batch ? "eager-host-batch" : "eager");
+  json_str(&j, "step_as", graph ? "cuda-graph" : chunk ? "train-chunk" : host_batch ? "eager-host-batch" : "eager");
+  if (chunk) { json_int(&j, "chunk", chunk); json_int(&j, "chunk_graph_replays", g_chunk_graphs); }
   if (graph) json_num(&j, "graph_last_loss", g_graph_loss);
   if (profile) {
     json_num(&j, "prof_step_ms", tot.step); json_num(&j, "prof_conv_ms", tot.conv); json_num(&j, "prof_fc_ms", tot.fc);
@@ -421,7 +438,7 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
 
 static void speed_usage(FILE *f, const char *cmd) {
   fprintf(f, "usage: pdl %s [--net N] [--batch B] [--threads T] [--repeats R] [--input CxHxW] [--profile]\n"
-             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]] [--graph] [--host-batch]%s\n"
+             "       [--update fused|separate] [--algo sgd|kfac] [--device cpu|cuda[:N]] [--graph] [--host-batch] [--chunk K]%s\n"
              "  training-step throughput (forward + backward + momentum update) of net N at batch B\n"
              "  on T OpenMP threads after a warm-up, median (min-max) of R timed windows, beside\n"
              "  OpenBLAS sgemm GFLOP/s (1024^3, T threads) measured in the same run.\n"
@@ -459,6 +476,9 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  the timed windows replay it: the batch stays on the device (uploaded by the warm-up), the\n"
              "  loss too (graph_last_loss in the JSON), so a step is one launch and no wait (not with\n"
              "  --profile, whose timers wait).\n"
+             "  --chunk K (with --device cuda): pdl train's own resident loop, chunks of K steps each from one\n"
+             "  upload of its indices and one read back of its losses, replayed as one CUDA graph after the\n"
+             "  first (JSON: step_as train-chunk, chunk_graph_replays).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -472,7 +492,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
   int device = -1; /* --device: -1 cpu, else the CUDA device */
-  int graph = 0, host_batch = 0;
+  int graph = 0, host_batch = 0, chunk = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -483,6 +503,7 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--profile")) profile = 1;
     else if (!strcmp(a, "--graph")) graph = 1;
     else if (!strcmp(a, "--host-batch")) host_batch = 1;
+    else if (!strcmp(a, "--chunk")) { chunk = (int)parse_long(a, v, 1, 4096); i++; }
     else if (!strcmp(a, "--update")) {
       if (!v || (strcmp(v, "fused") && strcmp(v, "separate")))
         die_usage("--update must be fused or separate, not '%s'", v ? v : "");
@@ -502,12 +523,15 @@ static int speed_main(int argc, char **argv, int calibrate) {
   if (graph && device < 0) die_usage("%s --graph: CUDA graphs need --device cuda[:N]", argv[0]);
   if (host_batch && (device < 0 || graph))
     die_usage("%s --host-batch: a device's eager step (--device cuda[:N], not --graph)", argv[0]);
+  if (chunk && (device < 0 || graph || host_batch || profile))
+    die_usage("%s --chunk: pdl train's resident chunks on a device (--device cuda[:N]; not with --graph, --host-batch or "
+              "--profile)", argv[0]);
   if (graph && profile) die_usage("%s --graph: not with --profile (its per-layer timers wait for the device)", argv[0]);
   if (device >= 0) {
     if (calibrate || kfac || !fused)
       die_usage("%s --device cuda: only the plain training step (and --profile) is timed on a GPU yet (no --algo "
                 "kfac, --update separate%s)", argv[0], calibrate ? " or calibrate" : "");
-    return speed_cuda(&net, B, R, device, profile, graph, host_batch);
+    return speed_cuda(&net, B, R, device, profile, graph, host_batch, chunk);
   }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
