@@ -69,13 +69,13 @@ for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d
 cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
   && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
 
-# resident chunks as CUDA graphs (msgd and sgd, no dropout, one lr per chunk: captured after the first
+# resident chunks as CUDA graphs (sgd, msgd, nag, mvasgd, no dropout, one lr per chunk: captured after the first
 # eager chunk, replayed): the same parameters and lines as eager chunks (PDL_TRAIN_GRAPH=0), with
 # chunks of several lengths (--eval-every 50 against 64-step epochs: 50, 14, 36, 28, ...), a warm-up
 # (lr changing every step: those chunks eager), and a checkpoint + resume across graph replays
 G=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 4 --threads 1 --quiet --epochs 3
    --lr 0.05 --eval-every 50 --warmup 70)
-for a in msgd sgd; do
+for a in msgd sgd nag mvasgd; do
   for g in 0 1; do PDL_TRAIN_GRAPH=$g PDL_DUMP_PARAMS="$T/gr$a$g" "$EMU" train --device cuda "${G[@]}" --algo $a \
     --results "$T/gr$a$g.jsonl" > "$T/gr$a$g.out"; done
   nch=$(jget graph_chunks < "$T/gr${a}1.out")

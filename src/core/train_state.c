@@ -67,12 +67,15 @@ void resident_set_free(resident_set_t *s) {
 }
 
 /* train_state_steps' graph for this chunk: the slot of d->graphs holding (or to hold, empty) it,
- * or -1 to run the chunk eagerly (no graphs, not warm yet, another optimizer, dropout, lr varying
- * in the chunk, PDL_TRAIN_GRAPH=0) */
+ * or -1 to run the chunk eagerly (no graphs, not warm yet, Adam or ASGD, dropout, lr varying in
+ * the chunk, PDL_TRAIN_GRAPH=0) */
 static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const float *lr) {
   const char *e = getenv("PDL_TRAIN_GRAPH");
   if (!d->k->graph_begin || !d->warm || (e && !strcmp(e, "0"))) return -1;
-  if (d->o->kind != OPT_SGD && d->o->kind != OPT_MSGD) return -1;
+  /* the kinds whose step takes no per-step argument but the lr (Adam's bias corrections and ASGD's
+   * 1/t rate change every step); MVASGD's first-step copy of the average is behind us (warm) */
+  const opt_kind_t kind = d->o->kind;
+  if (kind != OPT_SGD && kind != OPT_MSGD && kind != OPT_NAG && kind != OPT_MVASGD) return -1;
   for (int i = 0; i < ws->net->nlayers; i++) if (ws->net->L[i].type == L_DROPOUT) return -1;
   for (int j = 1; j < K; j++) if (lr[j] != lr[0]) return -1;
   int lru = 0;
