@@ -176,7 +176,7 @@ $(BUILD)/nccl-emu/pdl: $(BUILD)/obj/src/cli/main.o $(filter-out $(BUILD)/obj/src
 # batches, device evaluation, every optimizer), checkpoints and `pdl speed --device cuda` run end to
 # end on it without a GPU: tests/t_cuda_emu_pdl.sh. Slow (every GPU thread is a fiber): tiny nets.
 # Where nvcc is found (the C objects then carry PDL_HAVE_CUDA).
-EMU_CXX := g++ -std=c++20 -O1 -g -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
+EMU_CXX := g++ -std=c++20 -O1 -g1 -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
 $(BUILD)/obj/cuda-emu/%.o: kernels/cuda/%.cu $(STAMP) | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
 	perl -0pe 's/(\w+(?:<\w+>)?)<<<(.*?)>>>\(/emu_launch($$1, $$2)(/gs' $< > $(@:.o=.cpp)

@@ -75,7 +75,7 @@ cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
 # (lr changing every step: those chunks eager), and a checkpoint + resume across graph replays
 G=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 4 --threads 1 --quiet --epochs 3
    --lr 0.05 --eval-every 50 --warmup 70)
-for a in msgd sgd nag mvasgd; do
+for a in msgd nag mvasgd; do   # (sgd: msgd's fused update without momentum)
   for g in 0 1; do PDL_TRAIN_GRAPH=$g PDL_DUMP_PARAMS="$T/gr$a$g" "$EMU" train --device cuda "${G[@]}" --algo $a \
     --results "$T/gr$a$g.jsonl" > "$T/gr$a$g.out"; done
   nch=$(jget graph_chunks < "$T/gr${a}1.out")

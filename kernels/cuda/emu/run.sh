@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 out=${BUILD:-build}/cuda-emu
 mkdir -p "$out"
-san="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+san="-O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer"   # -g1: line tables for the reports, a third less compile time than -g
 perl -0pe 's/(\w+(?:<\w+>)?)<<<(.*?)>>>\(/emu_launch($1, $2)(/gs' kernels/cuda/cuda_layers.cu > "$out/cuda_layers_emu.cpp"
 g++ -std=c++20 $san -Wall -Wextra -DPDL_HAVE_CUDNN -Ikernels/cuda/emu -Isrc -I. -c "$out/cuda_layers_emu.cpp" -o "$out/layers.o"
 g++ -std=c++20 $san -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -x c++ -c kernels/cuda/cuda_context.cu -o "$out/context.o"
