@@ -78,6 +78,8 @@ ifneq ($(NVCC),)
             $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
 endif
 LDFLAGS := -fopenmp -rdynamic $(SANFLAGS)
+# the emulated-CUDA pdl's compiler line for kernels/cuda/*.cu (cuda-emu-pdl below)
+EMU_CXX := g++ -std=c++20 -O1 -g1 -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
 
 # ---- sources --------------------------------------------------------------------------------
 # Everything under src/ (except the CLI entry and the SimGrid runtime), kernels/cpu, reference.
@@ -117,7 +119,7 @@ config:
 # which compile nothing) and the exact compiler lines.
 # Rewritten only when it differs, so every object (which depends on it) rebuilds exactly when
 # the configuration changed: `NO_MPI=1 make; make` gives an MPI build, not a stale mix.
-CONFIG_LINE := $(filter-out gnuplot=% python3-torch=%,$(CONFIG)) | cc=$(CC) $(CFLAGS) | nvcc=$(NVCC) $(NVCCFLAGS) | ld=$(LDFLAGS) $(LDLIBS)
+CONFIG_LINE := $(filter-out gnuplot=% python3-torch=%,$(CONFIG)) | cc=$(CC) $(CFLAGS) | nvcc=$(NVCC) $(NVCCFLAGS) | ld=$(LDFLAGS) $(LDLIBS) | emu=$(EMU_CXX)
 STAMP := $(BUILD)/config.stamp
 $(STAMP): FORCE | $(BUILD)/.dirs
 	@if [ "$$(cat $@ 2>/dev/null)" != '$(subst ','\'',$(CONFIG_LINE))' ]; then \
@@ -176,7 +178,6 @@ $(BUILD)/nccl-emu/pdl: $(BUILD)/obj/src/cli/main.o $(filter-out $(BUILD)/obj/src
 # batches, device evaluation, every optimizer), checkpoints and `pdl speed --device cuda` run end to
 # end on it without a GPU: tests/t_cuda_emu_pdl.sh. Slow (every GPU thread is a fiber): tiny nets.
 # Where nvcc is found (the C objects then carry PDL_HAVE_CUDA).
-EMU_CXX := g++ -std=c++20 -O1 -g1 -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
 $(BUILD)/obj/cuda-emu/%.o: kernels/cuda/%.cu $(STAMP) | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
 	perl -0pe 's/(\w+(?:<\w+>)?)<<<(.*?)>>>\(/emu_launch($$1, $$2)(/gs' $< > $(@:.o=.cpp)
