@@ -60,7 +60,7 @@
 #endif
 
 #define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps) X(test_optim_updates) X(test_optim_train) \
-  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws)
+  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws) X(test_graph_stale)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -620,6 +620,81 @@ static void test_eval_ws(void) {
   free(w0); free(ds.x); free(ds.y);
 }
 
+/* Resident chunks replayed as CUDA graphs (train_state_steps) when something between two chunks
+ * replaces a buffer the graph addresses: here an evaluation at a batch large enough to grow the
+ * context's scratch (the softmax's per-row losses), as pdl train's evaluation can. The graph must
+ * be captured again (cuda_buffers_epoch), not replayed with the freed address: under the
+ * emulator's ASan a replay would be a heap-use-after-free. Chunks: eager, captured, [evaluation],
+ * re-captured; the parameters must equal those of the same chunks run eagerly (PDL_TRAIN_GRAPH=0). */
+#define STALE_EVAL_N 700   /* rows: more than the context scratch's first 4096 bytes hold */
+static void stale_side(const net_t *net, const float *w0, const dataset_t *ds, const dataset_t *big, const int *idx,
+                       int graphs, float *w_out, long *launches) {
+  const kernels_t *k = &kernels_cuda;
+  const size_t n = net->nparams;
+  float *w = malloc(n * 4), *g = calloc(n, 4), lr[RES_K];
+  double loss[RES_K], err, el;
+  if (!w || !g) { fprintf(stderr, "out of memory\n"); exit(1); }
+  memcpy(w, w0, n * 4);
+  optim_t o;
+  optim_init(&o, OPT_MSGD, n, 0.9f, 0.0f);
+  train_state_t d;
+  train_state_init(&d, k, w, g, &o);
+  train_state_upload(&d, w, &o);
+  workspace_t ws, ews;
+  ws_init(&ws, net, BATCH, 1, k, 7);
+  ws_init(&ews, net, STALE_EVAL_N, 1, k, 7);
+  resident_set_t rs, rb;
+  resident_set_init(&rs, k, ds);
+  resident_set_init(&rb, k, big);
+  for (int j = 0; j < RES_K; j++) lr[j] = 0.01f;
+  setenv("PDL_TRAIN_GRAPH", graphs ? "1" : "0", 1);
+  for (int c = 0; c < 3; c++) {
+    train_state_steps(&d, &ws, &rs, idx, RES_K, BATCH, lr, loss);
+    if (c == 1) net_evaluate_ws(&ews, d.w, rb.x, rb.y, rb.n, &err, &el);   /* grows the scratch */
+  }
+  unsetenv("PDL_TRAIN_GRAPH");
+  *launches = d.graph_launches;
+  train_state_download(&d, w, &o);
+  memcpy(w_out, w, n * 4);
+  resident_set_free(&rs); resident_set_free(&rb);
+  ws_free(&ws); ws_free(&ews);
+  train_state_free(&d);
+  optim_free(&o);
+  free(w); free(g);
+}
+static void test_graph_stale(void) {
+  NEED_GPU();
+  net_t net;
+  net_build(&net, GRAPH_SPEC, IN_C, IN_H, IN_W);
+  const size_t n = net.nparams;
+  dataset_t ds, big;
+  resident_data(&net, &ds, RES_N, 13);
+  resident_data(&net, &big, STALE_EVAL_N, 14);
+  int idx[RES_K * BATCH];
+  rng_t r;
+  rng_seed(&r, 23, 0);
+  for (int i = 0; i < RES_K * BATCH; i++) idx[i] = (int)rng_below(&r, RES_N);
+  float *w0 = malloc(n * 4), *we = malloc(n * 4), *wg = malloc(n * 4);
+  if (!w0 || !we || !wg) { fprintf(stderr, "out of memory\n"); exit(1); }
+  net_init_params(&net, w0, 6);
+  long le, lg;
+  const long e0 = cuda_buffers_epoch();   /* the graph side first: its evaluation grows the scratch */
+  stale_side(&net, w0, &ds, &big, idx, 1, wg, &lg);
+  const long e1 = cuda_buffers_epoch();
+  stale_side(&net, w0, &ds, &big, idx, 0, we, &le);
+  size_t differ = 0;
+  for (size_t i = 0; i < n; i++) differ += memcmp(&we[i], &wg[i], 4) != 0;
+  printf("  # 3 chunks of %d steps, an evaluation of %d rows after the second: %ld graph launches (eager side %ld), "
+         "buffers epoch %ld -> %ld -> %ld, %zu of %zu parameters differ from the eager chunks\n", RES_K, STALE_EVAL_N,
+         lg, le, e0, e1, cuda_buffers_epoch(), differ, n);
+  EXPECT_MSG(e1 > e0, "the evaluation of %d rows did not grow the context's buffers (epoch %ld -> %ld): the test "
+             "checks nothing", STALE_EVAL_N, e0, e1);
+  EXPECT_MSG(le == 0 && lg == 2, "graph launches: %ld with graphs (want 2: captured, then re-captured after the "
+             "evaluation), %ld without", lg, le);
+  EXPECT_MSG(differ == 0, "%zu of %zu parameters differ between graph and eager chunks", differ, n);
+  free(w0); free(we); free(wg); free(ds.x); free(ds.y); free(big.x); free(big.y);
+}
+
 #else /* built without CUDA */
 #define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 NET_TESTS(DEFINE_SKIP)
@@ -638,6 +713,7 @@ int main(void) {
   RUN(test_graph_step);
   RUN(test_resident_steps);
   RUN(test_eval_ws);
+  RUN(test_graph_stale);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

@@ -80,8 +80,12 @@ PdlCudaCtx *pdl_cuda_ctx() {
   return &t_ctx;
 }
 
+thread_local long pdl_cuda_buffers_epoch;
+extern "C" long cuda_buffers_epoch(void) { return pdl_cuda_buffers_epoch; }
+
 void *pdl_cuda_ctx_scratch(PdlCudaCtx *c, size_t bytes) {
   if (bytes <= c->scratch_bytes) return c->scratch;
+  pdl_cuda_buffers_epoch++;   /* a captured graph holding the old address is stale */
   size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
   CHECK_CUDA(cudaStreamSynchronize(c->stream)); /* queued kernels may still use the old buffer */
   pdl_cuda_counts.syncs++;

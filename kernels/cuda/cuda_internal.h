@@ -60,6 +60,9 @@ extern thread_local cuda_counters_t pdl_cuda_counts;
 /* 1 while the calling thread captures a CUDA graph (cuda_graph_begin .. cuda_graph_end) */
 extern thread_local int pdl_cuda_capturing;
 
+/* Bumped whenever the calling thread's context replaces a buffer that queued work addresses (its
+ * scratch, cuDNN's workspace): cuda_buffers_epoch (cuda_layers.h). */
+extern thread_local long pdl_cuda_buffers_epoch;
 /* The calling thread's context on its current device, created on first use. */
 PdlCudaCtx *pdl_cuda_ctx();
 /* Device scratch of at least bytes, owned by the context (grows; waits for the stream first). */

@@ -624,6 +624,7 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
     pdl_cuda_counts.syncs++;
     CHECK_CUDA(cudaFree(d->ws));
     d->ws = nullptr;
+    pdl_cuda_buffers_epoch++;   /* graphs captured with the old workspace are stale */
     CHECK_CUDA(cudaMalloc(&d->ws, ws));
     d->ws_bytes = ws;
   }

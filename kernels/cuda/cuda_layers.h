@@ -106,6 +106,10 @@ void cuda_graph_begin(void);
 void *cuda_graph_end(void);
 void cuda_graph_launch(void *graph);
 void cuda_graph_free(void *graph);
+/* Changes whenever the calling thread's context replaces a buffer its kernels address (its
+ * scratch, grown for a larger batch; cuDNN's workspace, grown for a new shape): a graph captured
+ * before the change would replay with the old, freed address and must be captured again. */
+long cuda_buffers_epoch(void);
 /* A learning rate a graph can change: after cuda_lr_resident(1), an sgd/msgd update captured by this
  * thread reads its learning rate from a device slot (not the value it was captured with), which
  * cuda_lr_set(lr) writes with one kernel queued before the next replay. Eager updates take their lr

@@ -96,6 +96,9 @@ typedef struct {
   void *(*graph_end)(void);
   void (*graph_launch)(void *graph);
   void (*graph_free)(void *graph);
+  /* changes when the backend replaces a buffer of its own that queued work addresses (a grown
+   * scratch or library workspace): graphs captured before are stale (NULL: never) */
+  long (*buffers_epoch)(void);
   /* free workspace memory in bytes right now (a device's; NULL: host memory, not asked) */
   size_t (*mem_free)(void);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;

@@ -118,7 +118,7 @@ typedef struct {
   /* train_state_steps' CUDA graphs of whole chunks (sgd/msgd, no dropout, one lr in the chunk):
    * up to 4, by (K, lr, workspace); warm: an eager chunk ran (plans, scratch exist) */
   struct { void *g; int K; float lr; const workspace_t *ws; long used; } graphs[4];
-  long graph_clock; int warm;
+  long graph_clock, graph_epoch; int warm;   /* graph_epoch: the backend's buffers_epoch they were captured at */
   long graph_launches;   /* chunks run as a graph replay */
 } train_state_t;
 void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, optim_t *o);

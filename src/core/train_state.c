@@ -78,6 +78,10 @@ static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const floa
   if (kind != OPT_SGD && kind != OPT_MSGD && kind != OPT_NAG && kind != OPT_MVASGD) return -1;
   for (int i = 0; i < ws->net->nlayers; i++) if (ws->net->L[i].type == L_DROPOUT) return -1;
   for (int j = 1; j < K; j++) if (lr[j] != lr[0]) return -1;
+  if (d->k->buffers_epoch && d->k->buffers_epoch() != d->graph_epoch) {   /* e.g. an evaluation grew a buffer */
+    graphs_free(d);
+    d->graph_epoch = d->k->buffers_epoch();
+  }
   int lru = 0;
   d->graph_clock++;
   for (int i = 0; i < 4; i++) {
@@ -124,7 +128,7 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
       train_state_step(d, ws, NULL, NULL, B, lr[j]);
     }
     if (gi >= 0) {
-      d->graphs[gi].g = k->graph_end();
+      d->graphs[gi].g = k->graph_end();   /* (no buffer grows while recording: an eager chunk ran first) */
       k->graph_launch(d->graphs[gi].g);
       d->graph_launches++;
     }
