@@ -60,6 +60,10 @@ for a in msgd nag adam asgd; do   # sgd, mvasgd: the same paths (t_train_residen
   if [ "$ne_g" = "$ne_c" ] && within "$r" 2e-2; then ok "$a: device vs CPU parameters apart $r of the distance moved (<= 2e-2)"
   else notok "$a: device vs CPU" "apart $r, evaluations $ne_g vs $ne_c"; fi
 done
+# msgd on the net with dropout: its chunks ran as graphs too (the masks drawn ahead into the chunk's
+# buffer), and gave the host-fed steps' bits (above)
+grep -q '"graph_chunks":[1-9]' "$T/gmsgd1.jsonl" && ok "msgd with dropout: chunks replayed as graphs ($(grep -o '"graph_chunks":[0-9]*' "$T/gmsgd1.jsonl"))" \
+  || notok "dropout net graphs" "$(grep -o '"graph_chunks":[0-9]*' "$T/gmsgd1.jsonl")"
 grep -q '"gpu":"host emulator' "$T/gmsgd1.jsonl" && grep -q '"resident_chunk":64' "$T/gmsgd1.jsonl" \
   && ok "the results name the (emulated) device and the resident chunk" || notok "config line" "$(head -c 400 "$T/gmsgd1.jsonl")"
 
@@ -69,7 +73,7 @@ for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d
 cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
   && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
 
-# resident chunks as CUDA graphs (sgd, msgd, nag, mvasgd, no dropout, one lr per chunk: captured after the first
+# resident chunks as CUDA graphs (sgd, msgd, nag, mvasgd, one lr per chunk: captured after the first
 # eager chunk, replayed): the same parameters and lines as eager chunks (PDL_TRAIN_GRAPH=0), with
 # chunks of several lengths (--eval-every 50 against 64-step epochs: 50, 14, 36, 28, ...), a warm-up
 # (lr changing every step: those chunks eager), and a checkpoint + resume across graph replays

@@ -264,6 +264,43 @@ static void xent_forward_acc(workspace_t *ws, const float *logits, int B, int C)
   ws->acc[1] += argmax_hits(ws->probs, ws->ylab, B, C);
 }
 
+/* A dropout layer's mask for a batch of n values: train, the layer's keep-or-drop draws from
+ * ws->rng (scaled by 1 / (1 - p)); else ones */
+static void fill_mask(workspace_t *ws, const layer_t *L, int train, float *m, size_t n) {
+  if (train && L->drop_p > 0) {
+    float keep = 1.0f / (1.0f - L->drop_p);
+    for (size_t j = 0; j < n; j++) m[j] = rng_uniform(&ws->rng) < L->drop_p ? 0.0f : keep;
+  } else {
+    for (size_t j = 0; j < n; j++) m[j] = 1.0f;
+  }
+}
+
+size_t net_mask_floats(const workspace_t *ws, int B) {
+  size_t n = 0;
+  for (int i = 0; i < ws->net->nlayers; i++)
+    if (ws->net->L[i].type == L_DROPOUT) n += (size_t)B * in_size(&ws->net->L[i]);
+  return n;
+}
+
+void net_draw_masks(workspace_t *ws, int B, float *m) {
+  for (int i = 0; i < ws->net->nlayers; i++) {
+    const layer_t *L = &ws->net->L[i];
+    if (L->type != L_DROPOUT) continue;
+    const size_t n = (size_t)B * in_size(L);
+    fill_mask(ws, L, 1, m, n);
+    m += n;
+  }
+}
+
+void net_masks_at(workspace_t *ws, int B, const float *base) {
+  for (int i = 0; i < ws->net->nlayers; i++) {
+    const layer_t *L = &ws->net->L[i];
+    if (L->type != L_DROPOUT) continue;
+    ws->mask_at[i] = base;
+    if (base) base += (size_t)B * in_size(L);
+  }
+}
+
 void net_gather(workspace_t *ws, const float *xs, const int *ys, const int *idx, int B) {
   const kernels_t *k = ws->k;
   SHAPE_ASSERT(B >= 1 && B <= ws->max_batch);
@@ -325,13 +362,9 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
     case L_ACT: k->act_forward(out, in, (size_t)B * in_size(L), L->slope); break;
     case L_DROPOUT: {
       size_t n = (size_t)B * in_size(L);
+      if (train && ws->mask_at[i]) { k->dropout_forward(out, in, ws->mask_at[i], n); break; }   /* drawn ahead */
       float *m = k->host_memory ? ws->mask[i] : ws->host;   /* drawn on the host */
-      if (train && L->drop_p > 0) {
-        float keep = 1.0f / (1.0f - L->drop_p);
-        for (size_t j = 0; j < n; j++) m[j] = rng_uniform(&ws->rng) < L->drop_p ? 0.0f : keep;
-      } else {
-        for (size_t j = 0; j < n; j++) m[j] = 1.0f;
-      }
+      fill_mask(ws, L, train, m, n);
       if (!k->host_memory) k->upload(ws->mask[i], m, n * sizeof(float));
       k->dropout_forward(out, in, ws->mask[i], n);
       break;
@@ -414,7 +447,9 @@ static void backward_pass(workspace_t *ws, float *params, float *grads, const in
       }
       if (din) k->act_backward(din, dout, out, (size_t)B * in_size(L), L->slope);
       break;
-    case L_DROPOUT: if (din) k->dropout_backward(din, dout, ws->mask[i], (size_t)B * in_size(L)); break;
+    case L_DROPOUT:
+      if (din) k->dropout_backward(din, dout, ws->mask_at[i] ? ws->mask_at[i] : ws->mask[i], (size_t)B * in_size(L));
+      break;
     }
     if (ws->prof) ws->prof[NET_MAX_LAYERS + i] += prof_now(k) - t0; /* i: the conv of a fused pair */
   }

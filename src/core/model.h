@@ -71,6 +71,9 @@ typedef struct {
   float *a[NET_MAX_LAYERS + 1];   /* a[i]: [max_batch][layer i input shape]; a[L] = logits */
   float *da[NET_MAX_LAYERS + 1];  /* gradients w.r.t. a[i] */
   float *mask[NET_MAX_LAYERS];    /* dropout masks */
+  const float *mask_at[NET_MAX_LAYERS]; /* a dropout layer's mask drawn ahead, in workspace memory, for
+                                   * the next training net_forward and its net_backward (net_masks_at);
+                                   * NULL: net_forward draws it into mask[] */
   uint8_t *pidx[NET_MAX_LAYERS];  /* conv l followed by act + 2x2 pool: [max_batch][pooled shape] window
                                    * argmax of the fused kernel (cpu_conv_act_pool_*), else NULL */
   float *keep[NET_MAX_LAYERS];    /* conv l: its keep for the fused entries (k->conv_keep_floats), or NULL */
@@ -113,6 +116,14 @@ double net_forward(workspace_t *ws, const float *params, const float *x, const i
  * idx in workspace memory too) into ws->a[0] and ws->ylab, queued (k->gather, or memcpy on a host
  * backend): then net_forward(ws, params, NULL, NULL, ...). */
 void net_gather(workspace_t *ws, const float *xs, const int *ys, const int *idx, int B);
+/* Dropout masks drawn ahead (a chunk of resident steps: one upload for all of them): the floats of
+ * one training step's masks at batch B (0 without dropout); net_draw_masks draws them into m
+ * (host memory), exactly the draws a training net_forward would make from ws->rng, layer after
+ * layer; net_masks_at points the next training step's layers at them in workspace memory (base, as
+ * net_draw_masks laid them out; NULL: drawn by net_forward again). */
+size_t net_mask_floats(const workspace_t *ws, int B);
+void net_draw_masks(workspace_t *ws, int B, float *m);
+void net_masks_at(workspace_t *ws, int B, const float *base);
 /* Backward after net_forward(train=1) on the same batch: grads += scale * d(sum loss)/d params. */
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale);
 

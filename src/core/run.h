@@ -140,8 +140,9 @@ void resident_set_free(resident_set_t *s);
  * and the K mean losses come back into loss[] together after the K steps. On a device backend the
  * K steps' only waits are one upload (the indices) and that one read back, instead of three per
  * step. The same parameters and losses, bit for bit, as K train_state_step calls on those batches.
- * Where the backend has CUDA graphs, the optimizer is sgd, msgd, nag or mvasgd (their steps' only
- * per-step argument is the lr), the net has no dropout (masks come from the host) and lr is one value
+ * The steps' dropout masks are drawn ahead on the host (net_draw_masks: the same draws) and come in
+ * the same upload. Where the backend has CUDA graphs, the optimizer is sgd, msgd, nag or mvasgd
+ * (their steps' only per-step argument is the lr) and lr is one value
  * over the chunk, the K steps are captured once as one graph (after a first eager chunk) and
  * replayed by later chunks of the same K and lr: one launch per chunk, the same bits.
  * PDL_TRAIN_GRAPH=0 turns that off. */

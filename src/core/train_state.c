@@ -67,8 +67,8 @@ void resident_set_free(resident_set_t *s) {
 }
 
 /* train_state_steps' graph for this chunk: the slot of d->graphs holding (or to hold, empty) it,
- * or -1 to run the chunk eagerly (no graphs, not warm yet, Adam or ASGD, dropout, lr varying in
- * the chunk, PDL_TRAIN_GRAPH=0) */
+ * or -1 to run the chunk eagerly (no graphs, not warm yet, Adam or ASGD, lr varying in the chunk,
+ * PDL_TRAIN_GRAPH=0). Dropout masks are drawn ahead into the chunk's buffer, so a graph replays them. */
 static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const float *lr) {
   const char *e = getenv("PDL_TRAIN_GRAPH");
   if (!d->k->graph_begin || !d->warm || (e && !strcmp(e, "0"))) return -1;
@@ -76,7 +76,6 @@ static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const floa
    * 1/t rate change every step); MVASGD's first-step copy of the average is behind us (warm) */
   const opt_kind_t kind = d->o->kind;
   if (kind != OPT_SGD && kind != OPT_MSGD && kind != OPT_NAG && kind != OPT_MVASGD) return -1;
-  for (int i = 0; i < ws->net->nlayers; i++) if (ws->net->L[i].type == L_DROPOUT) return -1;
   for (int j = 1; j < K; j++) if (lr[j] != lr[0]) return -1;
   if (d->k->buffers_epoch && d->k->buffers_epoch() != d->graph_epoch) {   /* e.g. an evaluation grew a buffer */
     graphs_free(d);
@@ -102,8 +101,9 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
   const kernels_t *k = d->k;
   SHAPE_ASSERT(K >= 1 && B >= 1 && s->k == k);
   /* one buffer: the K steps' accumulators (3 doubles each: loss sum, hits, bad labels), zeroed,
-   * then the K B indices; uploaded with one copy */
-  const size_t slots = (size_t)K * 3 * sizeof(double), bytes = slots + (size_t)K * B * sizeof(int);
+   * the K B indices, and the K steps' dropout masks drawn ahead; uploaded with one copy */
+  const size_t mf = net_mask_floats(ws, B), slots = (size_t)K * 3 * sizeof(double);
+  const size_t ib = (size_t)K * B * sizeof(int), bytes = slots + ib + (size_t)K * mf * sizeof(float);
   if (bytes > d->chunk_bytes) {
     graphs_free(d);   /* they hold the old buffer's addresses */
     if (d->chunk) k->release(d->chunk);
@@ -112,7 +112,8 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
   }
   char *h = d->chunk_host, *dv = d->chunk;
   memset(h, 0, slots);
-  memcpy(h + slots, idx, (size_t)K * B * sizeof(int));
+  memcpy(h + slots, idx, ib);
+  for (int j = 0; j < K; j++) net_draw_masks(ws, B, (float *)(h + slots + ib) + (size_t)j * mf);
   k->upload(dv, h, bytes);
   double *const acc0 = ws->acc;
   const int gi = graph_slot(d, ws, K, lr);   /* -1: eager */
@@ -125,8 +126,10 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
     for (int j = 0; j < K; j++) {
       net_gather(ws, s->x, s->y, (const int *)(dv + slots) + (size_t)j * B, B);
       ws->acc = (double *)dv + 3 * (size_t)j;
+      if (mf) net_masks_at(ws, B, (const float *)(dv + slots + ib) + (size_t)j * mf);
       train_state_step(d, ws, NULL, NULL, B, lr[j]);
     }
+    if (mf) net_masks_at(ws, B, NULL);
     if (gi >= 0) {
       d->graphs[gi].g = k->graph_end();   /* (no buffer grows while recording: an eager chunk ran first) */
       k->graph_launch(d->graphs[gi].g);
