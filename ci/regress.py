@@ -5,6 +5,7 @@ Reads the measurements the probes wrote (JSON lines, see ci/README.md):
   {"metric": NAME, "value": V}              one sample; a name seen several times -> median
   {"skip": NAME, "reason": R}               NAME cannot be measured on this machine (e.g. no GPU)
   {"pending": NAME, "reason": R}            the feature is not in this build yet
+  {"note": NAME, "text": T}                 how NAME was measured (shown if NAME fails)
   {"probe": P, "error": E}                  probe P failed to run
 and the baselines (ci/baselines/*.json: a JSON list of records name, value, tolerance, direction,
 unit, why [, kind]). tolerance is a number in the metric's unit, or a string "N%" of the baseline
@@ -92,6 +93,9 @@ def tol_abs(r, base):
     die("%s: tolerance %r is neither a number >= 0 nor 'N%%'" % (r["name"], t))
 
 
+notes = {}   # metric -> how it was measured (a probe's `note`), printed with its failure
+
+
 def load_measured(path):
     samples, skips, pend, errors = {}, {}, {}, []
     for ln, line in enumerate(open(path), 1):
@@ -112,6 +116,8 @@ def load_measured(path):
             skips[o["skip"]] = o.get("reason", "")
         elif "pending" in o:
             pend[o["pending"]] = o.get("reason", "")
+        elif "note" in o:
+            notes[o["note"]] = o.get("text", "")
         elif "probe" in o:
             errors.append(("probe " + o["probe"], o.get("error", "failed")))
     return samples, skips, pend, errors
@@ -358,6 +364,8 @@ def main():
     for n, r in recs.items():
         if n in samples:
             v, failed, now, delta, note = judge(r, samples[n])
+            if n in notes:
+                note += " (measured: %s)" % notes[n]
             vals = samples[n]
             rng = " [%s..%s n=%d]" % (fmt(min(vals)), fmt(max(vals)), len(vals)) if len(vals) > 1 else ""
             nows, nowf = fmt(now) + rng, fmt_full(now) + rng
@@ -409,6 +417,9 @@ def main():
     for v, _ in results.values():
         counts[v] = counts.get(v, 0) + 1
     print()
+    for n in sorted(skips):
+        if n in recs and n not in samples and skips[n]:
+            print("skip %s: %s" % (n, skips[n]))
     for _, t in fails:
         print(t)
     ok = not fails

@@ -112,6 +112,8 @@ jnum() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.10g" %
 jrec() { python3 -c 'import json,sys; a=sys.argv[1:]; print(json.dumps(dict(zip(a[::2], a[1::2]))))' "$@" >> "$MEAS"; }
 # skip NAME REASON: NAME cannot be measured on this machine (e.g. no CUDA device); not a failure.
 skip() { jrec skip "$1" reason "$2"; }
+# note NAME TEXT: how NAME was measured (e.g. the load on the machine), shown when NAME fails.
+note() { jrec note "$1" text "$2"; }
 # pending NAME REASON: the feature is not in this build yet; passes only while the baseline
 # value is null (never recorded), fails once a value was recorded.
 pending() { jrec pending "$1" reason "$2"; }

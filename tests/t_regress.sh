@@ -20,6 +20,7 @@ cat > "$T/probes/fake.sh" <<'EOF'
 probe_fake() { local n v; while read -r n v; do metric "$n" "$v"; done < "$FAKE_VALUES"; }
 probe_fake_extra() {
   [ -z "${FAKE_SKIP:-}" ] || skip t.gpu "no CUDA device"
+  note t.ratio "run 1: 0.85, other load 0%"
   [ -z "${FAKE_PENDING:-}" ] || pending "$FAKE_PENDING" "feature not built"
   [ -z "${FAKE_FAIL:-}" ] || { echo "fake probe breaks"; false; }
   true
@@ -56,8 +57,11 @@ check "skip (no device) and pending (value null) do not fail" 0 'pending'
 check "summary line says PASS" 0 '^regress: 6 metrics: .*PASS'
 [ "$(wc -l < "$REGRESS_HISTORY")" = 1 ] && python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["figures"]["t.ratio"] == 0.93 and d["ok"] and d["commit"] and d["host"]' "$REGRESS_HISTORY" \
   && ok "history line appended with commit, host and figures" || notok "history" "$(cat "$REGRESS_HISTORY")"
+values "t.ratio 0.93" "t.exact 7" "t.float 0.123456789" "t.loss 0.5"; gate
+check "a skipped metric (not measured) prints its reason" 0 '^skip t\.gpu: no CUDA device'
 
 values "t.ratio 0.85" "${ALL[@]}"; gate
+check "a failure shows the probe's note on how it was measured" 1 'FAIL t\.ratio: .*\(measured: run 1: 0\.85, other load 0%\)'
 check "ratio 15% below a 10% tolerance fails naming the metric" 1 '^FAIL t\.ratio: REGRESSED: baseline 1, now 0\.85'
 values "t.ratio 1.5" "${ALL[@]}"; gate
 check "a ratio far above the baseline passes as improved" 0 '^t\.ratio .*\| improved'

@@ -29,6 +29,8 @@
 #define INV_MAX_N 8192
 #define INV_MAX_REPS 100
 #define INV_REP_S 0.05 /* least duration of one timed repeat */
+#define INV_BUSY 0.10  /* steal + other load (fractions of all CPUs) above which the timing is flagged */
+#define INV_CORES 0.85 /* ... and the control's cores as a fraction of T under which it is */
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -56,7 +58,12 @@ static void usage(FILE *f) {
 "speedup_1t (ref_s / fast1_s), ref_best_s, fast1_best_s, fast_best_s, speedup_best\n"
 "(ref_best_s / fast_best_s), speedup_1t_best, fast_max_err (||X - Xref||_max / ||Xref||_max of\n"
 "the T-thread result against the reference), fast_resid (||A X - I||_max / (||A||_max ||X||_max)), cuda_max_err,\n"
-"cuda_resid, and the run's metadata (git revision, host, cpu, isa).\n"
+"cuda_resid, steal and other_load (fractions of all CPUs' time, while the CPU variants were timed,\n"
+"that the hypervisor gave to another guest and that other processes used; -1 when /proc/stat\n"
+"is unreadable), cores (T x the 1-thread time / the T-thread time of a control loop of\n"
+"independent vector multiply-adds timed in the same alternation: the cores the run really had,\n"
+"T when they were free; a warning on stderr when under 0.85 T or when steal + other_load is\n"
+"over 10%%), and the run's metadata (git revision, host, cpu, isa).\n"
 "\n"
 "exit status: 0 ok, 1 an inversion failed, 2 bad flags\n", INV_MAX_N, INV_MAX_SIZES, INV_MAX_REPS);
 }
@@ -129,6 +136,30 @@ static void time_interleaved(inv_timer_t *t, int k, const float *a, int n, int r
       progress("n=%d repeat %d/%d: %s", n, r + 1, reps, t[i].what);
       timer_repeat(&t[i], a, n, r);
     }
+}
+
+/* The machine's control: every thread of the team runs the same fixed amount of independent
+ * vector multiply-adds (no memory traffic, nothing shared), so T threads take as long as one when
+ * T cores are free. T * t(1 thread) / t(T threads) is the number of cores the run actually had:
+ * T on a quiet machine, towards 1 when the vCPUs share cores with other work that this guest does
+ * not see as its own load (another guest on the sibling hyperthread, or steal). n scales it. */
+static volatile float g_ctrl_sink;
+static int ctrl_spin(float *x, const float *a, int n, float *s) {
+  (void)x; (void)a; (void)s;
+  const long iters = (long)n * 256;
+#pragma omp parallel num_threads(cpu_get_threads())
+  {
+    float v[128];
+    for (int k = 0; k < 128; k++) v[k] = (float)k;
+    for (long i = 0; i < iters; i++) {
+#pragma omp simd
+      for (int k = 0; k < 128; k++) v[k] = v[k] * 0.999f + 0.5f;
+    }
+    float acc = 0;
+    for (int k = 0; k < 128; k++) acc += v[k];
+    g_ctrl_sink = acc;
+  }
+  return 0;
 }
 
 /* ||x - ref||_max / ||ref||_max */
@@ -225,10 +256,21 @@ int cmd_inverse(int argc, char **argv) {
     xfree(ad);
     float *s = xmalloc((cpu_spd_inverse_scratch_floats(n) + 1) * sizeof *s);
     /* fast on T threads last: x holds its result for the errors below */
-    inv_timer_t tm[3] = {{.what = "ref", .fn = ref_spd_inverse, .x = ref, .threads = 1},
+    inv_timer_t tm[5] = {{.what = "ref", .fn = ref_spd_inverse, .x = ref, .threads = 1},
                          {.what = "fast, 1 thread", .fn = cpu_spd_inverse, .x = x, .s = s, .threads = 1},
-                         {.what = "fast", .fn = cpu_spd_inverse, .x = x, .s = s, .threads = T}};
-    time_interleaved(tm, 3, a, n, reps);
+                         {.what = "fast", .fn = cpu_spd_inverse, .x = x, .s = s, .threads = T},
+                         {.what = "control, 1 thread", .fn = ctrl_spin, .threads = 1},
+                         {.what = "control", .fn = ctrl_spin, .threads = T}};
+    host_load_t load;
+    host_load_begin(&load);
+    time_interleaved(tm, 5, a, n, reps);
+    double steal, other;
+    host_load_end(&load, &steal, &other);
+    const double cores = T * vmin(tm[3].v, reps) / vmin(tm[4].v, reps);
+    if (steal + other > INV_BUSY || (T > 1 && cores < INV_CORES * T))
+      fprintf(stderr, "inverse: n=%d: the machine was busy while timing: steal %.0f%%, other processes %.0f%% of "
+              "all CPUs, and the control loop found %.2f of %d cores; the T-thread figures are those of a shared "
+              "machine\n", n, 100 * steal, 100 * other, cores, T);
     const double ref_s = median(tm[0].v, reps), fast1_s = median(tm[1].v, reps), fast_s = median(tm[2].v, reps);
     const double ref_b = vmin(tm[0].v, reps), fast1_b = vmin(tm[1].v, reps), fast_b = vmin(tm[2].v, reps);
     progress("n=%d: errors", n);
@@ -266,6 +308,9 @@ int cmd_inverse(int argc, char **argv) {
     json_num(&j, "speedup_1t_best", ref_b / fast1_b);
     json_num(&j, "fast_max_err", err);
     json_num(&j, "fast_resid", res);
+    json_num(&j, "steal", steal);
+    json_num(&j, "other_load", other);
+    json_num(&j, "cores", cores);
     if (have_cuda) { json_num(&j, "cuda_max_err", cuda_err); json_num(&j, "cuda_resid", cuda_res); }
     else { json_raw(&j, "cuda_max_err", "null"); json_raw(&j, "cuda_resid", "null"); }
     json_str(&j, "ref", "LAPACKE dpotrf+dpotri, double, 1 thread");

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,40 @@ void host_copy(void *dst, const void *src, size_t bytes) { if (bytes) memcpy(dst
 double now_s(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* /proc/stat's aggregate cpu line in clock ticks (total, busy, steal) and this process's CPU time
+ * in the same ticks; 0 when /proc/stat cannot be read. */
+static int host_load_read(host_load_t *l) {
+  unsigned long long v[8] = {0};
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return 0;
+  const int k = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                       &v[6], &v[7]);
+  fclose(f);
+  if (k < 4) return 0;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  const double hz = (double)sysconf(_SC_CLK_TCK) > 0 ? (double)sysconf(_SC_CLK_TCK) : 100.0;
+  l->total = (double)(v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]);
+  l->busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]); /* user nice system irq softirq */
+  l->steal = (double)v[7];
+  l->own = hz * ((double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+                 1e-6 * (double)ru.ru_stime.tv_usec);
+  return 1;
+}
+
+void host_load_begin(host_load_t *l) {
+  if (!host_load_read(l)) l->total = -1;
+}
+
+void host_load_end(const host_load_t *l, double *steal, double *other) {
+  host_load_t e;
+  *steal = *other = -1;
+  if (l->total < 0 || !host_load_read(&e) || e.total <= l->total) return;
+  const double dt = e.total - l->total, o = (e.busy - l->busy) - (e.own - l->own);
+  *steal = (e.steal - l->steal) / dt;
+  *other = o > 0 ? o / dt : 0;
 }
 
 int cmp_double(const void *a, const void *b) {

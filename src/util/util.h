@@ -28,6 +28,15 @@ void host_release(void *p);
 void host_copy(void *dst, const void *src, size_t bytes);
 
 double now_s(void);                     /* monotonic seconds */
+
+/* What else the machine did while this process was timing something: host_load_begin, then
+ * host_load_end gives, as fractions of all CPUs' capacity over the interval (from /proc/stat and
+ * getrusage), steal (time the hypervisor gave this VM's vCPUs to someone else) and other (busy
+ * time of other processes). Both -1 where /proc/stat cannot be read. A timing figure taken with
+ * steal + other well above 0 measured a shared machine, not the code. */
+typedef struct { double total, busy, steal, own; } host_load_t;
+void host_load_begin(host_load_t *l);
+void host_load_end(const host_load_t *l, double *steal, double *other);
 double median(double *v, int n);        /* sorts v in place */
 int cmp_double(const void *a, const void *b);
 
