@@ -10,7 +10,9 @@
 #   - a checkpoint after epoch 1 and --resume on the device = the uninterrupted device run;
 #   - resident chunks replayed as CUDA graphs (the emulator records and replays them) = eager chunks;
 #   - --algo ssgd on the device: at one rank nag's steps, at 2 ranks NCCL (the stand-in over MPI)
-#     on the device's buffers = --coll mpi staged through the host, near the CPU, resumable.
+#     on the device's buffers = --coll mpi staged through the host, near the CPU, resumable;
+#   - --algo kfac-dist on the device at 2 ranks: NCCL = MPI staged = reduce-scatterv, near the
+#     CPU's K-FAC, resumable.
 # (pdl speed is left out: its SGEMM roofline alone takes a minute on the emulator.)
 # On a GPU machine CUDA_PDL=bin/pdl runs it all on the real device (ci/device/check.sh CHECKS=resident):
 # the same bit-for-bit pairs (deterministic algorithms, pinned conv path); --coll nccl at 2 ranks
@@ -139,4 +141,34 @@ PDL_DUMP_PARAMS="$T/ssres" MPIRUN -np 2 "$EMU" train --device cuda "${S[@]}" --c
   > /dev/null 2>&1
 cmp -s "$T/ssres" "$T/ss2$c1" && ok "ssgd on the devices at 2 ranks: checkpoint after epoch 1 + --resume = uninterrupted" \
   || notok "ssgd device checkpoint/resume" "final parameters differ"
+
+# kfac-dist on the devices (issue 35 G: bundles, factors by cuBLAS, cuSOLVER inversions, ΔW on the
+# device, kfac/kfac_dev.c) at 2 ranks: --kfac-comm allreduce with NCCL (the stand-in) on the
+# device's buffers = the same staged through the host on --coll mpi = --kfac-comm reduce-scatterv
+# (staged: NCCL has no Scatterv), bit for bit (a sum of two); against the CPU's 2-rank run (kfac.c:
+# ssyrk factors, the fast float inverse) within the bound above; a checkpoint after epoch 1 +
+# --resume (the owners' running factors and held inverses downloaded and uploaded) = the
+# uninterrupted run
+K=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 8 --threads 1 --quiet --epochs 2
+   --lr 0.02 --algo kfac-dist --kfac-stat-decay 0.9 --kfac-inv-every 3)   # running factors, inverses held across updates
+for v in "nccl allreduce" "mpi allreduce" "mpi reduce-scatterv"; do
+  set -- $v
+  [ "$1" = nccl ] && [ "$NGPU" -lt 2 ] && [ -n "${CUDA_PDL:-}" ] && continue
+  PDL_DUMP_PARAMS="$T/kf$1$2" MPIRUN -np 2 "$EMU" train --device cuda "${K[@]}" --coll $1 --kfac-comm $2 \
+    --results "$T/kf$1$2.jsonl" > "$T/kf$1$2.out" 2>&1 || notok "kfac-dist --device cuda --coll $1 --kfac-comm $2" "$(tail -2 "$T/kf$1$2.out")"
+done
+PDL_DUMP_PARAMS="$T/kfcpu" MPIRUN -np 2 "$PDL" train "${K[@]}" --kfac-comm allreduce > /dev/null 2>&1
+{ [ -n "${CUDA_PDL:-}" ] && [ "$NGPU" -lt 2 ] || cmp -s "$T/kfncclallreduce" "$T/kfmpiallreduce"; } \
+  && cmp -s "$T/kfmpiallreduce" "$T/kfmpireduce-scatterv" && grep -q '"kfac_on":"cuda"' "$T/kfmpiallreduce.jsonl" \
+  && ok "kfac-dist --device cuda at 2 ranks: NCCL allreduce = MPI staged = reduce-scatterv staged (bit for bit)" \
+  || notok "kfac-dist devices: collectives" "parameters differ (or kfac_on not cuda)"
+r=$(apart "$T/kfmpiallreduce" "$T/kfcpu" "$T/w0")
+within "$r" 2e-2 && ok "kfac-dist at 2 ranks: devices vs CPU parameters apart $r of the distance moved (<= 2e-2)" \
+  || notok "kfac-dist devices vs CPU" "apart $r"
+MPIRUN -np 2 "$EMU" train --device cuda "${K[@]}" --coll mpi --kfac-comm allreduce --epochs 1 --checkpoint "$T/kfck" \
+  > /dev/null 2>&1
+PDL_DUMP_PARAMS="$T/kfres" MPIRUN -np 2 "$EMU" train --device cuda "${K[@]}" --coll mpi --kfac-comm allreduce \
+  --checkpoint "$T/kfck" --resume > /dev/null 2>&1
+cmp -s "$T/kfres" "$T/kfmpiallreduce" && ok "kfac-dist on the devices: checkpoint after epoch 1 + --resume = uninterrupted" \
+  || notok "kfac-dist device checkpoint/resume" "final parameters differ"
 finish

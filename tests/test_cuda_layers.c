@@ -24,7 +24,7 @@
 #define CUDA_TESTS(X) \
   X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
   X(test_fc) X(test_maxpool) \
-  X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads)
+  X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads) X(test_dense_la)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -588,6 +588,87 @@ static void test_threads(void) {
   }
 }
 
+/* kernels_t's dense linear algebra for K-FAC on the device (issue 35 G): cuda_gemm in its four
+ * transpose cases against a double oracle within the dot-product bound (K up to 1568 = 32 images of
+ * 7 x 7 positions, a conv factor's inner dimension at batch 32), with beta 0 and 1 and row strides
+ * wider than the rows; cuda_im2col_batch, cuda_copy2d (with a source stride of 0) and cuda_axpby
+ * (strides, incx 0, a == 0 never reading a NaN in y) exactly. */
+static void check_gemm(int ta, int tb, int M, int N, int K, float alpha, float beta) {
+  const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 1;
+  const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+  float *a = hnew(na), *b = hnew(nb), *c = hnew(nc), *ref = hnew(nc), *absref = hnew(nc), *got = hnew(nc);
+  fill(a, na, -1, 1); fill(b, nb, -1, 1); fill(c, nc, -1, 1);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double sum = 0, sabs = 0;
+      for (int k = 0; k < K; k++) {
+        const double x = ta ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k], y = tb ? b[(size_t)j * ldb + k] : b[(size_t)k * ldb + j];
+        sum += x * y; sabs += fabs(x * y);
+      }
+      const size_t o = (size_t)i * ldc + j;
+      ref[o] = (float)(alpha * sum + beta * (double)c[o]);
+      absref[o] = (float)(fabs(alpha) * sabs + fabs(beta * (double)c[o]));
+    }
+  for (int i = 0; i < M; i++) for (int j = N; j < ldc; j++) ref[(size_t)i * ldc + j] = absref[(size_t)i * ldc + j] = c[(size_t)i * ldc + j];
+  float *da = dnew(a, na), *db = dnew(b, nb), *dc = dnew(c, nc);
+  cuda_gemm(ta, tb, M, N, K, alpha, da, lda, db, ldb, beta, dc, ldc);
+  dget(got, dc, nc);
+  char what[96];
+  snprintf(what, sizeof what, "gemm ta=%d tb=%d %dx%dx%d beta %g", ta, tb, M, N, K, beta);
+  EXPECT_DOT(got, ref, absref, nc, K + 1, "gemm");
+  for (int i = 0; i < M; i++)   /* the padding between rows untouched */
+    for (int j = N; j < ldc; j++) EXPECT_MSG(got[(size_t)i * ldc + j] == c[(size_t)i * ldc + j], "%s: wrote outside C", what);
+  cuda_free(da); cuda_free(db); cuda_free(dc);
+  free(a); free(b); free(c); free(ref); free(absref); free(got);
+}
+static void test_dense_la(void) {
+  NEED_GPU();
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++) { check_gemm(ta, tb, 37, 29, 301, 0.5f, 0.0f); check_gemm(ta, tb, 33, 33, 1568, 1.0f / 32, 1.0f); }
+  /* im2col of 3 images 2 x 6 x 5, k 3, pad 1: col [2*9][3*30] */
+  const int B = 3, C = 2, H = 6, W = 5, k = 3, pad = 1, Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1, T = Ho * Wo;
+  const size_t nin = (size_t)B * C * H * W, ncol = (size_t)C * k * k * B * T;
+  float *in = hnew(nin), *col = hnew(ncol), *want = hnew(ncol);
+  fill(in, nin, -1, 1);
+  for (int c = 0; c < C; c++) for (int kh = 0; kh < k; kh++) for (int kw = 0; kw < k; kw++)
+    for (int b = 0; b < B; b++) for (int ho = 0; ho < Ho; ho++) for (int wo = 0; wo < Wo; wo++) {
+      const int h = ho + kh - pad, x = wo + kw - pad;
+      want[((size_t)(c * k + kh) * k + kw) * B * T + (size_t)b * T + ho * Wo + wo] =
+        h >= 0 && h < H && x >= 0 && x < W ? in[(((size_t)b * C + c) * H + h) * W + x] : 0.0f;
+    }
+  float *din = dnew(in, nin), *dcol = dnew(col, ncol);
+  cuda_im2col_batch(dcol, din, B, C, H, W, k, pad);
+  dget(col, dcol, ncol);
+  EXPECT_SAME(col, want, ncol, "im2col of a batch");
+  /* copy2d: a 5 x 4 block out of rows of 9 into rows of 6; then one value into a column (lds 0) */
+  float src[45], dst[30], dwant[30];
+  fill(src, 45, -1, 1);
+  for (int i = 0; i < 30; i++) dst[i] = dwant[i] = (float)i;
+  for (int r = 0; r < 5; r++) for (int c = 0; c < 4; c++) dwant[r * 6 + c] = src[r * 9 + 1 + c];
+  for (int r = 0; r < 5; r++) dwant[r * 6 + 5] = src[7];
+  float *ds = dnew(src, 45), *dd = dnew(dst, 30);
+  cuda_copy2d(dd, 6, ds + 1, 9, 5, 4);
+  cuda_copy2d(dd + 5, 6, ds + 7, 0, 5, 1);
+  dget(dst, dd, 30);
+  EXPECT_SAME(dst, dwant, 30, "copy2d");
+  /* axpby: y every 3rd of 12 (a NaN among them with a == 0), x one value (incx 0); then a, b general */
+  float y[12], x[4], yw[12];
+  fill(y, 12, -1, 1); fill(x, 4, -1, 1);
+  y[3] = NAN;
+  memcpy(yw, y, sizeof y);
+  for (int i = 0; i < 4; i++) yw[i * 3] = 0.0f + 0.75f * x[0];
+  float *dy = dnew(y, 12), *dx = dnew(x, 4);
+  cuda_axpby(dy, 3, dx, 0, 4, 0.0f, 0.75f);
+  dget(y, dy, 12);
+  EXPECT_SAME(y, yw, 12, "axpby with a = 0 (y not read: the NaN is gone), incx 0");
+  for (int i = 0; i < 4; i++) { volatile float u = -1.5f * yw[i * 3], v = 0.3f * x[i]; yw[i * 3] = u + v; }
+  cuda_axpby(dy, 3, dx, 1, 4, -1.5f, 0.3f);
+  dget(y, dy, 12);
+  EXPECT_SAME(y, yw, 12, "axpby, each product and the sum rounded on its own");
+  cuda_free(din); cuda_free(dcol); cuda_free(ds); cuda_free(dd); cuda_free(dy); cuda_free(dx);
+  free(in); free(col); free(want);
+}
+
 #else /* built without CUDA */
 #define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 CUDA_TESTS(DEFINE_SKIP)
@@ -613,6 +694,7 @@ int main(void) {
   RUN(test_dropout);
   RUN(test_softmax_xent);
   RUN(test_threads);
+  RUN(test_dense_la);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

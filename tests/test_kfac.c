@@ -296,7 +296,49 @@ static void test_factor_precision_realistic(void) {
   kfac_free(&k); fix_free(&f);
 }
 
+/* kfac_dev.c's path (issue 35 G: what kfac-dist --device runs on a GPU) with the CPU backend's
+ * table, at the realistic sizes above (B = 128; conv A 289 x 289 over 12544 columns, fc A 1569 x
+ * 1569): its factors against the float64 oracle within 2x of one ssyrk's error (the device path
+ * forms them as full GEMMs over all the columns, and the fc bias row as a GEMM column), and the
+ * owner's ΔW (fast float inverse on both sides) against kfac.c's within 5e-4 of its largest
+ * element (measured 1e-6..1e-5: both are the damped solve of the same factors in float). */
+static void test_device_path_cpu_table(void) {
+  const int B = 128;
+  fix_t f; fix_init(&f, "leaky C32 C32 P P F64 S10", 1, 28, 28, B, 17);
+  kfac_cfg_t cfg = {1e-3f, 0, 1, KFAC_INV_FAST};
+  kfac_t k, kd; kfac_init(&k, &f.net, &cfg, 1); kfac_init(&kd, &f.net, &cfg, 1);
+  int all[NET_MAX_LAYERS]; for (int l = 0; l < k.nl; l++) all[l] = 1;
+  kfac_own(&kd, all);
+  kfac_on_device(&kd, &kernels_cpu, B);
+  for (int l = 0; l < k.nl; l++) {
+    const kfac_layer_t *K = &k.L[l];
+    const int da = K->da, dg = K->dg;
+    float *b0 = xmalloc(K->bundle * sizeof(float)), *b1 = xmalloc(K->bundle * sizeof(float));
+    kfac_bundle(&k, l, &f.ws, B, f.s, f.g, b0);
+    kfac_bundle_dev(&kd, l, &f.ws, B, f.s, f.g, b1);
+    double gw = 0;
+    for (size_t i = 0; i < (size_t)dg * da; i++) gw = fmax(gw, fabs((double)b0[i] - b1[i]));
+    EXPECT_MSG(gw == 0, "layer %d: Gw differs (%.3g): it is a copy", l, gw);
+    const float *A0 = b0 + (size_t)dg * da, *G0 = A0 + (size_t)da * da, *A1 = b1 + (size_t)dg * da, *G1 = A1 + (size_t)da * da;
+    double ea = 0, eg = 0, sa = 0, sg = 0;
+    for (size_t i = 0; i < (size_t)da * da; i++) { ea = fmax(ea, fabs((double)A0[i] - A1[i])); sa = fmax(sa, fabs((double)A0[i])); }
+    for (size_t i = 0; i < (size_t)dg * dg; i++) { eg = fmax(eg, fabs((double)G0[i] - G1[i])); sg = fmax(sg, fabs((double)G0[i])); }
+    float *w0 = xmalloc((size_t)dg * da * sizeof(float)), *w1 = xmalloc((size_t)dg * da * sizeof(float));
+    const int i0 = kfac_owner_update(&k, l, b0, 0, w0), i1 = kfac_owner_update_dev(&kd, l, b1, 0, w1);
+    double ew = 0, sw = 0;
+    for (size_t i = 0; i < (size_t)dg * da; i++) { ew = fmax(ew, fabs((double)w0[i] - w1[i])); sw = fmax(sw, fabs((double)w0[i])); }
+    printf("  # layer %d (%s %dx%d): A max diff %.3g of %.3g, G %.3g of %.3g, dW %.3g of %.3g\n", l,
+           K->conv ? "conv" : "fc", da, dg, ea, sa, eg, sg, ew, sw);
+    EXPECT_MSG(i0 == 0 && i1 == 0, "layer %d: inversions failed (%d, %d)", l, i0, i1);
+    EXPECT_MSG(ea <= 1e-5 * sa && eg <= 1e-5 * sg, "layer %d: factors differ by %.3g / %.3g (relative)", l, ea / sa, eg / sg);
+    EXPECT_MSG(ew <= 5e-4 * sw, "layer %d: dW differs by %.3g of %.3g", l, ew, sw);
+    xfree(b0); xfree(b1); xfree(w0); xfree(w1);
+  }
+  kfac_free(&k); kfac_free(&kd); fix_free(&f);
+}
+
 int main(void) {
+  RUN(test_device_path_cpu_table);
   RUN(test_factors_fc);
   RUN(test_factors_conv);
   RUN(test_rank1_kronecker);

@@ -17,9 +17,10 @@
 # CHECKS=bench: bench/gpu/run.sh (make bench-gpu) with the bundle's pdl, its results under $OUT/results.
 # CHECKS="tests train nccl seam resident kfac inverse speed san" (the default: all but profile, resume, bench) picks a
 # subset; SAN_TOOLS, SAN_TESTS, SAN_TIMEOUT and SPEED_BATCHES narrow those parts. seam: pdl train --algo
-# ssgd (also with --device cuda) and kfac-dist on --coll nccl == --coll mpi at 1 rank, bit for bit (Open
+# ssgd and kfac-dist (both also with --device cuda) on --coll nccl == --coll mpi at 1 rank, bit for bit (Open
 # MPI from the bundle). resident: tests/t_cuda_emu_pdl.sh with the bundle's pdl on the real device (pdl
-# train --device cuda resident = host-fed, against the CPU, resume; ssgd --device cuda = nag).
+# train --device cuda resident = host-fed, against the CPU, resume; ssgd --device cuda = nag; kfac-dist
+# --device cuda near the CPU, resumable).
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
 set -u
@@ -95,11 +96,13 @@ if want seam; then # the collective seam on a real GPU: training on --coll nccl 
     PDL_DUMP_PARAMS=/tmp/seam-kf-$c.bin step seam_kfac_$c mpirun -np 1 $PDL train "${S[@]}" --algo kfac-dist --lr 0.01 \
       --batch 16 --steps 12 --kfac-inverse cuda --coll $c
   done
-  for c in mpi nccl; do   # ssgd with --device cuda (issue 35 G): NCCL on the compute stream vs MPI staged
+  for c in mpi nccl; do   # ssgd and kfac-dist with --device cuda (issue 35 G): NCCL on the compute stream vs MPI staged
     PDL_DUMP_PARAMS=/tmp/seam-sd-$c.bin step seam_ssgd_dev_$c mpirun -np 1 $PDL train "${S[@]}" --algo ssgd --lr 0.02 \
       --momentum 0.9 --batch 32 --steps 24 --coll $c --device cuda
+    PDL_DUMP_PARAMS=/tmp/seam-kd-$c.bin step seam_kfac_dev_$c mpirun -np 1 $PDL train "${S[@]}" --algo kfac-dist --lr 0.01 \
+      --batch 16 --steps 12 --kfac-comm allreduce --coll $c --device cuda
   done
-  for a in ss kf sd; do
+  for a in ss kf sd kd; do
     if cmp -s /tmp/seam-$a-mpi.bin /tmp/seam-$a-nccl.bin; then SUM+=("seam $a: --coll nccl == --coll mpi at 1 rank, bit for bit")
     else SUM+=("seam $a: --coll nccl DIFFERS from --coll mpi at 1 rank (or a run failed)"); fi
   done

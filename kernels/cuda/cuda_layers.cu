@@ -1099,4 +1099,49 @@ void cuda_softmax_xent_backward(float *dlogits, const float *probs, const int *l
   CHECK_LAUNCH(k_softmax_bwd, c->stream);
 }
 
+/* ---- dense linear algebra for K-FAC on the device (kernels_t's gemm, im2col, copy2d, axpby; issue
+ * 35 G: kfac-dist --device) ---------------------------------------------------------------------- */
+__global__ void k_copy2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
+  const size_t n = (size_t)rows * cols;
+  GRID_STRIDE(i, n) {
+    const size_t r = i / cols, c = i % cols;
+    dst[r * ldd + c] = src[r * lds + c];
+  }
+}
+__global__ void k_axpby(float *y, size_t incy, const float *x, size_t incx, size_t n, float a, float b) {
+  GRID_STRIDE(i, n) {
+    const float u = a == 0.0f ? 0.0f : __fmul_rn(a, y[i * incy]);
+    const float v = b == 0.0f ? 0.0f : __fmul_rn(b, x[i * incx]);
+    y[i * incy] = __fadd_rn(u, v);
+  }
+}
+
+void cuda_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc) {
+  CUDA_SHAPE_ASSERT(M >= 0 && N >= 0 && K >= 0);
+  if (M == 0 || N == 0) return;
+  gemm_rm(pdl_cuda_ctx()->blas, ta != 0, tb != 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void cuda_im2col_batch(float *col, const float *in, int B, int C, int H, int W, int k, int pad) {
+  CUDA_SHAPE_ASSERT(B >= 1 && C >= 1 && k >= 1);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const int Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
+  const size_t n = (size_t)C * k * k * B * Ho * Wo;
+  k_im2col<<<grid_for(n), kBlock, 0, c->stream>>>(col, in, 0, B, C, H, W, k, pad, Ho, Wo);
+  CHECK_LAUNCH(k_im2col, c->stream);
+}
+void cuda_copy2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
+  CUDA_SHAPE_ASSERT(rows >= 0 && cols >= 0);
+  if (rows == 0 || cols == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_copy2d<<<grid_for((size_t)rows * cols), kBlock, 0, c->stream>>>(dst, ldd, src, lds, rows, cols);
+  CHECK_LAUNCH(k_copy2d, c->stream);
+}
+void cuda_axpby(float *y, size_t incy, const float *x, size_t incx, size_t n, float a, float b) {
+  if (n == 0) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_axpby<<<grid_for(n), kBlock, 0, c->stream>>>(y, incy, x, incx, n, a, b);
+  CHECK_LAUNCH(k_axpby, c->stream);
+}
+
 } /* extern "C" */

@@ -47,6 +47,17 @@ void cuda_conv_act_backward(float *din, float *dw, float *db, const float *dout,
 void cuda_gather_words(void *dst, const void *src, const int *idx, int B, size_t words);
 void cuda_softmax_xent_acc(float *probs, const float *logits, const int *labels, int B, int N, double *acc);
 
+/* Dense linear algebra on device arrays (kernels_t's gemm, im2col, copy2d and axpby: contract/kernels.h
+ * gives their meaning; issue 35 G, K-FAC's factors and preconditioning on the device), queued on
+ * the calling thread's stream: a row-major cuBLAS SGEMM (FP32 math), im2col of B images into
+ * col [C*k*k][B*Ho*Wo] (k_im2col's layout), a strided 2-D copy, and y = a y + b x with strides
+ * (each product and the sum rounded on its own; a == 0 or b == 0 leaves that term out unread). */
+void cuda_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc);
+void cuda_im2col_batch(float *col, const float *in, int B, int C, int H, int W, int k, int pad);
+void cuda_copy2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols);
+void cuda_axpby(float *y, size_t incy, const float *x, size_t incx, size_t n, float a, float b);
+
 /* Number of usable CUDA devices; 0 when cudaGetDeviceCount fails (no driver, driver too old for
  * this runtime, no device). cuda_no_device_reason() then says why ("" when devices exist). */
 int cuda_device_count(void);

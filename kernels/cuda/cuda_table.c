@@ -4,6 +4,10 @@
 #ifdef PDL_HAVE_CUDA
 #include "kernels/cuda/cuda_table.h"
 #include "kernels/cuda/cuda_layers.h"
+#ifdef PDL_HAVE_CUSOLVER
+#include "kernels/cuda/cuda_inv.h"
+static int cu_spd_inverse(float *inv, const float *a, int n) { return cuda_spd_inverse(inv, a, n, NULL); }
+#endif
 #include "util/util.h"
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +103,10 @@ const kernels_t kernels_cuda = {
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
   .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */
+  .gemm = cuda_gemm, .im2col = cuda_im2col_batch, .copy2d = cuda_copy2d, .axpby = cuda_axpby,
+#ifdef PDL_HAVE_CUSOLVER
+  .spd_inverse = cu_spd_inverse,   /* cuSOLVER potrf + potri (cuda_inv.h) */
+#endif
 };
 #else
 typedef int pdl_cuda_table_empty; /* ISO C: no empty translation unit */

@@ -43,6 +43,7 @@ typedef struct {
   int owner[NET_MAX_LAYERS];
   double *load;                                      /* [N] inversion cost owned by each node */
   const char *rates;
+  const char *on;                                    /* where the K-FAC work runs: host, or the device table's name */
   double inv_scale;                                  /* sim: the calibrated scale of the inversion charges */
   kfac_t *k;
   double msg1_bytes, msg2_bytes;                     /* floats sent per update in steps 3 and 6, x4 */
@@ -151,6 +152,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_str(j, "kfac_assign", s->assign_lpt ? "lpt" : "layer");
   json_str(j, "kfac_fisher", s->fisher_sampled ? "sampled" : "empirical");
   json_str(j, "kfac_sim_rates", s->rates);
+  json_str(j, "kfac_on", s->on);
   if (s->inv_scale != 1) json_num(j, "kfac_sim_inv_scale", s->inv_scale);
   json_num(j, "msg1_bytes", s->msg1_bytes);
   json_num(j, "msg2_bytes", s->msg2_bytes);
@@ -177,6 +179,7 @@ typedef struct {
   int me, N, b; long step; double loss, t_fb, t_inv, t_pre;   /* t_*: this update's phases, the runtime's clock */
   /* --kfac-fisher sampled: labels drawn from the model, the sampled loss's gradient (discarded) */
   int sampled; uint64_t seed; int *ys; float *gs;
+  const kernels_t *kt;   /* --device (kdev_t): w, g, the bundles and the ΔW in its workspace memory */
 } phase_t;
 
 /* --kfac-fisher sampled (Martens & Grosse 2015 §5): the label of each of this node's b examples
@@ -201,7 +204,8 @@ static void sample_labels(const phase_t *p, const float *probs, int classes) {
 static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   phase_t *p = arg; kfac_t *k = p->k;
   double t0 = rt->ops->now(rt);
-  vec_zero(p->g, p->rep->net->nparams);
+  if (p->kt) p->kt->axpby(p->g, 1, NULL, 0, p->rep->net->nparams, 0.0f, 0.0f);   /* g = 0 */
+  else vec_zero(p->g, p->rep->net->nparams);
   p->loss = replica_grad(p->rep, rt, p->w, p->g, 1.0f / (float)p->b);   /* the local mean gradient */
   double fl_sampled = 0;
   if (p->sampled) {   /* the G factors from the sampled labels' backward; Gw stays the data's */
@@ -215,13 +219,24 @@ static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   double fl0 = k->st.fl_factors;
   for (int l = 0; l < k->nl; l++) {
     float *B = p->bund + p->off_b[l];
+    if (p->kt) {
+      kfac_bundle_dev(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);
+      if (p->N > 1) p->kt->axpby(B, 1, NULL, 0, k->L[l].bundle, 1.0f / (float)p->N, 0.0f);
+      continue;
+    }
     kfac_bundle(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);
     if (p->N > 1) vec_scale(B, 1.0f / (float)p->N, k->L[l].bundle);
   }
   rt->ops->compute(rt, fl_sampled + (k->st.fl_factors - fl0) / p->kr->factors);
 }
 
-static void owner_one(void *arg, int l) { phase_t *p = arg; kfac_owner_update(p->k, l, p->mine + (p->off_b[l] - p->my_b0), p->step, p->myupd + (p->off_w[l] - p->my_w0)); }
+static void owner_one(void *arg, int l) {
+  phase_t *p = arg;
+  const float *bundle = p->mine + (p->off_b[l] - p->my_b0);
+  float *dw = p->myupd + (p->off_w[l] - p->my_w0);
+  if (p->kt) kfac_owner_update_dev(p->k, l, bundle, p->step, dw);
+  else kfac_owner_update(p->k, l, bundle, p->step, dw);
+}
 static double inv_rel_v(const void *kr, int n) { return inv_rel(kr, n); }
 static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
   phase_t *p = arg; kfac_t *k = p->k;
@@ -230,7 +245,7 @@ static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
   inv += ksplit_phase(k, rt, p->step, p->owner, owner_one, p, inv_rel_v, p->kr, split_done) * p->kr->inv_scale;
   for (int l = 0; l < k->nl; l++) {
     if (p->owner[l] != p->me || split_done[l]) continue;
-    kfac_owner_update(k, l, p->mine + (p->off_b[l] - p->my_b0), p->step, p->myupd + (p->off_w[l] - p->my_w0));
+    owner_one(p, l);
     if (k->inverted_at[l] == p->step) {   /* inverted now: each factor at its size's rate */
       double da = k->L[l].da, dg = k->L[l].dg;
       inv += (da * da * da / inv_rel(p->kr, k->L[l].da) + dg * dg * dg / inv_rel(p->kr, k->L[l].dg)) * p->kr->inv_scale;
@@ -287,6 +302,43 @@ static void kbuf_free(kbuf_t *B) {
   xfree(B->bund); xfree(B->upd); xfree(B->cnt_b); xfree(B->cnt_w);
 }
 
+/* --device cuda (issue 35 G): w, the momentum, the gradient, the bundles and the ΔW live in the
+ * workspace memory of the rank's GPU (rt->ops->gpu, as ssgd), and so do the owner's factors and
+ * inverses (kfac_dev.c: cuBLAS factors and preconditioning, cuSOLVER inversions). Steps 3 and 6 run
+ * on the device with NCCL on the compute stream (rt->ops->allreduce_dev, --kfac-comm allreduce);
+ * with --coll mpi, or --kfac-comm reduce-scatterv (NCCL has no Scatterv), they are staged through
+ * the host buffers. The control floats (loss, flags) go up and come back as CTL_F floats per node.
+ * w, the momentum and the owner state come to the host only where a checkpoint may be saved and
+ * at the end. PDL_KFAC_DEV=1 runs this same path with the CPU backend's table (host memory): the
+ * test of its logic where no GPU is. */
+typedef struct {
+  const kernels_t *k; train_state_t d;
+  float *g, *dw, *bund, *mine, *upd, *myupd;   /* kbuf_t's buffers' twins, in k's workspace memory */
+} kdev_t;
+static void kdev_init(kdev_t *D, const kernels_t *kt, const kbuf_t *B, int me, size_t n, float *w, optim_t *o) {
+  D->k = kt;
+  train_state_init(&D->d, kt, w, NULL, o);
+  D->g = kt->alloc(n * sizeof(float)); D->dw = kt->alloc(n * sizeof(float));
+  D->bund = kt->alloc((B->tot_b ? B->tot_b : 1) * sizeof(float));
+  D->mine = B->share ? D->bund + B->my_b0 : kt->alloc((B->cnt_b[me] ? B->cnt_b[me] : 1) * sizeof(float));
+  D->upd = kt->alloc(B->tot_w * sizeof(float));
+  D->myupd = B->share ? D->upd + B->my_w0 : kt->alloc(B->cnt_w[me] * sizeof(float));
+}
+static void kdev_free(kdev_t *D, const kbuf_t *B) {
+  if (!D->k) return;
+  if (!B->share) { D->k->release(D->mine); D->k->release(D->myupd); }
+  D->k->release(D->g); D->k->release(D->dw); D->k->release(D->bund); D->k->release(D->upd);
+  train_state_free(&D->d);
+}
+/* The sum over nodes of x [m] in workspace memory: NCCL on the device, else through host [m]. */
+static void kdev_allreduce(rt_t *rt, const kdev_t *D, float *x, float *host, size_t m) {
+  if (!D->k->host_memory && rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, D->k->stream ? D->k->stream() : NULL))
+    return;
+  D->k->download(host, x, m * sizeof(float));
+  rt->ops->allreduce(rt, host, m);
+  D->k->upload(x, host, m * sizeof(float));
+}
+
 /* owner time over nodes, for the load-balance figures */
 static void owner_times(rt_t *rt, kstats_t *st) {
   int N = rt->nnodes;
@@ -339,16 +391,47 @@ static void kfac_node(rt_t *rt, void *arg) {
   st.msg1_bytes = 4.0 * (double)tot_b; st.msg2_bytes = 4.0 * (double)tot_w;
   replica_t rep;
   replica_init(&rep, r, b, threads, me, N, 0, (uint64_t)me);
-  rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
   rep.overlap = 1;                        /* sim: w and g stay untouched until replica_grad returns */
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float)), *dw = xcalloc(n, sizeof(float));
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
+  kdev_t D; memset(&D, 0, sizeof D);
+  const char *kd = getenv("PDL_KFAC_DEV");
+  st.on = "host";
+  if (c->cuda_device >= 0 || (kd && !strcmp(kd, "1"))) {
+    if (rt->ops->simulated) die_usage("train: PDL_KFAC_DEV=1: the device path of --algo %s runs on --runtime real only", c->algo);
+    if (ko->fisher_sampled)
+      die_usage("train: --device cuda: --kfac-fisher sampled is not built on the device yet (its labels are drawn on the "
+                "host from the model's probabilities): use --kfac-fisher empirical, or drop --device");
+    if (ko->split != KFAC_SPLIT_OFF)
+      die_usage("train: --device cuda: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device");
+    int gpu = -1;
+    if (c->cuda_device >= 0) {
+      if (!rt->ops->gpu) die("internal: kfac --device needs the real runtime's GPU choice");
+      gpu = rt->ops->gpu(rt, kernels_device_count());
+    }
+    char desc[256] = "";
+    const kernels_t *kt = kernels_for(gpu, "--device", desc, sizeof desc);
+    if (!kt->gemm || !kt->im2col || !kt->copy2d || !kt->axpby || !kt->spd_inverse)
+      die("--device: the %s backend has no dense linear algebra for K-FAC's factors and inversions (a build without "
+          "cuSOLVER?)", kt->name);
+    if (gpu >= 0 && !c->quiet) fprintf(stderr, "pdl: rank %d of %d: K-FAC on cuda:%d (%s)\n", me, N, gpu, desc);
+    kdev_init(&D, kt, &B, me, n, w, &o);
+    replica_on(&rep, kt);
+    if (!kt->host_memory) { loop_on_device(&L, kt); k.cfg.inverse = KFAC_INV_CUDA; }   /* the inversions: kt's */
+    st.on = kt->name;
+  }
+  rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
   kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
+  if (D.k) kfac_on_device(&k, D.k, b);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
-  phase_t ph = {&k, &rep, &kr, st.owner, w, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
-                ko->fisher_sampled, c->seed, NULL, NULL};
+  if (D.k) { train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1); }
+  optim_t *const O = D.k ? D.d.o : &o;
+  float *const W = D.k ? D.d.w : w;
+  phase_t ph = {&k, &rep, &kr, st.owner, W, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
+                ko->fisher_sampled, c->seed, NULL, NULL, NULL};
+  if (D.k) { ph.g = D.g; ph.bund = D.bund; ph.mine = D.mine; ph.myupd = D.myupd; ph.kt = D.k; }
   if (ph.sampled) { ph.ys = xmalloc((size_t)b * sizeof(int)); ph.gs = xmalloc(n * sizeof(float)); }
   for (; step < r->total_steps; step++) {
     watchdog_context("kfac update %ld on node %d", step, me);
@@ -358,43 +441,75 @@ static void kfac_node(rt_t *rt, void *arg) {
     on_device(rt, phase_grad, &ph);
     double t2 = rt->ops->now(rt), t1 = t0 + ph.t_fb;
     /* 3: Reduce + Scatterv (or Allreduce) of the bundles to their owners */
-    if (N > 1) {
+    if (N > 1 && D.k) {
+      if (st.comm_allreduce) kdev_allreduce(rt, &D, D.bund, bund, tot_b);
+      else {   /* NCCL has no Scatterv: through the host */
+        D.k->download(bund, D.bund, tot_b * sizeof(float));
+        rt->ops->reduce_scatterv(rt, bund, mine, cnt_b);
+        D.k->upload(D.mine, mine, cnt_b[me] * sizeof(float));
+      }
+    } else if (N > 1) {
       if (st.comm_allreduce) rt->ops->allreduce(rt, bund, tot_b);
       else rt->ops->reduce_scatterv(rt, bund, mine, cnt_b);
     }
     double t3 = rt->ops->now(rt);
     /* 4-5: the owner's inversions and ΔW */
-    if (st.comm_allreduce && N > 1) vec_zero(upd, tot_w);
+    if (st.comm_allreduce && N > 1) {
+      if (D.k) D.k->axpby(D.upd, 1, NULL, 0, tot_w, 0.0f, 0.0f);
+      else vec_zero(upd, tot_w);
+    }
     on_device(rt, phase_owner, &ph);
     double loss = ph.loss;
     ctl_pack(myupd + cnt_w[me] - CTL_F, loss, L.job->reached ? 1.0f : 0.0f);
+    if (D.k) D.k->upload(D.myupd + cnt_w[me] - CTL_F, myupd + cnt_w[me] - CTL_F, CTL_F * sizeof(float));
     double t4 = rt->ops->now(rt);
     /* 6: Allgather (or Allreduce) of the ΔW */
-    if (N > 1) {
+    if (N > 1 && D.k) {
+      if (st.comm_allreduce) kdev_allreduce(rt, &D, D.upd, upd, tot_w);
+      else {
+        D.k->download(myupd, D.myupd, cnt_w[me] * sizeof(float));
+        rt->ops->allgatherv(rt, myupd, upd, cnt_w);
+        D.k->upload(D.upd, upd, tot_w * sizeof(float));
+      }
+    } else if (N > 1) {
       if (st.comm_allreduce) rt->ops->allreduce(rt, upd, tot_w);
       else rt->ops->allgatherv(rt, myupd, upd, cnt_w);
     }
     double t5 = rt->ops->now(rt);
     /* 7: the same momentum step on every node */
     ctl_t x = {0, 0, 0};
-    for (int q = 0, at = 0; q < N; q++) { at += (int)cnt_w[q]; ctl_merge(&x, upd + at - CTL_F); }
+    for (int q = 0, at = 0; q < N; q++) {
+      at += (int)cnt_w[q];
+      if (D.k) D.k->download(upd + at - CTL_F, D.upd + at - CTL_F, CTL_F * sizeof(float));
+      ctl_merge(&x, upd + at - CTL_F);
+    }
     if (x.stop > 0) break;
-    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, upd + B.off_w[l], dw);
-    optim_step(&o, w, dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
+    for (int l = 0; l < k.nl; l++) {
+      if (D.k) kfac_to_flat_dev(&k, l, D.upd + B.off_w[l], D.dw);
+      else kfac_to_flat(&k, l, upd + B.off_w[l], dw);
+    }
+    optim_step(O, W, D.k ? D.dw : dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
     st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;
     st.update += t6 - t5; st.inv += ph.t_inv; st.pre += ph.t_pre;
     double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
-    if (loop_diverged(&L, mloss, step)) break;
-    loop_progress(&L, w, step + 1, (double)(step + 1) * b * N, step + 1 == r->total_steps);
+    const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, mloss, step);
+    if (D.k && c->checkpoint[0] && (x.signal > 0 || loop_eval_due(&L, step + 1, last))) {   /* a checkpoint may follow */
+      train_state_download(&D.d, w, &o);
+      kfac_dev_state(&k, 0);
+    }
+    if (diverged) break;
+    loop_progress(&L, W, step + 1, (double)(step + 1) * b * N, last);
     if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }
     loop_checkpoint(&L, 0);
   }
+  if (D.k) { train_state_download(&D.d, w, &o); kfac_dev_state(&k, 0); }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
-  loop_finish(&L, w, w);
+  loop_finish(&L, W, w);
+  kdev_free(&D, &B);
   replica_free(&rep); optim_free(&o); ksplit_close(&k); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
   xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
@@ -428,12 +543,12 @@ static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_sta
 static const optdef_t *const kfac_dist_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
                                                  &od_comm, &od_assign, &od_fisher, &od_split, NULL};
 const algo_t algo_kfac = {
-  .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
+  .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1, .device = 1,
   .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD (--momentum 0: the paper's Alg. 1)",
   .opts = kfac_opts,
 };
 const algo_t algo_kfac_dist = {
-  .name = "kfac-dist", .shape = ALGO_PEERS, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1,
+  .name = "kfac-dist", .shape = ALGO_PEERS, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1, .device = 1,
   .help = "distributed K-FAC (Tsuji et al. Fig. 3): bundles reduced to layer owners, owners invert, allgather dW",
   .opts = kfac_dist_opts,
 };

@@ -18,9 +18,8 @@ int cmd_train(int argc, char **argv) {
   train_cfg_parse(&c, argc, argv, seq ? train_seq_opts : A->opts, algo_refuse_flag);
   if (c.cuda_device >= 0 && !seq) {   /* the node programs that train on a device say so (algo_t.device) */
     if (!A->device)
-      die_usage("train: --device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd) and "
-                "ssgd, not '%s': its %s runs on the CPU (drop --device)", c.algo,
-                strncmp(c.algo, "kfac", 4) ? "node program" : "preconditioning (factors, inverses)");
+      die_usage("train: --device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd), "
+                "ssgd, kfac and kfac-dist, not '%s': its node program runs on the CPU (drop --device)", c.algo);
     if (strcmp(c.runtime, "real"))
       die_usage("train: --device cuda: --algo %s trains on GPUs on --runtime real only (the sim runtime charges modelled "
                 "devices)", c.algo);

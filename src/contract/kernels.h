@@ -78,6 +78,23 @@ typedef struct {
   void (*gather)(void *dst, const void *src, const int *idx, int B, size_t words);
   void (*softmax_xent_forward_acc)(float *probs, const float *logits, const int *y, int B, int N, double *acc);
   void (*softmax_xent_backward_ws)(float *dlogits, const float *probs, const int *y, int B, int N, float scale);
+  /* dense linear algebra on workspace memory (optional; NULL: none; issue 35 G: K-FAC's factors,
+   * inversions and preconditioning where the net trains, kfac/kfac_dev.c), queued like a kernel:
+   * gemm: C = alpha op(A) op(B) + beta C, row-major [M][N], op(X) = X stored transposed when tX,
+   *   row strides lda, ldb, ldc as stored (a BLAS SGEMM in FP32: no TF32, no reduced precision).
+   * im2col: col[(c*k + kh)*k + kw][b*T + t] = in[b][c][ho + kh - pad][wo + kw - pad] (0 outside),
+   *   t = ho*Wo + wo < T = Ho*Wo, Ho = H + 2 pad - k + 1, for the B images of in (NCHW).
+   * copy2d: dst[r*ldd + c] = src[r*lds + c] for r < rows, c < cols (lds 0: every row is src's).
+   * axpby: y[i*incy] = a y[i*incy] + b x[i*incx] for i < n, each product and the sum rounded on
+   *   its own; a == 0 (b == 0) leaves that term out and does not read y (x).
+   * spd_inverse: contract/inv.h's inversion (row-major SPD a, the full inverse, its info) on
+   *   workspace memory; it returns the info, so it waits for the queued work. */
+  void (*gemm)(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc);
+  void (*im2col)(float *col, const float *in, int B, int C, int H, int W, int k, int pad);
+  void (*copy2d)(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols);
+  void (*axpby)(float *y, size_t incy, const float *x, size_t incx, size_t n, float a, float b);
+  int (*spd_inverse)(float *inv, const float *a, int n);
   /* scratch floats the conv entries (fused ones included) need for these shapes on nthreads */
   size_t (*conv_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads);
   /* the kernels' thread count for the calling thread (NULL: the backend has no thread setting) */

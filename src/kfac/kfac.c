@@ -83,6 +83,7 @@ void kfac_own(kfac_t *k, const int *mine) {
 }
 
 void kfac_free(kfac_t *k) {
+  kfac_dev_free(k);
   if (k->own) xfree(k->own);
   else for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
   xfree(k->part); xfree(k->col); xfree(k->tmp); xfree(k->dmp); xfree(k->inv_scratch);
@@ -215,9 +216,13 @@ void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const 
 }
 
 double kfac_pi(const float *A, int da, const float *G, int dg) {
+  return kfac_pi_diag(A, (size_t)da + 1, da, G, (size_t)dg + 1, dg);
+}
+
+double kfac_pi_diag(const float *A, size_t inca, int da, const float *G, size_t incg, int dg) {
   double ta = 0, tg = 0;
-  for (int i = 0; i < da; i++) ta += A[(size_t)i * da + i];
-  for (int i = 0; i < dg; i++) tg += G[(size_t)i * dg + i];
+  for (int i = 0; i < da; i++) ta += A[(size_t)i * inca];
+  for (int i = 0; i < dg; i++) tg += G[(size_t)i * incg];
   double pi = sqrt((ta / da) / (tg / dg));
   return ta > 0 && tg > 0 && isfinite(pi) && pi > 0 ? pi : 1.0;
 }

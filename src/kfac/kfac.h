@@ -80,6 +80,11 @@ typedef struct {
   int (*split)(void *ctx, float *inv, const float *a, int n, int *info);
   void *split_ctx;
   int split_min;
+  /* kfac_dev.c (kfac_on_device): the owner state and scratch in kt's workspace memory, d_own
+   * holding A, G, Ai, Gi of the owned layers in kfac_own's layout (dA..dGi point into it) */
+  const kernels_t *kt;
+  float *dA[NET_MAX_LAYERS], *dG[NET_MAX_LAYERS], *dAi[NET_MAX_LAYERS], *dGi[NET_MAX_LAYERS];
+  float *d_own, *d_col, *d_tmp, *d_dmp, *d_diag, *d_one, *h_diag;
 } kfac_t;
 
 /* The K-FAC layers of net (every conv, fc and softmax layer, in order). */
@@ -115,6 +120,25 @@ void kfac_from_flat(const kfac_t *k, int l, const float *flat, float *m);
 /* Damping split of a factor pair: π = sqrt((tr A / da) / (tr G / dg)), 1 if either trace is not
  * positive and finite. */
 double kfac_pi(const float *A, int da, const float *G, int dg);
+
+/* π from the factors' diagonals read with strides (inca, incg): kfac_pi's sums, in its order. */
+double kfac_pi_diag(const float *a, size_t inca, int da, const float *g, size_t incg, int dg);
+
+/* kfac_dev.c: the same per-layer work in a kernels_t's workspace memory (issue 35 G), through its
+ * gemm, im2col, copy2d, axpby and spd_inverse (kt must have them all). kfac_on_device, after
+ * kfac_own: allocates the owner state there (uploaded from k->own) and the scratch for batches of
+ * up to B. kfac_bundle_dev and kfac_owner_update_dev are kfac_bundle and kfac_owner_update with
+ * every pointer in workspace memory (ws on kt) and the inversions by kt->spd_inverse (whatever
+ * cfg.inverse says); kfac_to_flat_dev / kfac_from_flat_dev likewise. kfac_dev_state copies the
+ * owner state to (1) or from (0) the device: upload after a resume, download before a checkpoint.
+ * kfac_free frees it too. */
+void kfac_on_device(kfac_t *k, const kernels_t *kt, int B);
+void kfac_dev_state(kfac_t *k, int to_device);
+void kfac_dev_free(kfac_t *k);
+void kfac_bundle_dev(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
+int kfac_owner_update_dev(kfac_t *k, int l, const float *bundle, long step, float *dw);
+void kfac_to_flat_dev(const kfac_t *k, int l, const float *m, float *flat);
+void kfac_from_flat_dev(const kfac_t *k, int l, const float *flat, float *m);
 
 /* Parses --kfac-inverse (fast|ref|eig|cuda); 0 ok. */
 int kfac_inv_parse(const char *s, kfac_inv_t *out);
