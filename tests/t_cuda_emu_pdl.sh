@@ -149,7 +149,7 @@ cmp -s "$T/ssres" "$T/ss2$c1" && ok "ssgd on the devices at 2 ranks: checkpoint 
 # ssyrk factors, the fast float inverse) within the bound above; a checkpoint after epoch 1 +
 # --resume (the owners' running factors and held inverses downloaded and uploaded) = the
 # uninterrupted run
-K=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 8 --threads 1 --quiet --epochs 2
+K=(--data "synthetic:n=128,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 8 --threads 1 --quiet --epochs 2
    --lr 0.02 --algo kfac-dist --kfac-stat-decay 0.9 --kfac-inv-every 3)   # running factors, inverses held across updates
 for v in "nccl allreduce" "mpi allreduce" "mpi reduce-scatterv"; do
   set -- $v
