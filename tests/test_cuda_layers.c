@@ -22,7 +22,7 @@
 #endif
 
 #define CUDA_TESTS(X) \
-  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
+  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_act_pool_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
   X(test_fc) X(test_maxpool) \
   X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads) X(test_dense_la)
 
@@ -286,21 +286,92 @@ static void test_conv_act_fused(void) {
   cuda_conv_set_impl(g_default_impl);
 }
 
+/* The fused conv + act + 2x2 max-pool (issue 35 D) against the GPU's own unfused sequence
+ * (cuda_conv_act_forward + cuda_maxpool_forward; cuda_maxpool_backward + cuda_conv_act_backward):
+ * pooled out, din, dw and db bit for bit, on both convolution paths, odd output sizes in floor and
+ * ceil mode, with and without din, and a chunked im2col (a small scratch cap). */
+static void conv_act_pool_case(const conv_case *c, int ceil_mode, int with_din, float slope) {
+  const int Ho = c->H + 2 * c->pad - 2, Wo = c->W + 2 * c->pad - 2;
+  const int Hp = ceil_mode ? (Ho + 1) / 2 : Ho / 2, Wp = ceil_mode ? (Wo + 1) / 2 : Wo / 2;
+  const size_t nin = (size_t)c->B * c->Ci * c->H * c->W, nw = (size_t)c->Co * c->Ci * 9, nact = (size_t)c->B * c->Co * Ho * Wo;
+  const size_t np = (size_t)c->B * c->Co * Hp * Wp;
+  const size_t nsc = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, 3, c->pad, 1);
+  float *x = hnew(nin), *w = hnew(nw), *b = hnew(c->Co), *g = hnew(np), *dw0 = hnew(nw), *db0 = hnew(c->Co);
+  fill(x, nin, -1, 1); fill(w, nw, -0.5f, 0.5f); fill(b, c->Co, -0.2f, 0.2f); fill(g, np, -1, 1);
+  fill(dw0, nw, -0.1f, 0.1f); fill(db0, c->Co, -0.1f, 0.1f);
+  for (size_t i = 0; i < nin; i += 7) x[i] = x[i + 1 < nin ? i + 1 : i];   /* ties in some windows */
+  float *dx = dnew(x, nin), *dwt = dnew(w, nw), *dbias = dnew(b, c->Co), *sc = cuda_alloc_floats(nsc);
+  uint8_t *idx = (uint8_t *)cuda_alloc_floats((np + 3) / 4 / 4 + 1);
+  float *h[2][4];   /* per side: pooled out, din, dw, db */
+  for (int side = 0; side < 2; side++) {
+    float *out = cuda_alloc_floats(np), *dout = dnew(g, np), *din = with_din ? cuda_alloc_floats(nin) : NULL;
+    float *dw = dnew(dw0, nw), *db = dnew(db0, c->Co);
+    if (side == 0) {
+      float *act = cuda_alloc_floats(nact), *dact = cuda_alloc_floats(nact);
+      cuda_conv_act_forward(act, dx, dwt, dbias, c->B, c->Ci, c->H, c->W, c->Co, 3, c->pad, slope, sc, NULL);
+      cuda_maxpool_forward(out, act, c->B, c->Co, Ho, Wo, 2, ceil_mode);
+      cuda_maxpool_backward(dact, dout, act, out, c->B, c->Co, Ho, Wo, 2, ceil_mode);
+      cuda_conv_act_backward(din, dw, db, dact, act, dx, dwt, c->B, c->Ci, c->H, c->W, c->Co, 3, c->pad, slope, sc, NULL);
+      cuda_free(act); cuda_free(dact);
+    } else {
+      EXPECT(cuda_conv_act_pool_fusable(c->B, c->Ci, c->H, c->W, c->Co, 3, c->pad, 2));
+      cuda_conv_act_pool_forward(out, idx, dx, dwt, dbias, c->B, c->Ci, c->H, c->W, c->Co, c->pad, slope, ceil_mode, sc, NULL);
+      cuda_conv_act_pool_backward(din, dw, db, dout, out, idx, dx, dwt, c->B, c->Ci, c->H, c->W, c->Co, c->pad, slope,
+                                  ceil_mode, sc, NULL);
+    }
+    h[side][0] = hnew(np); dget(h[side][0], out, np);
+    h[side][1] = hnew(nin); if (with_din) dget(h[side][1], din, nin);
+    h[side][2] = hnew(nw); dget(h[side][2], dw, nw);
+    h[side][3] = hnew(c->Co); dget(h[side][3], db, c->Co);
+    cuda_free(out); cuda_free(dout); cuda_free(din); cuda_free(dw); cuda_free(db);
+  }
+  char what[160];
+  static const char *const names[] = {"pooled out", "din", "dw", "db"};
+  const size_t ns[] = {np, nin, nw, (size_t)c->Co};
+  for (int q = 0; q < 4; q++) {
+    snprintf(what, sizeof what, "conv+act+pool %s, %dx%dx%dx%d->%d pad %d ceil %d, din %d: fused %s", cuda_conv_impl(),
+             c->B, c->Ci, c->H, c->W, c->Co, c->pad, ceil_mode, with_din, names[q]);
+    EXPECT_SAME(h[1][q], h[0][q], ns[q], what);
+  }
+  for (int side = 0; side < 2; side++) for (int q = 0; q < 4; q++) free(h[side][q]);
+  cuda_free(dx); cuda_free(dwt); cuda_free(dbias); cuda_free(sc); cuda_free(idx);
+  free(x); free(w); free(b); free(g); free(dw0); free(db0);
+}
+static void test_conv_act_pool_fused(void) {
+  NEED_GPU();
+  static const char *const impls[] = {"im2col", "cudnn"};
+  const conv_case cs[] = {{3, 2, 7, 6, 5, 3, 1}, {2, 3, 8, 9, 4, 3, 0}, {16, 1, 28, 28, 4, 3, 1}};
+  for (int m = 0; m < 2; m++) {
+    if (cuda_conv_set_impl(impls[m]) != 0) continue;   /* no cuDNN in this build */
+    for (size_t i = 0; i < NCASES(cs); i++)
+      for (int ceil_mode = 0; ceil_mode < 2; ceil_mode++) conv_act_pool_case(&cs[i], ceil_mode, ceil_mode, 0.01f);
+  }
+  cuda_conv_set_impl("im2col");   /* chunks of 2 images on B = 5 */
+  const size_t old = cuda_conv_get_scratch_cap();
+  const conv_case ch = {5, 3, 6, 7, 4, 3, 1};
+  cuda_conv_set_scratch_cap(2 * (size_t)(27 + 4) * 6 * 7 + 10);
+  conv_act_pool_case(&ch, 1, 1, 0.0f);
+  cuda_conv_set_scratch_cap(old);
+  cuda_conv_set_impl(g_default_impl);
+}
+
 /* A small scratch cap forces 2 images per chunk on B = 5 (chunks 2, 2, 1): the im2col path's. */
 static void test_conv_chunked(void) {
   NEED_GPU();
   cuda_conv_set_impl("im2col");
   const conv_case c = {5, 3, 6, 7, 4, 3, 1};
   size_t old = cuda_conv_get_scratch_cap();
+  /* (k = 3: the scratch also holds the fused pool's full activation, B x Co x Ho x Wo) */
+  const size_t act = (size_t)c.B * c.Co * (c.H + 2 * c.pad - 2) * (c.W + 2 * c.pad - 2);
   size_t full = cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1);
-  size_t per_image = full / c.B;
+  size_t per_image = (full - act) / c.B;
   cuda_conv_set_scratch_cap(2 * per_image + per_image / 2);
   size_t chunked = cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1);
-  EXPECT_MSG(chunked == 2 * per_image, "scratch %zu floats, expected 2 images x %zu", chunked, per_image);
+  EXPECT_MSG(chunked == 2 * per_image + act, "scratch %zu floats, expected 2 images x %zu + %zu", chunked, per_image, act);
   check_conv_forward(&c);
   check_conv_backward(&c, 1);
   cuda_conv_set_scratch_cap(1); /* below one image: still one image per chunk */
-  EXPECT(cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1) == per_image);
+  EXPECT(cuda_conv_scratch_floats(c.B, c.Ci, c.H, c.W, c.Co, c.k, c.pad, 1) == per_image + act);
   check_conv_forward(&c);
   check_conv_backward(&c, 1);
   cuda_conv_set_scratch_cap(old);
@@ -685,6 +756,7 @@ int main(void) {
   RUN(test_conv_chunked);
   RUN(test_conv_bias_split);
   RUN(test_conv_act_fused);
+  RUN(test_conv_act_pool_fused);
   RUN(test_conv_realistic);
   RUN(test_conv_impl_switch);
   RUN(test_fc);

@@ -160,6 +160,47 @@ __global__ void k_maxpool_bwd(float *din, const float *dout, const float *in, si
   }
 }
 
+/* The fused conv + act + 2x2 max-pool (cuda_conv_act_pool_*): the pooled out [BC][Hp][Wp] from the
+ * full activation act [BC][H][W], and each window's argmax (dh*2 + dw, 2 bits) packed four to a
+ * byte in idx; one thread per byte (four consecutive outputs), so no two threads write one byte. */
+__global__ void k_pool2_idx(float *out, uint8_t *idx, const float *act, size_t BC, int H, int W, int Hp, int Wp) {
+  const size_t n = BC * Hp * Wp, nb = (n + 3) / 4;
+  GRID_STRIDE(q, nb) {
+    unsigned code = 0;
+    for (int j = 0; j < 4; j++) {
+      const size_t i = q * 4 + j;
+      if (i >= n) break;
+      const int ow = (int)(i % Wp), oh = (int)((i / Wp) % Hp);
+      const float *plane = act + (i / ((size_t)Hp * Wp)) * H * W;
+      const size_t a = window_argmax(plane, H, W, 2, oh, ow);
+      out[i] = plane[a];
+      code |= (unsigned)(((int)(a / W) - 2 * oh) * 2 + ((int)(a % W) - 2 * ow)) << (2 * j);
+    }
+    idx[q] = (uint8_t)code;
+  }
+}
+/* dpre [BC][H][W]: the pooled gradient at its window's argmax through the activation's backward
+ * (out > 0 ? g : slope g, out the pooled value = the activation there), 0 elsewhere: what
+ * k_maxpool_bwd then k_act_bwd give. One thread per element (a gather). */
+__global__ void k_unpool2_act(float *dpre, const float *dout, const float *out, const uint8_t *idx, size_t BC, int H,
+                              int W, int Hp, int Wp, float slope) {
+  const size_t n = BC * H * W;
+  GRID_STRIDE(i, n) {
+    const int x = (int)(i % W), h = (int)((i / W) % H);
+    const size_t pl = i / ((size_t)H * W);
+    const int oh = h / 2, ow = x / 2;
+    float v = 0.0f;
+    if (oh < Hp && ow < Wp) {
+      const size_t j = (pl * Hp + oh) * Wp + ow;
+      if ((unsigned)((idx[j / 4] >> (2 * (j % 4))) & 3u) == (unsigned)((h % 2) * 2 + x % 2)) {
+        const float g = dout[j];
+        v = out[j] > 0.0f ? g : slope * g;
+      }
+    }
+    dpre[i] = v;
+  }
+}
+
 /* ---- conv helpers. A chunk is images [b0, b0+cb); P = Ho*Wo; K = Ci*k*k.
  * col [K][cb][P]: col[r][b][p] = in[b0+b][ci][ho+kh-pad][wo+kw-pad] (0 outside), r = (ci*k+kh)*k+kw,
  * so col is a row-major K x (cb*P) matrix whose column b*P+p is image b's patch at p. */
@@ -813,10 +854,16 @@ const char *cuda_conv_algos(char *buf, size_t len) {
 void cuda_conv_set_scratch_cap(size_t floats) { g_scratch_cap.store(floats); }
 size_t cuda_conv_get_scratch_cap(void) { return g_scratch_cap.load(); }
 
-size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
-  (void)nthreads; /* GPU work does not depend on the host thread count */
+/* the convolution's own scratch (im2col's col and its GEMM's output for a chunk of images) */
+static size_t conv_own_floats(int B, int Ci, int H, int W, int Co, int k, int pad) {
   ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
   return ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk;
+}
+size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
+  (void)nthreads; /* GPU work does not depend on the host thread count */
+  size_t n = conv_own_floats(B, Ci, H, W, Co, k, pad);
+  if (k == 3) n += (size_t)B * Co * (H + 2 * pad - 2) * (W + 2 * pad - 2);   /* the fused pool's full activation */
+  return n;
 }
 
 } /* extern "C" */
@@ -903,6 +950,39 @@ void cuda_conv_act_backward(float *din, float *dw, float *db, const float *dout,
   (void)keep;
   /* dout is overwritten with the gradient at the activation's input (cuda_layers.h) */
   conv_backward(din, dw, db, const_cast<float *>(dout), out, slope, in, w, B, Ci, H, W, Co, k, pad, scratch);
+}
+
+int cuda_conv_act_pool_fusable(int B, int Ci, int H, int W, int Co, int k, int pad, int pool_s) {
+  (void)B; (void)Ci; (void)Co;
+  return k == 3 && pool_s == 2 && H + 2 * pad - 2 >= 1 && W + 2 * pad - 2 >= 1;
+}
+void cuda_conv_act_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B,
+                                int Ci, int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch,
+                                float *keep) {
+  (void)keep;
+  const int k = 3, Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
+  const int Hp = ceil_mode ? (Ho + 1) / 2 : Ho / 2, Wp = ceil_mode ? (Wo + 1) / 2 : Wo / 2;
+  CUDA_SHAPE_ASSERT(Hp > 0 && Wp > 0);
+  float *act = scratch + conv_own_floats(B, Ci, H, W, Co, k, pad);   /* (cuda_conv_scratch_floats counts it) */
+  conv_forward(act, in, w, b, B, Ci, H, W, Co, k, pad, scratch, true, slope);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t BC = (size_t)B * Co, nb = (BC * Hp * Wp + 3) / 4;
+  k_pool2_idx<<<grid_for(nb), kBlock, 0, c->stream>>>(out, idx, act, BC, Ho, Wo, Hp, Wp);
+  CHECK_LAUNCH(k_pool2_idx, c->stream);
+}
+void cuda_conv_act_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out,
+                                 const uint8_t *idx, const float *in, const float *w, int B, int Ci, int H, int W,
+                                 int Co, int pad, float slope, int ceil_mode, float *scratch, const float *keep) {
+  (void)keep;
+  const int k = 3, Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
+  const int Hp = ceil_mode ? (Ho + 1) / 2 : Ho / 2, Wp = ceil_mode ? (Wo + 1) / 2 : Wo / 2;
+  CUDA_SHAPE_ASSERT(Hp > 0 && Wp > 0);
+  float *dpre = scratch + conv_own_floats(B, Ci, H, W, Co, k, pad);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t BC = (size_t)B * Co;
+  k_unpool2_act<<<grid_for(BC * Ho * Wo), kBlock, 0, c->stream>>>(dpre, dout, out, idx, BC, Ho, Wo, Hp, Wp, slope);
+  CHECK_LAUNCH(k_unpool2_act, c->stream);
+  conv_backward(din, dw, db, dpre, nullptr, 0.0f, in, w, B, Ci, H, W, Co, k, pad, scratch);
 }
 
 void cuda_fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N) {

@@ -16,6 +16,7 @@
 #ifndef PDL_CUDA_LAYERS_H
 #define PDL_CUDA_LAYERS_H
 #include <stddef.h>
+#include <stdint.h>
 #include "contract/layers.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,21 @@ void cuda_conv_act_forward(float *out, const float *in, const float *w, const fl
 void cuda_conv_act_backward(float *din, float *dw, float *db, const float *dout, const float *out, const float *in,
                             const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float slope,
                             float *scratch, const float *keep);
+
+/* The fused conv (3x3) + leaky ReLU + 2x2 max-pool of kernels_t (conv_act_pool_*; issue 35 D):
+ * forward, the fused conv + act into a full-size activation in scratch (after the convolution's own
+ * scratch: cuda_conv_scratch_floats counts it for k = 3), then one kernel writes the pooled out and
+ * each window's argmax, 2 bits, four to a byte of idx; backward, one kernel forms the gradient at
+ * the activation's input from dout, out and idx (the pooled value is the activation at the argmax),
+ * then the convolution's backward. Bit for bit cuda_conv_act_forward + cuda_maxpool_forward and
+ * cuda_maxpool_backward + cuda_conv_act_backward, on either convolution path. keep is unused. */
+int cuda_conv_act_pool_fusable(int B, int Ci, int H, int W, int Co, int k, int pad, int pool_s);
+void cuda_conv_act_pool_forward(float *out, uint8_t *idx, const float *in, const float *w, const float *b, int B,
+                                int Ci, int H, int W, int Co, int pad, float slope, int ceil_mode, float *scratch,
+                                float *keep);
+void cuda_conv_act_pool_backward(float *din, float *dw, float *db, const float *dout, const float *out,
+                                 const uint8_t *idx, const float *in, const float *w, int B, int Ci, int H, int W,
+                                 int Co, int pad, float slope, int ceil_mode, float *scratch, const float *keep);
 
 /* Resident batches (kernels_t's gather and softmax_xent_forward_acc, contract/kernels.h; issue 35 B):
  * dst[b][0..words) = src[idx[b]][0..words) in 4-byte words (idx on the device); and the softmax of

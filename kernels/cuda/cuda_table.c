@@ -94,6 +94,8 @@ const kernels_t kernels_cuda = {
   .softmax_xent_forward = cu_softmax_xent_forward, .softmax_xent_backward = cu_softmax_xent_backward,
   .sgd_step = cuda_sgd_step, .adam_step = cuda_adam_step, .nag_point = cuda_nag_point, .avg_step = cuda_avg_step,
   .conv_act_forward = cuda_conv_act_forward, .conv_act_backward = cuda_conv_act_backward,
+  .conv_act_pool_fusable = cuda_conv_act_pool_fusable,
+  .conv_act_pool_forward = cuda_conv_act_pool_forward, .conv_act_pool_backward = cuda_conv_act_pool_backward,
   .gather = cuda_gather_words, .softmax_xent_forward_acc = cuda_softmax_xent_acc,
   .softmax_xent_backward_ws = cuda_softmax_xent_backward,   /* its labels are device memory */
   .conv_scratch_floats = cuda_conv_scratch_floats,
