@@ -103,9 +103,9 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
 static cuda_counters_t g_counts0, g_counts1;
 /* --graph: measure_train_speed captures one step as a CUDA graph after the warm-up window and times
  * its replays (the batch resident on the device, the loss left there); the last replay's loss */
-static int g_graph;
 static double g_graph_loss;
 #endif
+static int g_graph;   /* (0 in a build without CUDA: --graph is refused there) */
 /* --host-batch: a device's eager step takes its batch from the host and waits for its loss, every
  * step (pdl train with PDL_TRAIN_RESIDENT=0); without it, pdl train's resident step (the batch
  * gathered on the device from a resident copy, the loss left there: no upload, no wait) */
