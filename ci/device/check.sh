@@ -4,7 +4,7 @@
 #   the CUDA layer tests and the cuSOLVER inversion tests against the CPU reference, test_cuda_lazy, with
 #   PDL_REQUIRE_GPU=1 (a skip is a failure); test_cuda_fail (a CUDA error names the call);
 #   both under compute-sanitizer memcheck and racecheck; pdl coll --backend nccl at one rank;
-#   K-FAC with its inversions on cuSOLVER (--kfac-inverse cuda) beside the CPU's (fast), same seed;
+#   K-FAC with its inversions on cuSOLVER (--kfac-inverse cuda) beside the CPU's (fast), and the whole update on the device (--device cuda), same seed;
 #   pdl inverse (cuSOLVER beside the CPU's fast path and the LAPACKE reference) at K-FAC's orders;
 #   test_cuda_net (training steps on the GPU against the CPU); pdl speed --device cuda, its
 #   convolutions in each of SPEED_CONV's modes (PDL_CUDA_CONV; default auto im2col), each eager and
@@ -111,6 +111,8 @@ if want kfac; then
   for inv in cuda fast; do
     step kfac_$inv $PDL train --net ppasgd-cifar --data synthetic --batch 32 --steps 20 --seed 7 --algo kfac --kfac-inverse $inv
   done
+  # the whole K-FAC update on the device (issue 35 G: kfac/kfac_dev.c), the same run
+  step kfac_device $PDL train --net ppasgd-cifar --data synthetic --batch 32 --steps 20 --seed 7 --algo kfac --device cuda
 fi
 want inverse && step inverse $PDL inverse --sizes 289,577,1024,1153,2048,4096 --reps 5
 if want speed; then # pdl speed --device cuda (each conv mode, eager and one CUDA graph per step) beside PyTorch eager and CUDA-graphed
