@@ -12,7 +12,7 @@
 #   - --algo ssgd on the device: at one rank nag's steps, at 2 ranks NCCL (the stand-in over MPI)
 #     on the device's buffers = --coll mpi staged through the host, near the CPU, resumable;
 #   - --algo kfac-dist on the device at 2 ranks: NCCL = MPI staged = reduce-scatterv, near the
-#     CPU's K-FAC, resumable.
+#     CPU's K-FAC, resumable; --kfac-fisher sampled at one rank near the CPU's.
 # (pdl speed is left out: its SGEMM roofline alone takes a minute on the emulator.)
 # On a GPU machine CUDA_PDL=bin/pdl runs it all on the real device (ci/device/check.sh CHECKS=resident):
 # the same bit-for-bit pairs (deterministic algorithms, pinned conv path); --coll nccl at 2 ranks
@@ -171,4 +171,11 @@ PDL_DUMP_PARAMS="$T/kfres" MPIRUN -np 2 "$EMU" train --device cuda "${K[@]}" --c
   --checkpoint "$T/kfck" --resume > /dev/null 2>&1
 cmp -s "$T/kfres" "$T/kfmpiallreduce" && ok "kfac-dist on the devices: checkpoint after epoch 1 + --resume = uninterrupted" \
   || notok "kfac-dist device checkpoint/resume" "final parameters differ"
+# --kfac-fisher sampled on the device at one rank (the probabilities downloaded, the labels drawn on
+# the host as on the CPU): near the CPU's sampled run
+PDL_DUMP_PARAMS="$T/kfsg" "$EMU" train --device cuda "${K[@]}" --algo kfac --batch 16 --kfac-fisher sampled > /dev/null 2>&1
+PDL_DUMP_PARAMS="$T/kfsc" "$PDL" train "${K[@]}" --algo kfac --batch 16 --kfac-fisher sampled > /dev/null 2>&1
+r=$(apart "$T/kfsg" "$T/kfsc" "$T/w0")
+within "$r" 2e-2 && ok "kfac --kfac-fisher sampled: device vs CPU parameters apart $r of the distance moved (<= 2e-2)" \
+  || notok "kfac sampled devices vs CPU" "apart $r"
 finish

@@ -179,6 +179,7 @@ typedef struct {
   int me, N, b; long step; double loss, t_fb, t_inv, t_pre;   /* t_*: this update's phases, the runtime's clock */
   /* --kfac-fisher sampled: labels drawn from the model, the sampled loss's gradient (discarded) */
   int sampled; uint64_t seed; int *ys; float *gs;
+  float *probs_h;        /* --device and sampled: the model's probabilities, downloaded to draw from */
   const kernels_t *kt;   /* --device (kdev_t): w, g, the bundles and the ΔW in its workspace memory */
 } phase_t;
 
@@ -210,9 +211,15 @@ static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   double fl_sampled = 0;
   if (p->sampled) {   /* the G factors from the sampled labels' backward; Gw stays the data's */
     const net_t *net = p->rep->net;
-    sample_labels(p, p->rep->ws.probs, net->classes);
-    vec_zero(p->gs, net->nparams);
-    net_backward(&p->rep->ws, p->w, p->gs, p->ys, p->b, 1.0f / (float)p->b);
+    const float *probs = p->rep->ws.probs;
+    if (p->kt && !p->kt->host_memory) {   /* (a wait: the labels are drawn on the host) */
+      p->kt->download(p->probs_h, probs, (size_t)p->b * net->classes * sizeof(float));
+      probs = p->probs_h;
+    }
+    sample_labels(p, probs, net->classes);
+    if (p->kt) p->kt->axpby(p->gs, 1, NULL, 0, net->nparams, 0.0f, 0.0f);
+    else vec_zero(p->gs, net->nparams);
+    net_backward(&p->rep->ws, p->w, p->gs, p->ys, p->b, 1.0f / (float)p->b);   /* (host labels: the table uploads them) */
     fl_sampled = (net->flops_train - net->flops_fwd) * p->b;
   }
   p->t_fb = rt->ops->now(rt) - t0;
@@ -307,7 +314,8 @@ static void kbuf_free(kbuf_t *B) {
  * inverses (kfac_dev.c: cuBLAS factors and preconditioning, cuSOLVER inversions). Steps 3 and 6 run
  * on the device with NCCL on the compute stream (rt->ops->allreduce_dev, --kfac-comm allreduce);
  * with --coll mpi, or --kfac-comm reduce-scatterv (NCCL has no Scatterv), they are staged through
- * the host buffers. The control floats (loss, flags) go up and come back as CTL_F floats per node.
+ * the host buffers. The control floats (loss, flags) go up and come back as CTL_F floats per node;
+ * with --kfac-fisher sampled the model's probabilities come down for the draws (sample_labels).
  * w, the momentum and the owner state come to the host only where a checkpoint may be saved and
  * at the end. PDL_KFAC_DEV=1 runs this same path with the CPU backend's table (host memory): the
  * test of its logic where no GPU is. */
@@ -400,9 +408,6 @@ static void kfac_node(rt_t *rt, void *arg) {
   st.on = "host";
   if (c->cuda_device >= 0 || (kd && !strcmp(kd, "1"))) {
     if (rt->ops->simulated) die_usage("train: PDL_KFAC_DEV=1: the device path of --algo %s runs on --runtime real only", c->algo);
-    if (ko->fisher_sampled)
-      die_usage("train: --device cuda: --kfac-fisher sampled is not built on the device yet (its labels are drawn on the "
-                "host from the model's probabilities): use --kfac-fisher empirical, or drop --device");
     if (ko->split != KFAC_SPLIT_OFF)
       die_usage("train: --device cuda: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device");
     int gpu = -1;
@@ -430,9 +435,13 @@ static void kfac_node(rt_t *rt, void *arg) {
   optim_t *const O = D.k ? D.d.o : &o;
   float *const W = D.k ? D.d.w : w;
   phase_t ph = {&k, &rep, &kr, st.owner, W, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
-                ko->fisher_sampled, c->seed, NULL, NULL, NULL};
+                ko->fisher_sampled, c->seed, NULL, NULL, NULL, NULL};
   if (D.k) { ph.g = D.g; ph.bund = D.bund; ph.mine = D.mine; ph.myupd = D.myupd; ph.kt = D.k; }
-  if (ph.sampled) { ph.ys = xmalloc((size_t)b * sizeof(int)); ph.gs = xmalloc(n * sizeof(float)); }
+  if (ph.sampled) {
+    ph.ys = xmalloc((size_t)b * sizeof(int));
+    ph.gs = D.k ? D.k->alloc(n * sizeof(float)) : xmalloc(n * sizeof(float));
+    if (D.k) ph.probs_h = xmalloc((size_t)b * r->net.classes * sizeof(float));
+  }
   for (; step < r->total_steps; step++) {
     watchdog_context("kfac update %ld on node %d", step, me);
     /* 1-2: gradient and factors of this node's b examples */
@@ -509,8 +518,10 @@ static void kfac_node(rt_t *rt, void *arg) {
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
   loop_finish(&L, W, w);
+  if (D.k && ph.gs) { D.k->release(ph.gs); ph.gs = NULL; }
   kdev_free(&D, &B);
   replica_free(&rep); optim_free(&o); ksplit_close(&k); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
+  xfree(ph.probs_h);
   xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
 
