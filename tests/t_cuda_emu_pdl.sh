@@ -75,22 +75,25 @@ for m in 1 0; do PDL_CUDA_CONV=cudnn PDL_TRAIN_RESIDENT=$m PDL_DUMP_PARAMS="$T/d
 cmp -s "$T/d0" "$T/d1" && same_results "$T/d0.jsonl" "$T/d1.jsonl" > /dev/null \
   && ok "msgd with PDL_CUDA_CONV=cudnn: resident = host-fed" || notok "cudnn path resident" "differs"
 
-# resident chunks as CUDA graphs (sgd, msgd, nag, mvasgd, one lr per chunk: captured after the first
+# resident chunks as CUDA graphs (sgd, msgd, nag, mvasgd, asgd, adam, one lr per chunk: captured after the first
 # eager chunk, replayed): the same parameters and lines as eager chunks (PDL_TRAIN_GRAPH=0), with
-# chunks of several lengths (--eval-every 50 against 64-step epochs: 50, 14, 36, 28, ...), a warm-up
-# (lr changing every step: those chunks eager), and a checkpoint + resume across graph replays
+# chunks of several lengths (--eval-every 24 against 64-step epochs: 24, 24, 16, 8, 24, 24, 8, ...:
+# after the warm-up, lengths 16, 8 and 24 captured once each, then 5 chunks replayed with the
+# state of later steps, Adam's and ASGD's per-step scalars new in each), a warm-up (lr changing
+# every step: those chunks eager), and a checkpoint + resume across graph replays
 G=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 S10" --batch 4 --threads 1 --quiet --epochs 3
-   --lr 0.05 --eval-every 50 --warmup 70)
-for a in msgd nag mvasgd; do   # (sgd: msgd's fused update without momentum)
+   --eval-every 24 --warmup 30)
+for a in msgd nag mvasgd asgd adam; do   # (sgd: msgd's fused update without momentum; adam and asgd: their
+  lr=0.05; [ $a = adam ] && lr=0.002     # per-step scalars from the device's slots, written before each replay)
   for g in 0 1; do PDL_TRAIN_GRAPH=$g PDL_DUMP_PARAMS="$T/gr$a$g" "$EMU" train --device cuda "${G[@]}" --algo $a \
-    --results "$T/gr$a$g.jsonl" > "$T/gr$a$g.out"; done
+    --lr $lr --results "$T/gr$a$g.jsonl" > "$T/gr$a$g.out"; done
   nch=$(jget graph_chunks < "$T/gr${a}1.out")
   cmp -s "$T/gr${a}0" "$T/gr${a}1" && same_results "$T/gr${a}0.jsonl" "$T/gr${a}1.jsonl" > /dev/null && [ "${nch:-0}" -gt 0 ] \
-    && ok "$a: resident chunks as CUDA graphs ($nch replayed) = eager chunks, bit for bit" \
+    && ok "$a: resident chunks as CUDA graphs ($nch run as graphs, 3 of them captured) = eager chunks, bit for bit" \
     || notok "$a: graph chunks" "graph_chunks=$nch; parameters or lines differ"
 done
-"$EMU" train --device cuda "${G[@]}" --algo msgd --epochs 2 --checkpoint "$T/grck" > /dev/null
-PDL_DUMP_PARAMS="$T/grres" "$EMU" train --device cuda "${G[@]}" --algo msgd --checkpoint "$T/grck" --resume > /dev/null 2>&1
+"$EMU" train --device cuda "${G[@]}" --lr 0.05 --algo msgd --epochs 2 --checkpoint "$T/grck" > /dev/null
+PDL_DUMP_PARAMS="$T/grres" "$EMU" train --device cuda "${G[@]}" --lr 0.05 --algo msgd --checkpoint "$T/grck" --resume > /dev/null 2>&1
 cmp -s "$T/grres" "$T/grmsgd1" && ok "graph chunks: checkpoint after epoch 2 + --resume = uninterrupted" \
   || notok "graph chunks checkpoint/resume" "final parameters differ"
 

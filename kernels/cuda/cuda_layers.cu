@@ -92,8 +92,9 @@ __global__ void k_sgd(float *w, float *g, float *v, size_t n, float lr_arg, cons
 /* The other updates of contract/layers.h, rounded operation by operation in the contract's order
  * (cpu_elem.c's loops): adam (wd == 0 skips the decay term, as the CPU does; __fsqrt_rn and
  * __fdiv_rn are IEEE's correctly rounded sqrtf and division), NAG's point and the averaged iterate. */
-__global__ void k_adam(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
-                       float wd) {
+__global__ void k_adam(float *w, float *g, float *m, float *v, size_t n, float a_arg, const float *ap, float b1,
+                       float b2, float eps, float wd) {
+  const float a = ap ? *ap : a_arg;   /* (ap: a captured step's scalar slot, cuda_scalar_slot) */
   const float c1 = __fsub_rn(1.0f, b1), c2 = __fsub_rn(1.0f, b2);
   GRID_STRIDE(i, n) {
     const float gi = wd != 0.0f ? __fadd_rn(g[i], __fmul_rn(wd, w[i])) : g[i];
@@ -108,7 +109,8 @@ __global__ void k_adam(float *w, float *g, float *m, float *v, size_t n, float a
 __global__ void k_nag_point(float *what, const float *w, const float *m, size_t n, float mu) {
   GRID_STRIDE(i, n) what[i] = __fadd_rn(w[i], __fmul_rn(mu, m[i]));
 }
-__global__ void k_avg(float *z, const float *w, size_t n, float r, int ema) {
+__global__ void k_avg(float *z, const float *w, size_t n, float r_arg, const float *rp, int ema) {
+  const float r = rp ? *rp : r_arg;
   const float c = __fsub_rn(1.0f, r);
   GRID_STRIDE(i, n) z[i] = ema ? __fadd_rn(__fmul_rn(c, z[i]), __fmul_rn(r, w[i]))
                                : __fadd_rn(z[i], __fmul_rn(r, __fsub_rn(w[i], z[i])));
@@ -1083,11 +1085,37 @@ void cuda_lr_set(float lr) {
   k_set_float<<<1, 32, 0, c->stream>>>(t_lr_dev, lr);
   CHECK_LAUNCH(k_set_float, c->stream);
 }
+/* Per-step scalars a graph can change (cuda_scalars_set, cuda_scalar_slot): up to 64 floats of the
+ * calling thread on the device, written by one kernel queued before a replay */
+constexpr int kMaxScalars = 64;
+struct Scalars { float v[kMaxScalars]; };
+__global__ void k_set_scalars(float *dst, Scalars s, int n) { if ((int)threadIdx.x < n) dst[threadIdx.x] = s.v[threadIdx.x]; }
+static thread_local float *t_scal_dev;
+static thread_local int t_scal_slot = -1;
+static const float *scalar_at(void) { return t_scal_slot >= 0 ? t_scal_dev + t_scal_slot : nullptr; }
+void cuda_scalars_set(const float *v, int n) {
+  CUDA_SHAPE_ASSERT(n >= 1 && n <= kMaxScalars);
+  if (!t_scal_dev) {
+    if (pdl_cuda_capturing) pdl_cuda_fail("cuda_scalars_set", "called while capturing", "call it before cuda_graph_begin",
+                                          __FILE__, __LINE__);
+    t_scal_dev = cuda_alloc_floats(kMaxScalars);
+  }
+  Scalars sc;
+  memset(&sc, 0, sizeof sc);
+  memcpy(sc.v, v, (size_t)n * sizeof(float));
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_set_scalars<<<1, kMaxScalars, 0, c->stream>>>(t_scal_dev, sc, n);
+  CHECK_LAUNCH(k_set_scalars, c->stream);
+}
+void cuda_scalar_slot(int j) {
+  CUDA_SHAPE_ASSERT(j < kMaxScalars && (j < 0 || t_scal_dev));
+  t_scal_slot = j < 0 ? -1 : j;
+}
 void cuda_adam_step(float *w, float *g, float *m, float *v, size_t n, float a, float b1, float b2, float eps,
                     float wd) {
   if (n == 0) return;
   PdlCudaCtx *c = pdl_cuda_ctx();
-  k_adam<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, m, v, n, a, b1, b2, eps, wd);
+  k_adam<<<grid_for(n), kBlock, 0, c->stream>>>(w, g, m, v, n, a, scalar_at(), b1, b2, eps, wd);
   CHECK_LAUNCH(k_adam, c->stream);
 }
 void cuda_nag_point(float *what, const float *w, const float *m, size_t n, float mu) {
@@ -1099,7 +1127,7 @@ void cuda_nag_point(float *what, const float *w, const float *m, size_t n, float
 void cuda_avg_step(float *z, const float *w, size_t n, float r, int ema) {
   if (n == 0) return;
   PdlCudaCtx *c = pdl_cuda_ctx();
-  k_avg<<<grid_for(n), kBlock, 0, c->stream>>>(z, w, n, r, ema);
+  k_avg<<<grid_for(n), kBlock, 0, c->stream>>>(z, w, n, r, scalar_at(), ema);
   CHECK_LAUNCH(k_avg, c->stream);
 }
 

@@ -143,6 +143,13 @@ long cuda_buffers_epoch(void);
  * argument as always. cuda_lr_resident(0) frees the slot. */
 void cuda_lr_resident(int on);
 void cuda_lr_set(float lr);
+/* Per-step scalars of a captured chunk (kernels_t's scalars_set / scalar_slot; issue 35 E for Adam
+ * and ASGD in pdl train): cuda_scalars_set queues one kernel writing n <= 64 floats to the calling
+ * thread's slots; after cuda_scalar_slot(j) the thread's cuda_adam_step (its a) and cuda_avg_step
+ * (its r) read slot j on the device instead of their argument, until cuda_scalar_slot(-1). The
+ * value read is the float the eager call would pass, so replays give its bits. */
+void cuda_scalars_set(const float *v, int n);
+void cuda_scalar_slot(int j);
 /* With on = 1, cuda_softmax_xent_forward leaves the loss on the device (returns NaN; no wait, no
  * label check: a step checked eagerly first) so that a step can be captured; cuda_loss_last then
  * waits and returns the last loss computed (the batch sum of -log p). */

@@ -102,6 +102,7 @@ const kernels_t kernels_cuda = {
   .sync = cuda_sync, .stream = cuda_current_stream, .mem_free = cuda_mem_free,
   .graph_begin = cuda_graph_begin, .graph_end = cuda_graph_end, .graph_launch = cuda_graph_launch,
   .graph_free = cuda_graph_free, .buffers_epoch = cuda_buffers_epoch,
+  .scalars_set = cuda_scalars_set, .scalar_slot = cuda_scalar_slot,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
   .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */

@@ -113,6 +113,13 @@ typedef struct {
   void *(*graph_end)(void);
   void (*graph_launch)(void *graph);
   void (*graph_free)(void *graph);
+  /* per-step scalars for graphs of steps whose update takes one that changes every step (optional,
+   * NULL: none; Adam's a, ASGD's rate): scalars_set queues the write of n <= 64 floats to the
+   * calling thread's slots (before a replay, not while recording); after scalar_slot(j) the
+   * thread's adam_step and avg_step read their scalar from slot j, not from their argument, until
+   * scalar_slot(-1) */
+  void (*scalars_set)(const float *v, int n);
+  void (*scalar_slot)(int j);
   /* changes when the backend replaces a buffer of its own that queued work addresses (a grown
    * scratch or library workspace): graphs captured before are stale (NULL: never) */
   long (*buffers_epoch)(void);

@@ -67,15 +67,18 @@ void resident_set_free(resident_set_t *s) {
 }
 
 /* train_state_steps' graph for this chunk: the slot of d->graphs holding (or to hold, empty) it,
- * or -1 to run the chunk eagerly (no graphs, not warm yet, Adam or ASGD, lr varying in the chunk,
+ * or -1 to run the chunk eagerly (no graphs, not warm yet, Adam or ASGD without scalar slots or
+ * over 64 steps, lr varying in the chunk,
  * PDL_TRAIN_GRAPH=0). Dropout masks are drawn ahead into the chunk's buffer, so a graph replays them. */
 static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const float *lr) {
   const char *e = getenv("PDL_TRAIN_GRAPH");
   if (!d->k->graph_begin || !d->warm || (e && !strcmp(e, "0"))) return -1;
-  /* the kinds whose step takes no per-step argument but the lr (Adam's bias corrections and ASGD's
-   * 1/t rate change every step); MVASGD's first-step copy of the average is behind us (warm) */
+  /* the kinds whose step takes no per-step argument but the lr; Adam's bias-corrected a and ASGD's
+   * 1/t rate change every step: their graphs read them from the backend's scalar slots (written
+   * before each replay), where it has them (kernels_t.scalars_set); (M)ASGD's first-step copy of
+   * the average is behind us (warm) */
   const opt_kind_t kind = d->o->kind;
-  if (kind != OPT_SGD && kind != OPT_MSGD && kind != OPT_NAG && kind != OPT_MVASGD) return -1;
+  if ((kind == OPT_ADAM || kind == OPT_ASGD) && (!d->k->scalars_set || K > 64)) return -1;
   for (int j = 1; j < K; j++) if (lr[j] != lr[0]) return -1;
   if (d->k->buffers_epoch && d->k->buffers_epoch() != d->graph_epoch) {   /* e.g. an evaluation grew a buffer */
     graphs_free(d);
@@ -117,6 +120,12 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
   k->upload(dv, h, bytes);
   double *const acc0 = ws->acc;
   const int gi = graph_slot(d, ws, K, lr);   /* -1: eager */
+  const int scal = gi >= 0 && (d->o->kind == OPT_ADAM || d->o->kind == OPT_ASGD);
+  if (scal) {   /* this chunk's per-step scalars into the slots its graph reads (queued before it) */
+    float v[64];
+    for (int j = 0; j < K; j++) v[j] = optim_step_scalar(d->o, lr[j], j);
+    k->scalars_set(v, K);
+  }
   if (gi >= 0 && d->graphs[gi].g) {   /* replay: the host's side of the K steps is the step count */
     k->graph_launch(d->graphs[gi].g);
     d->o->t += K;
@@ -127,8 +136,10 @@ void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *
       net_gather(ws, s->x, s->y, (const int *)(dv + slots) + (size_t)j * B, B);
       ws->acc = (double *)dv + 3 * (size_t)j;
       if (mf) net_masks_at(ws, B, (const float *)(dv + slots + ib) + (size_t)j * mf);
+      if (scal) k->scalar_slot(j);
       train_state_step(d, ws, NULL, NULL, B, lr[j]);
     }
+    if (scal) k->scalar_slot(-1);
     if (mf) net_masks_at(ws, B, NULL);
     if (gi >= 0) {
       d->graphs[gi].g = k->graph_end();   /* (no buffer grows while recording: an eager chunk ran first) */

@@ -75,23 +75,31 @@ int optim_fused_step(optim_t *o, net_step_t *st, float lr) {
   return 1;
 }
 
+float optim_step_scalar(const optim_t *o, float lr, long j) {
+  const long t1 = o->t + j + 1;   /* the step's count once taken */
+  if (o->kind == OPT_ADAM) {
+    double c1 = 1.0 - pow(o->beta1, (double)t1), c2 = 1.0 - pow(o->beta2, (double)t1);
+    return (float)(lr * sqrt(c2) / c1);
+  }
+  return o->kind == OPT_ASGD ? 1.0f / (float)t1 : 0.0f;
+}
+
 void optim_step(optim_t *o, float *w, float *g, float lr) {
   const kernels_t *k = o->k;
   size_t n = o->n;
   switch (o->kind) {
   case OPT_SGD: case OPT_ASGD: case OPT_MVASGD: k->sgd_step(w, g, NULL, n, lr, 0.0f, o->wd); break;
   case OPT_MSGD: case OPT_NAG: k->sgd_step(w, g, o->M, n, lr, o->mu, o->wd); break;
-  case OPT_ADAM: {
-    double c1 = 1.0 - pow(o->beta1, (double)(o->t + 1)), c2 = 1.0 - pow(o->beta2, (double)(o->t + 1));
-    k->adam_step(w, g, o->M, o->V, n, (float)(lr * sqrt(c2) / c1), o->beta1, o->beta2, o->eps, o->wd);
+  case OPT_ADAM:
+    k->adam_step(w, g, o->M, o->V, n, optim_step_scalar(o, lr, 0), o->beta1, o->beta2, o->eps, o->wd);
     break;
   }
-  }
+  const float rate = optim_step_scalar(o, lr, 0);   /* ASGD's 1/t, t after this step */
   o->t++;
   if (o->kind == OPT_NAG) optim_refresh(o, w);
   if (o->kind == OPT_ASGD || o->kind == OPT_MVASGD) {
     if (o->t == 1) k->copy(o->Z, w, n * sizeof(float));
-    else if (o->kind == OPT_ASGD) k->avg_step(o->Z, w, n, 1.0f / (float)o->t, 0);
+    else if (o->kind == OPT_ASGD) k->avg_step(o->Z, w, n, rate, 0);
     else k->avg_step(o->Z, w, n, o->mvrate, 1);
   }
 }

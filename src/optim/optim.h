@@ -48,6 +48,12 @@ const float *optim_eval_point(const optim_t *o, const float *w);
 /* One step. g is consumed: it is left ZEROED (saves callers a pass before the next gradient
  * accumulation). Elementwise, so the result does not depend on the thread count. */
 void optim_step(optim_t *o, float *w, float *g, float lr);
+/* The scalar that optim_step's update takes and that changes every step, for the step taken when
+ * o->t + j steps are done, at lr: Adam's a = lr sqrt(1 - β2^t') / (1 - β1^t'), ASGD's averaging rate
+ * 1/t' (t' = o->t + j + 1); 0 for the other kinds (theirs take only lr, or a fixed rate). The
+ * same float optim_step passes (it calls this), so a graph that reads it from the device replays
+ * the eager step's bits (train_state_steps, kernels_t.scalars_set). */
+float optim_step_scalar(const optim_t *o, float lr, long j);
 /* For the kinds whose update net_backward_step can fuse into the backward pass (sgd, msgd; the
  * others need the whole gradient first): fills *st with this step's update at lr, counts the step
  * as optim_step does, and returns 1; the caller then runs net_backward_step instead of
