@@ -534,7 +534,7 @@ static const optdef_t
   od_damping = {"--kfac-damping", OD_FLOAT, 1e-12, 1e6, NULL, "0.03", "D", "Tikhonov damping, split between A and G by pi", KO(damping), 1, NULL},
   od_stat_decay = {"--kfac-stat-decay", OD_FLOAT, 0, 0.999999, NULL, "0", "E", "running average of the factors (0: this batch only, the paper)", KO(stat_decay), 1, NULL},
   od_inv_every = {"--kfac-inv-every", OD_INT, 1, 1 << 30, NULL, "1", "N", "invert the factors every N updates (1: the paper)", KO(inv_every), 1, NULL},
-  od_inverse = {"--kfac-inverse", OD_ENUM, 0, 0, inverses, "fast", "I", "fast (float, ours) | ref (LAPACKE double) | eig | cuda (cuSOLVER)", KO(inverse), 1, NULL},
+  od_inverse = {"--kfac-inverse", OD_ENUM, 0, 0, inverses, "fast", "I", "fast (float, ours) | ref (LAPACKE double) | eig | cuda (cuSOLVER); with --device cuda the inversions are always cuSOLVER's on the device", KO(inverse), 1, NULL},
   od_comm = {"--kfac-comm", OD_ENUM, 0, 0, comms, "reduce-scatterv", "C", "reduce-scatterv (+ allgatherv) | allreduce (NCCL style)", KO(comm_allreduce), 1, NULL},
   od_assign = {"--kfac-assign", OD_ENUM, 0, 0, assigns, "layer", "A", "layer owners: layer (l mod R, the paper) | lpt (by cost)", KO(assign_lpt), 1, NULL},
   od_fisher = {"--kfac-fisher", OD_ENUM, 0, 0, fishers, "empirical", "F",
