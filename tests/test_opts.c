@@ -75,6 +75,9 @@ static int resume_with(const train_cfg_t *c1, const train_cfg_t *c2, char *msg, 
   pid_t p = fork();
   if (p == 0) {
     if (!freopen(errf, "w", stderr)) _exit(3);
+    /* unbuffered, as stderr was: freopen made it a buffered file stream, and under make asan the
+     * leak check at exit ends the process before stdio's flush, so the message never got there */
+    setvbuf(stderr, NULL, _IONBF, 0);
     snap_read(path, &r2, 0, 1, &s, 0);
     _exit(0);
   }
