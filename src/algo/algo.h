@@ -176,6 +176,14 @@ int loop_due(const loop_t *L, long updates, int last);
  * epoch end, --eval-every, the last update), so that a node keeping its parameters on a device
  * brings them to the host only then; 0 for the other schedules. */
 int loop_eval_due(const loop_t *L, long updates, int last);
+/* A node keeping its state on a device brings it to the host where a checkpoint may be saved after
+ * this update: --checkpoint given, and a signal arrived or loop_progress at `updates` evaluates
+ * (epoch ends). */
+int loop_save_may_follow(const loop_t *L, long updates, int last, int signal);
+/* The sum over nodes of x [m] in k's workspace memory: NCCL on k's stream where the runtime has a
+ * device collective (rt->ops->allreduce_dev) and k is a device, else staged through host [m]
+ * (download, rt->ops->allreduce, upload). */
+void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m);
 /* The node keeps its parameters on backend k (a CUDA device; LOOP_UPDATES): from now on the w_eval
  * of loop_progress and loop_finish is k's memory, and the reporter evaluates there, on a resident
  * copy of the test set (issue 35 F: the same figures as on a host copy through the same table). */

@@ -338,15 +338,6 @@ static void kdev_free(kdev_t *D, const kbuf_t *B) {
   D->k->release(D->g); D->k->release(D->dw); D->k->release(D->bund); D->k->release(D->upd);
   train_state_free(&D->d);
 }
-/* The sum over nodes of x [m] in workspace memory: NCCL on the device, else through host [m]. */
-static void kdev_allreduce(rt_t *rt, const kdev_t *D, float *x, float *host, size_t m) {
-  if (!D->k->host_memory && rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, D->k->stream ? D->k->stream() : NULL))
-    return;
-  D->k->download(host, x, m * sizeof(float));
-  rt->ops->allreduce(rt, host, m);
-  D->k->upload(x, host, m * sizeof(float));
-}
-
 /* owner time over nodes, for the load-balance figures */
 static void owner_times(rt_t *rt, kstats_t *st) {
   int N = rt->nnodes;
@@ -451,7 +442,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     double t2 = rt->ops->now(rt), t1 = t0 + ph.t_fb;
     /* 3: Reduce + Scatterv (or Allreduce) of the bundles to their owners */
     if (N > 1 && D.k) {
-      if (st.comm_allreduce) kdev_allreduce(rt, &D, D.bund, bund, tot_b);
+      if (st.comm_allreduce) allreduce_ws(rt, D.k, D.bund, bund, tot_b);
       else {   /* NCCL has no Scatterv: through the host */
         D.k->download(bund, D.bund, tot_b * sizeof(float));
         rt->ops->reduce_scatterv(rt, bund, mine, cnt_b);
@@ -474,7 +465,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     double t4 = rt->ops->now(rt);
     /* 6: Allgather (or Allreduce) of the ΔW */
     if (N > 1 && D.k) {
-      if (st.comm_allreduce) kdev_allreduce(rt, &D, D.upd, upd, tot_w);
+      if (st.comm_allreduce) allreduce_ws(rt, D.k, D.upd, upd, tot_w);
       else {
         D.k->download(myupd, D.myupd, cnt_w[me] * sizeof(float));
         rt->ops->allgatherv(rt, myupd, upd, cnt_w);
@@ -505,7 +496,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, mloss, step);
-    if (D.k && c->checkpoint[0] && (x.signal > 0 || loop_eval_due(&L, step + 1, last))) {   /* a checkpoint may follow */
+    if (D.k && loop_save_may_follow(&L, step + 1, last, x.signal > 0)) {
       train_state_download(&D.d, w, &o);
       kfac_dev_state(&k, 0);
     }

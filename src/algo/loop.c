@@ -185,6 +185,17 @@ int loop_eval_due(const loop_t *L, long updates, int last) {
          (updates % r->steps_per_epoch == 0 || (c->eval_every && updates % c->eval_every == 0) || last);
 }
 
+int loop_save_may_follow(const loop_t *L, long updates, int last, int signal) {
+  return L->r->cfg.checkpoint[0] && (signal || loop_eval_due(L, updates, last));
+}
+
+void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m) {
+  if (!k->host_memory && rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, k->stream ? k->stream() : NULL)) return;
+  k->download(host, x, m * sizeof(float));
+  rt->ops->allreduce(rt, host, m);
+  k->upload(x, host, m * sizeof(float));
+}
+
 static int local_progress(loop_t *L, const float *w, long updates, int last) {
   L->updates = updates;
   if (loop_due(L, updates, last)) local_evaluate(L, w);

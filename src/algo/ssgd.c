@@ -44,13 +44,6 @@ static void ssgd_summary(json_t *j, const loop_t *L, void *arg) {
  * the same steps, and the same evaluations, as --algo nag --device cuda. */
 typedef struct { const kernels_t *k; train_state_t d; float *D; } ssgd_dev_t;   /* D: device [n + CTL_F] */
 
-static void ssgd_allreduce_dev(rt_t *rt, ssgd_dev_t *dv, float *host, size_t m) {
-  if (rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, dv->D, m, dv->k->stream ? dv->k->stream() : NULL)) return;
-  dv->k->download(host, dv->D, m * sizeof(float));   /* host collectives (MPI): staged */
-  rt->ops->allreduce(rt, host, m);
-  dv->k->upload(dv->D, host, m * sizeof(float));
-}
-
 static void ssgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int G = job->G, me = rt->node, N = rt->nnodes;
@@ -113,7 +106,7 @@ static void ssgd_node(rt_t *rt, void *arg) {
     rt->ops->work(rt, 4.0 * n * (2 * G + 1));
     double t2 = rt->ops->now(rt);
     if (dv.k) {
-      ssgd_allreduce_dev(rt, &dv, buf, n + CTL_F);                     /* D_A = Allreduce(D_L), on the device */
+      allreduce_ws(rt, dv.k, dv.D, buf, n + CTL_F);                    /* D_A = Allreduce(D_L), on the device */
       dv.k->download(buf + n, dv.D + n, CTL_F * sizeof(float));       /* waits for it */
     } else {
       rt->ops->allreduce(rt, buf, n + CTL_F);                         /* D_A = Allreduce(D_L) */
@@ -126,7 +119,7 @@ static void ssgd_node(rt_t *rt, void *arg) {
     rt->ops->work(rt, 4.0 * n * 6);
     loop_loss(&L, loss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, loss, step);
-    if (dv.k && c->checkpoint[0] && (x.signal > 0 || loop_eval_due(&L, step + 1, last)))   /* a checkpoint may follow */
+    if (dv.k && loop_save_may_follow(&L, step + 1, last, x.signal > 0))
       train_state_download(&dv.d, w, &o);
     if (diverged) break;   /* the same allreduced loss on every node */
     loop_progress(&L, W, step + 1, (double)(step + 1) * c->batch * G * N, last);
