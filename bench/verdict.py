@@ -877,6 +877,9 @@ def main(argv=None):
     g.add_argument("--paper", help="one paper (the name of a bench/claims/*.toml)")
     g.add_argument("--all", action="store_true", help="every paper")
     g.add_argument("--check-registry", action="store_true", help="parse every registry file and exit")
+    g.add_argument("--list-papers", action="store_true",
+                   help="print the papers (bench/claims/*.toml, in their order): paper, title, bench, doc_title, "
+                        "group, paper ids (space-separated), tab-separated, one line each")
     ap.add_argument("--results", help="results directory of --paper (default results/<paper>)")
     ap.add_argument("--results-root", default=os.environ.get("PDL_RESULTS", "results"),
                     help="root of the results (default $PDL_RESULTS or results)")
@@ -890,6 +893,10 @@ def main(argv=None):
     if a.lenient:
         REQUIRE_QUOTES = False
     try:
+        if a.list_papers:
+            for p in papers(a.claims):
+                print("\t".join([p["paper"], p["title"], p["bench"], p["doc_title"], p["group"], " ".join(p["paper_ids"])]))
+            return 0
         names = paper_names(a.claims)
         if a.paper is not None and a.paper not in names:
             ap.error("argument --paper: %r is not one of %s (bench/claims/*.toml)" % (a.paper, ", ".join(names)))
