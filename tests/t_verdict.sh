@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 V="python3 bench/verdict.py"
+export PDL_CLAIMS_REQUIRE_QUOTES=1   # the schema as make test runs it (the switch is tested below)
 
 expect "every registry file parses" $V --check-registry
 expect "verdict.py --help" $V --help
