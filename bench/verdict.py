@@ -10,18 +10,40 @@ them to this engine; no summarizer decides a verdict itself (tests/t_verdict.sh 
   python3 bench/verdict.py --paper gossip [--results DIR] [--format md|json|tsv]
   python3 bench/verdict.py --all [--results-root DIR] --format json
   python3 bench/verdict.py --check-registry      parse every bench/claims/*.toml, exit 1 on an error
+  python3 bench/verdict.py --list-papers         the papers (bench/claims/*.toml), one tab-separated line each
+  --lenient (or PDL_CLAIMS_REQUIRE_QUOTES=0): do not require quote / quote_ja / strength / why
 
 --results DIR defaults to results/<paper>. The engine reads DIR/measurements.jsonl (the metrics the
 summarizer wrote: one JSON object per claim and seed) and checks every *.jsonl under DIR: a line that
 is not JSON gives a one-line error naming the file and line (on stderr, and as an error row), exit
-status 1, never a traceback; a claim with no measurement gives the verdict `no results`.
+status 1, never a traceback; a claim with no measurement gives the verdict `no results`. A
+measurement line is typed: id a non-empty string, instance a string or null, seed an integer, a
+string or null, metrics an object or null, label / ours / data_set / mode / why strings or null,
+flags a list, quick / simulated booleans; a wrong type is a one-line error naming file, line and
+field. Metric values are numbers, (nested) lists of numbers, or null: a boolean or a string gives
+the claim an error row naming the claim, seed and metric (the rule in the TOML decides, not a
+boolean computed in a summarizer). DIR may be a results of record, results/<paper>/record/
+(bench/record.py: measurements.jsonl, runs.jsonl.gz, verdicts.json, manifest.json; tests/t_record.sh
+re-derives docs/REPRODUCTION.md, README's status block and verdicts.json from it).
 
-Registry (bench/claims/<paper>.toml):
-  paper = "gossip"; title = "..."
+read_jsonl(path): the one JSONL loader of the bench scripts (summarizers import it): a list of
+dicts; a torn last line is skipped with a one-line warning naming file and line; any other bad
+line raises VerdictError naming file and line.
+
+Registry (bench/claims/<paper>.toml; every error is one line naming the file, the claim and the field):
+  paper = "gossip"; title = "..."     (top-level keys, read by papers(): the one list of papers)
+  order = 6; bench = "make bench-gossip"; doc_title = "## ... (bench-gossip)" (its section in
+  docs/REPRODUCTION.md); paper_ids = ["G1", ...] (docs/PAPERS.md's ids); group = "kfac" (a file
+  shown under another paper on the report page); language = "ja" (claims need quote_ja)
   [[claim]]
   id         "G2" (sub-claims are separate ids: H3a, H3b, ...)
   label      the table's first cell when the summarizer gives none
-  statement  the paper's sentence; source: figure / table / equation
+  statement  our one-line summary of the claim
+  quote      the paper's own sentence(s), verbatim (a Japanese paper: a faithful English
+             translation); quote_ja: the original, verbatim (language = "ja")
+  source     figure / table / equation, section and page: "Fig. 3 (right), §3.1, p. 5"
+  strength   faithful | weaker | stronger | different: the rule against the quote; why: what
+             differs and why (required unless faithful); half: which half of a split claim
   kind       reproduction | consistency (true by our construction: `construction` says why) |
              observation | beyond
   metrics    the metric names the rule reads; results: the raw files (globs under DIR) they come from
@@ -35,7 +57,12 @@ Registry (bench/claims/<paper>.toml):
   not_comparable  a reason: the verdict is `not comparable` whatever the rule says (it is still
              evaluated and shown in the reason)
   simulated  true when the evidence is SIMULATED (SimGrid); fixed_at: the commit that fixed the rule
-  [[claim.history]] date, rule (the old expression), value, reason, verdict (recorded under it)
+  [[claim.history]] date (YYYY-MM-DD, the last day the old form was in force), rule (the old
+             expression, "" if none), tolerance (the old one; omitted: the old rule had none), value,
+             kind (the old kind), reason, verdict (recorded under it; "unknown"), commit. The old rule
+             is re-evaluated on today's results with its own tolerance (verdict_now).
+The issue-45 fields (quote, strength, why, and quote_ja for language = "ja") are required unless
+PDL_CLAIMS_REQUIRE_QUOTES=0 or --lenient (a switch for registries being rewritten).
 
 Verdicts (one vocabulary): agrees, disagrees, inconclusive (the seeds disagree: their spread
 straddles the rule's threshold), not comparable (with the reason), consistency check (kind
@@ -45,17 +72,23 @@ suite's own targets, is judged agrees / disagrees like a reproduction), no resul
 
 Expressions are Python expressions evaluated with no builtins except: all any abs min max len sum
 sorted zip range round float int mean isfinite inf nan nonincreasing(xs, slack) nondecreasing(xs,
-slack) ratio(a, b); attribute access and names starting with '_' are refused.
+slack) ratio(a, b); attribute access, lambdas and names starting with '_' are refused. They are
+bounded: integer constants up to 1e12 (write larger ones as floats), a ** b refused for an integer
+exponent above 64 or a result above 2**1024, sequence repetition refused, range() at most 1e6
+elements, 5 s per evaluation (SIGALRM, main thread): a rule past a bound gives its row a reason,
+never a hang or a traceback.
 
 JSON row format (--format json; one list of rows; --all gives every paper's rows):
   {"paper": str, "id": str, "label": str, "statement": str, "source": str, "kind": str,
    "rule": str, "tolerance": number|null, "fixed_at": str,
-   "history": [{"date": str, "rule": str, "reason": str, "verdict": str (recorded then),
-                "verdict_now": str (the old rule on these results)}],
+   "history": [{"date": str, "rule": str, "tolerance": number|null, "kind": str|null, "commit": str|null,
+                "reason": str, "verdict": str (recorded then), "verdict_now": str (the old rule, with
+                its own tolerance, on these results)}],
    "seeds": [{"seed": int|str, "value": number|null, "holds": bool|null, "metrics": {...}}],
    "mean": number|null, "min": number|null, "max": number|null, "paper_value": str|null,
    "ours": str, "verdict": str, "reason": str, "simulated": bool, "mode": str, "data_set": str,
-   "plot": str|null (a path under plots/out), "error": str|null}
+   "plot": str|null (a path under plots/out), "error": str|null, "quote": str, "quote_ja": str,
+   "strength": str, "why": str, "half": str}
 An error row (a malformed results file) has id "error", verdict "no results" and the one-line
 message in reason and error. A claim measured at several settings (per method, per p) gives one
 row per instance, its id followed by the instance ("E3-vs-p EAMSGD"). "history" entries, "date" is
