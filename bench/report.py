@@ -557,14 +557,23 @@ def claim_html(r, plots, shown, errors, have_results):
                '<span class="kind">%s</span>' % E(fmt(r.get("kind"))) if r.get("kind") else "")]
     if r.get("label") and str(r.get("label")) != cid:
         left.append('<div class="label">%s</div>' % E(fmt(r.get("label"))))
-    if r.get("statement"):
+    if r.get("quote"):   # the paper's own words (issue 45); the statement is our summary
+        left.append('<div class="statement">%s&ldquo;%s&rdquo;%s</div>' % (
+            "[%s] " % E(fmt(r.get("half"))) if r.get("half") else "", E(fmt(r.get("quote"))),
+            " (%s)" % E(fmt(r.get("quote_ja"))) if r.get("quote_ja") else ""))
+    elif r.get("statement"):
         left.append('<div class="statement">&ldquo;%s&rdquo;</div>' % E(fmt(r.get("statement"))))
     dl = []
 
     def item(k, val_html):
         dl.append("<dt>%s</dt><dd>%s</dd>" % (E(k), val_html))
     if r.get("source"):
-        item("paper's figure/table", E(fmt(r.get("source"))))
+        item("where in the paper", E(fmt(r.get("source"))))
+    if r.get("quote") and r.get("statement"):
+        item("claim", E(fmt(r.get("statement"))))
+    if r.get("strength"):
+        item("rule vs the paper", E(fmt(r.get("strength"))) + (": " + E(fmt(r.get("why")))
+                                                               if r.get("why") and r.get("strength") != "faithful" else ""))
     if r.get("paper_value") is not None:
         item("paper", E(fmt(r.get("paper_value"))))
     empty = v == "no results"  # nothing measured: ours, seeds, data set would all read "none"

@@ -5,7 +5,7 @@
 # id the issues, baselines and tables use; the files README links exist; no bytecode is tracked.
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
-expect "README status block matches docs/REPRODUCTION.md (bench/status.py --check)" python3 bench/status.py --check
+expect "README status block matches the results of record (bench/status.py --check)" python3 bench/status.py --check
 # the block has one row per paper of the registry (verdict.papers(): bench/claims/*.toml), with verdict counts
 miss=$(python3 bench/verdict.py --list-papers | while IFS=$'\t' read -r _ title _; do
   grep -qF "| $title | " README.md || echo "$title"; done)

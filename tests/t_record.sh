@@ -8,7 +8,7 @@
 # registry, it shows that the check is not vacuous: a record written there passes, and a planted
 # one-number edit of a measurement, a hand edit of a verdict word in docs/REPRODUCTION.md, an edited
 # README count and an extra file each fail it; a record is byte-for-byte reproducible, and QUICK
-# measurements are refused. About 2 CPU-s; needs no bin/pdl.
+# measurements are refused. About 4 CPU-s (15 s wall); needs no bin/pdl.
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
