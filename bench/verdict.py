@@ -296,6 +296,8 @@ def load_registry(paper, claims_dir=CLAIMS_DIR, require=None):
         raise VerdictError("%s: cannot read (%s)" % (path, e.strerror))
     except tomllib.TOMLDecodeError as e:
         raise VerdictError("%s: not valid TOML (%s)" % (path, str(e).splitlines()[0] if str(e) else "?"))
+    except UnicodeDecodeError as e:
+        raise VerdictError("%s: not UTF-8 (byte %d)" % (path, e.start + 1))
     for k, t in TOP_KEYS.items():
         if k in reg:
             _typed(path, k, reg[k], t)
@@ -377,7 +379,7 @@ def papers(claims_dir=CLAIMS_DIR):
         try:
             with open(path, "rb") as f:
                 reg = tomllib.load(f)
-        except (OSError, tomllib.TOMLDecodeError) as e:
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise VerdictError("%s: cannot read its top-level keys (%s)" % (path, str(e).splitlines()[0] if str(e) else "?"))
         for k, t in TOP_KEYS.items():
             if k in reg and k != "claim":
@@ -482,6 +484,8 @@ def metric_error(metrics):
     """None when every metric is a number, a (nested) list of numbers or null; else what is wrong,
     naming the metric (booleans and strings are refused: the rule in the TOML decides)."""
     def bad(v):
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 1e308:
+            return "an integer of %d digits (beyond a float's range)" % len(str(abs(v)))
         if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
             return None
         if isinstance(v, list):
@@ -491,6 +495,8 @@ def metric_error(metrics):
                     return b
             return None
         return "%s %s" % ("a boolean" if isinstance(v, bool) else "a " + type(v).__name__, json.dumps(v)[:40])
+    if not isinstance(metrics, dict):
+        return "metrics must be an object, got %s" % type(metrics).__name__
     for k, v in (metrics or {}).items():
         b = bad(v)
         if b:
@@ -508,13 +514,19 @@ def read_measurements(res):
     if e:
         raise VerdictError(e)
     out = {}
-    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+    with open(path, "rb") as f:
+        raw = f.read().split(b"\n")
+    for n, b in enumerate(raw, 1):
+        try:
+            line = b.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise VerdictError("%s line %d: not UTF-8 (byte %d)" % (path, n, e.start + 1))
         if line.strip():
             m = json.loads(line)
             e = check_measurement(m, "%s line %d" % (path, n))
             if e:
                 raise VerdictError(e)
-            m["_line"] = n
+            m["_line"], m["_file"] = n, path
             out.setdefault(m["id"], []).append(m)
     return out
 
@@ -530,7 +542,10 @@ def by_instance(ms):
 
 # ---- judging ------------------------------------------------------------------------------------
 def _num(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    try:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    except OverflowError:   # an integer beyond a float's range
+        return False
 
 
 def _seed_outcomes(rule, value, seeds, tol, params):
@@ -620,7 +635,8 @@ def judge(paper, claim, meas, quick=False, error=None):
             e = metric_error(s.get("metrics"))
             if e:
                 error = row["error"] = "%s: claim %s seed %s: %s" % (
-                    paper if "_line" not in s else "measurements.jsonl line %d" % s["_line"], row["id"], s.get("seed"), e)
+                    paper if "_line" not in s else "%s line %d" % (s.get("_file", MEASUREMENTS), s["_line"]),
+                    row["id"], s.get("seed"), e)
                 break
     if error:
         row["reason"] = error
@@ -762,7 +778,7 @@ class Session:
         self.errors = []   # after write(): one line per malformed results file (each also an error row)
         if keep:
             try:
-                self.meas = [{k: v for k, v in m.items() if k != "_line"}
+                self.meas = [{k: v for k, v in m.items() if not k.startswith("_")}
                              for ms in read_measurements(res).values() for m in ms]
             except VerdictError:
                 self.meas = []
@@ -967,3 +983,10 @@ if __name__ == "__main__":
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except VerdictError as e:
+        print("verdict: %s" % e, file=sys.stderr)
+        sys.exit(1)
+    except Exception as e:   # noqa: BLE001 (the last guard: one line, never a traceback)
+        print("verdict: internal error: %s: %s (please report it with the input that caused it)"
+              % (type(e).__name__, str(e)[:200]), file=sys.stderr)
+        sys.exit(1)

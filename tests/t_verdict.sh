@@ -244,6 +244,21 @@ reg $'quote = "q"\nstrength = "faithful"\nrule = "all(a >= 0 for a in range(1000
 t0=$(date +%s); out=$(timeout 30 $V --paper gossip --claims "$N/claims" --results "$N/res" --format json 2>"$T/err"); rc=$?
 [ "$rc" = 0 ] && v "$out" "r['A']['reason']" | grep -q "longer than" && [ $(( $(date +%s) - t0 )) -le 15 ] \
   && ok "a rule that runs too long is stopped with a reason" || notok "rule time limit" "rc $rc $(v "$out" "r['A']['reason']")"
+# issue 46, item 7: the inputs that once gave tracebacks or hangs: one line, exit 1, at once
+reg $'quote = "q"\nstrength = "faithful"\nvalue = "x"\nrule = "x > 1"'
+hostile() { # hostile NAME WANT: the engine on the current registry and measurements
+  timeout 20 $V --paper gossip --claims "$N/claims" --results "$N/res" > /dev/null 2>"$T/err"; local rc=$?
+  if [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" -le 2 ] && grep -qF "$2" "$T/err" && ! grep -q Traceback "$T/err"; then ok "hostile input: $1"
+  else notok "hostile input: $1" "rc $rc: $(head -c 300 "$T/err")"; fi; }
+python3 -c "print('{\"id\": \"A\", \"seed\": 1, \"metrics\": {\"x\": %s}}' % ('9' * 4000))" > "$N/res/measurements.jsonl"
+hostile "a 4000-digit metric" "metric 'x' is an integer of 4000 digits"
+printf '{"id": "A", "ours": "\xff\xfe"}\n' > "$N/res/measurements.jsonl"; hostile "non-UTF-8 bytes in measurements" "line 1: not UTF-8"
+echo '{"id": "A", "flags": 5}' > "$N/res/measurements.jsonl"; hostile '"flags": 5' "field 'flags' must be a list"
+rm -f "$N/res/measurements.jsonl"
+printf 'paper = "gossip"\ntitle = "t"\nclaim = "x"\n' > "$N/claims/gossip.toml"; hostile 'claim = "x"' "field 'claim' must be a list"
+reg $'quote = "q"\nstrength = "faithful"\nrule = 5'; hostile "rule = 5" "field 'rule' must be a string"
+reg $'quote = "q"\nstrength = "faithful"\nlabel = "\xff"'; hostile "non-UTF-8 bytes in a claims file" "gossip.toml"
+reg $'quote = "q"\nstrength = "faithful"\nhistory = [1]'; hostile "history = [1]" "history entry 1: not a table"
 # read_jsonl: a torn last line is skipped with a warning; a bad middle line raises one line
 printf '{"a": 1}\n{"a": 2}\n{"a": 3, "b' > "$N/t.jsonl"
 res=$(cd bench && python3 -c "import verdict, sys; print(len(verdict.read_jsonl(sys.argv[1])))" "$N/t.jsonl" 2>"$T/err")
