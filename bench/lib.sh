@@ -53,7 +53,9 @@ bench_init() {
 # step_progress NAME T0 PIDFILE: the terminal's progress line of a running step, once a second
 step_progress() {
   local name=$1 t0=$2 pids=$3 total=${4:-} n d p el eta line
+  local parent=$$
   while sleep 1; do
+    kill -0 "$parent" 2>/dev/null || exit 0   # the bench was killed: no orphan progress line
     el=$((SECONDS - t0)); [ "$el" -lt 3 ] && continue
     n=0; d=0
     if [ -f "$pids" ]; then while read -r p; do n=$((n + 1)); kill -0 "$p" 2>/dev/null || d=$((d + 1)); done < "$pids"; fi

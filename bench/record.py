@@ -153,13 +153,28 @@ def collect_runs(paper, res, numerics, root=ROOT):
     reg = verdict.load_registry(paper, os.path.join(root, "bench", "claims"))
     globs = sorted({g for c in reg["claim"] for g in c.get("results", [])})
     cmds = _commands(res)
-    files = []
+    allf = []
     for p in sorted(glob.glob(os.path.join(res, "**", "*.jsonl"), recursive=True)):
         rel = os.path.relpath(p, res)
-        if rel.startswith("record/") or rel in ("measurements.jsonl", "commands.jsonl"):
+        if rel.startswith("record/") or rel in ("measurements.jsonl", "commands.jsonl") \
+                or any(c.startswith("runs-quick-") for c in rel.split("/")):   # QUICK runs are never of record
             continue
-        if any(fnmatch.fnmatch(rel, g) for g in globs):
-            files.append((os.path.getmtime(p), rel, p))
+        allf.append((os.path.getmtime(p), rel, p))
+    picked = set()
+    for g in globs:
+        hits = [f for f in allf if fnmatch.fnmatch(f[1], g)]
+        if "*" in os.path.dirname(g):
+            # run folders are named by a hash of their settings (runs-<sig>/): the summarizer read the
+            # current one, the folder with the newest file; older settings' folders are not of record
+            newest = {}
+            for t, rel, _ in hits:
+                d = os.path.dirname(rel)
+                newest[d] = max(newest.get(d, 0), t)
+            if newest:
+                keep = max(newest, key=newest.get)
+                hits = [f for f in hits if os.path.dirname(f[1]) == keep]
+        picked.update(hits)
+    files = sorted(picked)
     runs = []
     for _, rel, p in sorted(files, key=lambda x: x[1]):
         lines = verdict.read_jsonl(p)
