@@ -20,8 +20,9 @@
 #                             reused (a bench stopped mid-step once left four truncated gossip runs
 #                             that the next run took as finished); and the run was made by a build
 #                             of the same numerics hash: a file written since bench_init gets
-#                             FILE.numerics, an older one is reused only when its FILE.numerics
-#                             equals NUMERICS (issue 45: one table never mixes binaries)
+#                             FILE.numerics (here, and for every run file after each step), an
+#                             older one is reused only when its FILE.numerics equals NUMERICS
+#                             (issue 45: one table never mixes binaries)
 #   table_row ID PAPER OURS DATASET MODE VERDICT   one row of the paper-vs-ours table
 #   table_print               prints the table (also written to $RES/table.md); after a full bench
 #                             (not QUICK, not ONLY, every step done) of a paper of the claims
@@ -92,12 +93,23 @@ done_or_run() {
   "$@" || rc=$?
   unset PDL_PROGRESS
   if [ -n "$mon" ]; then kill "$mon" 2>/dev/null; wait "$mon" 2>/dev/null; printf '\r\033[K'; fi
+  mark_numerics
   local nruns; nruns=$(wc -l < "$pids" 2>/dev/null || echo 0)
   if [ $rc = 0 ]; then
     echo "$mode ${NUMERICS:-} $((SECONDS - t0))" > "$RES/$name.done"
     echo "$nruns" > "$RES/.progress/$name.$mode.runs"
     echo "[$PAPER] $name: done in $((SECONDS - t0)) s ($nruns runs)"
   else BENCH_FAILED=1; echo "[$PAPER] $name: FAILED (exit $rc)" >&2; return $rc; fi
+}
+# mark_numerics: every run file written since bench_init is this build's: FILE.numerics (done after
+# each step, also a failed one, so that a later bench reuses its complete runs)
+mark_numerics() {
+  [ -n "${NUMERICS:-}" ] || return 0
+  local f
+  while IFS= read -r -d '' f; do
+    [ "$(cat "$f.numerics" 2>/dev/null)" = "$NUMERICS" ] || echo "$NUMERICS" > "$f.numerics"
+  done < <(find "$RES" -name '*.jsonl' -newer "$BENCH_STAMP" ! -path '*/record/*' ! -name measurements.jsonl \
+             ! -name commands.jsonl -print0 2>/dev/null)
 }
 run_complete() {
   grep '"event":"summary"' "$1" 2>/dev/null | grep -qv '"interrupted_by_signal"' || return 1

@@ -40,6 +40,10 @@ bare=$(grep -ln "grep -q '\"event\":\"summary\"'" bench/*/run.sh)
   run_complete "$RES/old.jsonl" && notok "old run" "a run of another build was reused" || ok "run_complete: a run of another numerics hash is run again"
   echo "$NUMERICS" > "$RES/old.jsonl.numerics"
   run_complete "$RES/old.jsonl" && ok "run_complete: an older run of the same numerics hash is reused" || notok "old run same hash" "not reused"
+  mkdir -p "$RES/runs-x"; w() { printf '%s\n' '{"event":"summary"}' > "$RES/runs-x/w.jsonl"; }
+  FORCE=1 done_or_run wr w > /dev/null; touch -d '2020-01-01' "$RES/runs-x/w.jsonl"
+  run_complete "$RES/runs-x/w.jsonl" && ok "a run a step wrote (never asked run_complete) is reused by the next bench" \
+    || notok "step run marks" "no FILE.numerics after the step"
   echo "full 0123 5" > "$RES/st.done"
   out=$(done_or_run st true); case $out in *"another build"*"st: done in"*) ok "done_or_run: a step done by another build runs again" ;;
     *) notok "done_or_run other build" "$out" ;; esac
