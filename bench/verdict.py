@@ -244,6 +244,7 @@ def _alarm(signum, frame):
 def evaluate(code, env):
     scope = dict(HELPERS)
     scope.update(env)
+    scope.update({k: v for k, v in HELPERS.items() if k.startswith("_")})   # a metric cannot unbind a bound
     scope["__builtins__"] = {}   # globals, so that comprehensions see the metrics too
     timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     if timed:
