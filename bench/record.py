@@ -183,7 +183,11 @@ def collect_runs(paper, res, numerics, root=ROOT):
         first = (summ or lines or [{}])[0]
         side = p + ".numerics"
         num = open(side).read().split()[0] if os.path.exists(side) else numerics
-        runs.append({"file": rel, "argv": cmds.get(os.path.normpath(os.path.abspath(p))), "seed": first.get("seed"),
+        argv = cmds.get(os.path.normpath(os.path.abspath(p)))
+        if argv is None:   # results moved since (a copy): the same file under <paper>/
+            tail = os.sep + os.path.join(os.path.basename(os.path.normpath(res)), rel)
+            argv = next((a for k, a in cmds.items() if k.endswith(tail)), None)
+        runs.append({"file": rel, "argv": argv, "seed": first.get("seed"),
                      "git": first.get("git"), "numerics": num, "lines": len(lines),
                      "kept": "summary" if summ else ("all" if len(lines) <= RUN_LINES else "first %d" % RUN_LINES),
                      "summary": keep, "_mtime": os.path.getmtime(p)})
