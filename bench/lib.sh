@@ -84,7 +84,7 @@ done_or_run() {
   fi
   [ -n "$mark" ] && [ "${mark%% *}" = "$mode" ] && [ -z "$FORCE" ] && echo "[$PAPER] $name: done by another build (numerics hash differs): running again"
   echo "[$PAPER] $name: running${QUICK:+ (QUICK)}"
-  local t0=$SECONDS pids=$RES/.progress/$name mon= total rc=0
+  local t0=$SECONDS pids=$RES/.progress/$name mon='' total rc=0
   total=$(cat "$RES/.progress/$name.$mode.runs" 2>/dev/null)
   : > "$pids"
   if [ -t 1 ]; then step_progress "$name" "$t0" "$pids" "$total" & mon=$!; fi
