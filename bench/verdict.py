@@ -13,7 +13,8 @@ them to this engine; no summarizer decides a verdict itself (tests/t_verdict.sh 
   python3 bench/verdict.py --list-papers         the papers (bench/claims/*.toml), one tab-separated line each
   --lenient (or PDL_CLAIMS_REQUIRE_QUOTES=0): do not require quote / quote_ja / strength / why
 
---results DIR defaults to results/<paper>. The engine reads DIR/measurements.jsonl (the metrics the
+--results DIR defaults to results/<paper> (DIR/record/, the committed results of record, when DIR has
+no measurements.jsonl: a fresh clone). The engine reads DIR/measurements.jsonl (the metrics the
 summarizer wrote: one JSON object per claim and seed) and checks every *.jsonl under DIR: a line that
 is not JSON gives a one-line error naming the file and line (on stderr, and as an error row), exit
 status 1, never a traceback; a claim with no measurement gives the verdict `no results`. A
@@ -724,7 +725,11 @@ def judge(paper, claim, meas, quick=False, error=None):
 
 
 def rows_for(paper, res, quick=None, claims_dir=CLAIMS_DIR):
-    """(rows, errors) for paper from the results directory res."""
+    """(rows, errors) for paper from the results directory res (a fresh clone has no results but
+    the committed results of record: then res/record/ is read)."""
+    rec = os.path.join(res, "record")
+    if not os.path.exists(os.path.join(res, MEASUREMENTS)) and os.path.exists(os.path.join(rec, MEASUREMENTS)):
+        res = rec
     reg = load_registry(paper, claims_dir)
     errors = [e for _, e in scan_results(res)] if os.path.isdir(res) else []
     meas_err = None

@@ -89,6 +89,10 @@ PY
 grep -q '| A demo paper | D1 | aaa1111..bbb2222 | 1 | - | - | - | - | - | 1 SIM | - | `make bench-demo` |' "$R/README.md" \
   && ok "README's status block counts the record's verdicts (SIMULATED apart)" || notok "status counts" "$(grep 'demo paper' "$R/README.md")"
 (cd "$R" && python3 bench/record.py check 2>"$T/err") && ok "the copy's record re-derives" || notok "copy check" "$(cat "$T/err")"
+rm "$R/results/demo/measurements.jsonl"
+got=$(cd "$R" && python3 bench/verdict.py --paper demo --format tsv 2>&1 | cut -f1,6 | tr '\t\n' ':;')
+[ "$got" = "D1 x:agrees (value 1.6 (1.5 to 1.7, 2 seeds));D2 y:observation (the rule does not hold);" ] \
+  && ok "with no local results (a fresh clone) the engine reads the record" || notok "engine on a clone" "$got"
 fails() { # fails NAME WANT: the check fails with a line containing WANT; then the copy is restored
   (cd "$R" && python3 bench/record.py check > /dev/null 2>"$T/err"); local rc=$?
   if [ $rc = 1 ] && grep -qF "$2" "$T/err" && ! grep -q Traceback "$T/err"; then ok "t_record fails on $1"
@@ -124,6 +128,7 @@ fails "a registry change without bench/record.py refresh" "python3 bench/record.
   && ok "after refresh and reproduction.sh the record re-derives again" || notok "refresh" "$(cat "$T/err")"
 sed -i 's/^tolerance = 1.6/tolerance = 1.0/' "$R/bench/claims/demo.toml"
 # QUICK measurements are never results of record
+cp "$R/results/demo/record/measurements.jsonl" "$R/results/demo/"
 sed -i 's/"quick": false/"quick": true/' "$R/results/demo/measurements.jsonl"
 (cd "$R" && python3 bench/record.py write demo > /dev/null 2>"$T/err"); rc=$?
 [ $rc = 1 ] && grep -q "QUICK measurements are never results of record" "$T/err" && ok "QUICK measurements: no record" \
