@@ -39,16 +39,31 @@ import zlib
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-# (key, title, claim-id letter, bench targets, plot-file prefixes, results folders)
-PAPERS = [
-    ("ppasgd", "PP-ASGD, Sato et al. 2017", "P", ["bench-ppasgd"], ["ppasgd-"], ["ppasgd"]),
-    ("easgd", "EASGD / EAMSGD, Zhang et al. 2015", "E", ["bench-easgd"], ["easgd-"], ["easgd"]),
-    ("kfac", "Distributed K-FAC, Tsuji et al.", "K", ["bench-collectives", "bench-kfac"],
-     ["kfac-", "collectives"], ["collectives", "kfac"]),
-    ("hermans", "AGN / ADAG, Hermans 2017", "H", ["bench-hermans"], ["hermans-"], ["hermans"]),
-    ("gossip", "Gossip SGD on heterogeneous links, Oguni et al.", "G", ["bench-gossip"], ["gossip-"],
-     ["gossip"]),
-]
+# (key, title, claim-id letter, bench targets, plot-file prefixes, results folders): one per group
+# of bench/claims/*.toml (a registry file's `group`, e.g. collectives in kfac's), read by
+# bench/verdict.py's papers(), the one place the list of papers is written
+def registry_papers():
+    """(PAPERS, error): the page's papers from the claims registry; a registry that cannot be read
+    gives no papers and an error row, never a crash."""
+    try:
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import verdict
+        ps = verdict.papers()
+    except Exception as e:   # noqa: BLE001 (the page says what broke)
+        return [], "bench/claims: the list of papers cannot be read: %s" % e
+    groups = {}
+    for p in ps:
+        groups.setdefault(p["group"], []).append(p)
+    out = []
+    for key, members in groups.items():
+        head = next((m for m in members if m["paper"] == key), members[0])
+        ids = head["paper_ids"] or [i for m in members for i in m["paper_ids"]]
+        out.append((key, head["title"], ids[0][:1] if ids else "", ["bench-" + m["paper"] for m in members],
+                    [m["paper"] + "-" for m in members], [m["paper"] for m in members]))
+    return out, None
+
+
+PAPERS, PAPERS_ERROR = registry_papers()
 OTHER = ("other", "Other rows and files", "", [], [], [])
 VERDICT_CLASS = {
     "agrees": "v-agrees", "disagrees": "v-disagrees", "inconclusive": "v-inconclusive",
@@ -201,7 +216,7 @@ def paper_of_folder(folder):
 
 
 # ---- rows from the verdict engine -----------------------------------------------------------------
-ENGINE_PAPERS = ["ppasgd", "easgd", "collectives", "kfac", "hermans", "gossip"]  # bench/verdict.py --paper
+ENGINE_PAPERS = [f for p in PAPERS for f in p[5]]  # bench/verdict.py --paper, each registry file
 
 
 def run_engine(eng, args, resdir, paper):
@@ -310,9 +325,9 @@ def paper_of_row(r):
 
 
 def bench_of_row(r):
-    cid = str(r.get("id") or "").upper()
-    if cid.startswith("K1"):
-        return "bench-collectives"
+    p = str(r.get("paper") or "")
+    if any(p in k[5] for k in PAPERS):   # the registry file's own bench (collectives: bench-collectives)
+        return "bench-" + p
     for k in PAPERS:
         if k[0] == paper_of_row(r):
             return k[3][-1]
@@ -542,14 +557,23 @@ def claim_html(r, plots, shown, errors, have_results):
                '<span class="kind">%s</span>' % E(fmt(r.get("kind"))) if r.get("kind") else "")]
     if r.get("label") and str(r.get("label")) != cid:
         left.append('<div class="label">%s</div>' % E(fmt(r.get("label"))))
-    if r.get("statement"):
+    if r.get("quote"):   # the paper's own words (issue 45); the statement is our summary
+        left.append('<div class="statement">%s&ldquo;%s&rdquo;%s</div>' % (
+            "[%s] " % E(fmt(r.get("half"))) if r.get("half") else "", E(fmt(r.get("quote"))),
+            " (%s)" % E(fmt(r.get("quote_ja"))) if r.get("quote_ja") else ""))
+    elif r.get("statement"):
         left.append('<div class="statement">&ldquo;%s&rdquo;</div>' % E(fmt(r.get("statement"))))
     dl = []
 
     def item(k, val_html):
         dl.append("<dt>%s</dt><dd>%s</dd>" % (E(k), val_html))
     if r.get("source"):
-        item("paper's figure/table", E(fmt(r.get("source"))))
+        item("where in the paper", E(fmt(r.get("source"))))
+    if r.get("quote") and r.get("statement"):
+        item("claim", E(fmt(r.get("statement"))))
+    if r.get("strength"):
+        item("rule vs the paper", E(fmt(r.get("strength"))) + (": " + E(fmt(r.get("why")))
+                                                               if r.get("why") and r.get("strength") != "faithful" else ""))
     if r.get("paper_value") is not None:
         item("paper", E(fmt(r.get("paper_value"))))
     empty = v == "no results"  # nothing measured: ours, seeds, data set would all read "none"
@@ -765,6 +789,8 @@ def main(argv=None):
             rows, errors = rows_file(a.rows)
         else:
             rows, errors = engine_rows(a.engine, a.results)
+        if PAPERS_ERROR:
+            errors.append({"paper": "other", "id": "error", "verdict": "error", "reason": PAPERS_ERROR})
         try:
             info, res_errors = scan_results(a.results)
             res_errors = [e for e in res_errors

@@ -10,18 +10,41 @@ them to this engine; no summarizer decides a verdict itself (tests/t_verdict.sh 
   python3 bench/verdict.py --paper gossip [--results DIR] [--format md|json|tsv]
   python3 bench/verdict.py --all [--results-root DIR] --format json
   python3 bench/verdict.py --check-registry      parse every bench/claims/*.toml, exit 1 on an error
+  python3 bench/verdict.py --list-papers         the papers (bench/claims/*.toml), one tab-separated line each
+  --lenient (or PDL_CLAIMS_REQUIRE_QUOTES=0): do not require quote / quote_ja / strength / why
 
---results DIR defaults to results/<paper>. The engine reads DIR/measurements.jsonl (the metrics the
+--results DIR defaults to results/<paper> (DIR/record/, the committed results of record, when DIR has
+no measurements.jsonl: a fresh clone). The engine reads DIR/measurements.jsonl (the metrics the
 summarizer wrote: one JSON object per claim and seed) and checks every *.jsonl under DIR: a line that
 is not JSON gives a one-line error naming the file and line (on stderr, and as an error row), exit
-status 1, never a traceback; a claim with no measurement gives the verdict `no results`.
+status 1, never a traceback; a claim with no measurement gives the verdict `no results`. A
+measurement line is typed: id a non-empty string, instance a string or null, seed an integer, a
+string or null, metrics an object or null, label / ours / data_set / mode / why strings or null,
+flags a list, quick / simulated booleans; a wrong type is a one-line error naming file, line and
+field. Metric values are numbers, (nested) lists of numbers, or null: a boolean or a string gives
+the claim an error row naming the claim, seed and metric (the rule in the TOML decides, not a
+boolean computed in a summarizer). DIR may be a results of record, results/<paper>/record/
+(bench/record.py: measurements.jsonl, runs.jsonl.gz, verdicts.json, manifest.json; tests/t_record.sh
+re-derives docs/REPRODUCTION.md, README's status block and verdicts.json from it).
 
-Registry (bench/claims/<paper>.toml):
-  paper = "gossip"; title = "..."
+read_jsonl(path): the one JSONL loader of the bench scripts (summarizers import it): a list of
+dicts; a torn last line is skipped with a one-line warning naming file and line; any other bad
+line raises VerdictError naming file and line.
+
+Registry (bench/claims/<paper>.toml; every error is one line naming the file, the claim and the field):
+  paper = "gossip"; title = "..."     (top-level keys, read by papers(): the one list of papers)
+  order = 6; bench = "make bench-gossip"; doc_title = "## ... (bench-gossip)" (its section in
+  docs/REPRODUCTION.md); paper_ids = ["G1", ...] (docs/PAPERS.md's ids); group = "kfac" (a file
+  shown under another paper on the report page); language = "ja" (claims need quote_ja)
   [[claim]]
   id         "G2" (sub-claims are separate ids: H3a, H3b, ...)
   label      the table's first cell when the summarizer gives none
-  statement  the paper's sentence; source: figure / table / equation
+  statement  our one-line summary of the claim
+  quote      the paper's own sentence(s), verbatim (a Japanese paper: a faithful English
+             translation); quote_ja: the original, verbatim (language = "ja")
+  source     figure / table / equation, section and page: "Fig. 3 (right), §3.1, p. 5"
+  strength   faithful | weaker | stronger | different: the rule against the quote; why: what
+             differs and why (required unless faithful); half: which half of a split claim
   kind       reproduction | consistency (true by our construction: `construction` says why) |
              observation | beyond
   metrics    the metric names the rule reads; results: the raw files (globs under DIR) they come from
@@ -35,7 +58,12 @@ Registry (bench/claims/<paper>.toml):
   not_comparable  a reason: the verdict is `not comparable` whatever the rule says (it is still
              evaluated and shown in the reason)
   simulated  true when the evidence is SIMULATED (SimGrid); fixed_at: the commit that fixed the rule
-  [[claim.history]] date, rule (the old expression), value, reason, verdict (recorded under it)
+  [[claim.history]] date (YYYY-MM-DD, the last day the old form was in force), rule (the old
+             expression, "" if none), tolerance (the old one; omitted: the old rule had none), value,
+             kind (the old kind), reason, verdict (recorded under it; "unknown"), commit. The old rule
+             is re-evaluated on today's results with its own tolerance (verdict_now).
+The issue-45 fields (quote, strength, why, and quote_ja for language = "ja") are required unless
+PDL_CLAIMS_REQUIRE_QUOTES=0 or --lenient (a switch for registries being rewritten).
 
 Verdicts (one vocabulary): agrees, disagrees, inconclusive (the seeds disagree: their spread
 straddles the rule's threshold), not comparable (with the reason), consistency check (kind
@@ -45,17 +73,23 @@ suite's own targets, is judged agrees / disagrees like a reproduction), no resul
 
 Expressions are Python expressions evaluated with no builtins except: all any abs min max len sum
 sorted zip range round float int mean isfinite inf nan nonincreasing(xs, slack) nondecreasing(xs,
-slack) ratio(a, b); attribute access and names starting with '_' are refused.
+slack) ratio(a, b); attribute access, lambdas and names starting with '_' are refused. They are
+bounded: integer constants up to 1e12 (write larger ones as floats), a ** b refused for an integer
+exponent above 64 or a result above 2**1024, sequence repetition refused, range() at most 1e6
+elements, 5 s per evaluation (SIGALRM, main thread): a rule past a bound gives its row a reason,
+never a hang or a traceback.
 
 JSON row format (--format json; one list of rows; --all gives every paper's rows):
   {"paper": str, "id": str, "label": str, "statement": str, "source": str, "kind": str,
    "rule": str, "tolerance": number|null, "fixed_at": str,
-   "history": [{"date": str, "rule": str, "reason": str, "verdict": str (recorded then),
-                "verdict_now": str (the old rule on these results)}],
+   "history": [{"date": str, "rule": str, "tolerance": number|null, "kind": str|null, "commit": str|null,
+                "reason": str, "verdict": str (recorded then), "verdict_now": str (the old rule, with
+                its own tolerance, on these results)}],
    "seeds": [{"seed": int|str, "value": number|null, "holds": bool|null, "metrics": {...}}],
    "mean": number|null, "min": number|null, "max": number|null, "paper_value": str|null,
    "ours": str, "verdict": str, "reason": str, "simulated": bool, "mode": str, "data_set": str,
-   "plot": str|null (a path under plots/out), "error": str|null}
+   "plot": str|null (a path under plots/out), "error": str|null, "quote": str, "quote_ja": str,
+   "strength": str, "why": str, "half": str}
 An error row (a malformed results file) has id "error", verdict "no results" and the one-line
 message in reason and error. A claim measured at several settings (per method, per p) gives one
 row per instance, its id followed by the instance ("E3-vs-p EAMSGD"). "history" entries, "date" is
@@ -76,7 +110,9 @@ import glob
 import json
 import math
 import os
+import signal
 import sys
+import threading
 
 try:
     import tomllib
@@ -85,7 +121,6 @@ except ImportError:   # python < 3.11
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLAIMS_DIR = os.path.join(HERE, "claims")
-PAPERS = ["ppasgd", "easgd", "collectives", "kfac", "hermans", "gossip"]
 VERDICTS = ("agrees", "disagrees", "inconclusive", "not comparable", "consistency check", "observation", "shown",
             "no results")
 KINDS = ("reproduction", "consistency", "observation", "beyond")
@@ -116,14 +151,72 @@ def _ratio(a, b):
     return a / b if b else float("nan")
 
 
+MAX_INT = 10 ** 12      # the largest integer constant an expression may write (floats are free)
+MAX_POW = 64            # the largest integer exponent (a**b with |b| above it is refused)
+MAX_SEQ = 10 ** 6       # the longest range() an expression may make
+MAX_SECONDS = 5.0       # one expression's evaluation time (main thread: SIGALRM)
+
+
+class ExprLimit(Exception):
+    """An expression went past one of the bounds above."""
+
+
+def _range(*a):
+    r = range(*a)
+    if len(r) > MAX_SEQ:
+        raise ExprLimit("range of %d elements (at most %d)" % (len(r), MAX_SEQ))
+    return r
+
+
+def _safe_mul(a, b):
+    if isinstance(a, (str, bytes, list, tuple)) or isinstance(b, (str, bytes, list, tuple)):
+        raise ExprLimit("sequence repetition (%s * %s)" % (type(a).__name__, type(b).__name__))
+    if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > 256:
+        raise ExprLimit("integer product above 2**256")
+    return a * b
+
+
+def _safe_pow(a, b):
+    if isinstance(b, (int, float)) and abs(b) > MAX_POW and isinstance(a, int) and abs(a) > 1:
+        raise ExprLimit("integer power with exponent %s (at most %d)" % (b, MAX_POW))
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and a.bit_length() * b > 1024:
+        raise ExprLimit("integer power above 2**1024")
+    return a ** b
+
+
+def _safe_shift(a, b):
+    if isinstance(b, int) and b > MAX_POW:
+        raise ExprLimit("shift by %d (at most %d)" % (b, MAX_POW))
+    return a << b
+
+
 HELPERS = {"all": all, "any": any, "abs": abs, "min": min, "max": max, "len": len, "sum": sum, "sorted": sorted,
-           "zip": zip, "range": range, "round": round, "float": float, "int": int, "mean": _mean,
+           "zip": zip, "range": _range, "round": round, "float": float, "int": int, "mean": _mean,
            "isfinite": lambda x: x is not None and math.isfinite(x), "inf": math.inf, "nan": math.nan,
            "nonincreasing": _nonincreasing, "nondecreasing": _nondecreasing, "ratio": _ratio,
-           "True": True, "False": False, "None": None}
+           "True": True, "False": False, "None": None,
+           "_safe_mul": _safe_mul, "_safe_pow": _safe_pow, "_safe_shift": _safe_shift}
+
+
+class _Bound(ast.NodeTransformer):
+    """a * b, a ** b and a << b become calls of the bounded helpers above (inserted after the
+    check of the user's text, which refuses names starting with '_')."""
+    OPS = {ast.Mult: "_safe_mul", ast.Pow: "_safe_pow", ast.LShift: "_safe_shift"}
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        f = self.OPS.get(type(node.op))
+        if f is None:
+            return node
+        return ast.copy_location(ast.Call(func=ast.Name(id=f, ctx=ast.Load()), args=[node.left, node.right],
+                                          keywords=[]), node)
 
 
 def compile_expr(expr, where):
+    if not isinstance(expr, str):
+        raise VerdictError("%s: expression must be a string, got %s" % (where, type(expr).__name__))
+    if len(expr) > 2000:
+        raise VerdictError("%s: expression of %d characters (at most 2000)" % (where, len(expr)))
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
@@ -133,18 +226,68 @@ def compile_expr(expr, where):
             raise VerdictError("%s: expression %r uses attribute access, which the engine refuses" % (where, expr))
         if isinstance(node, ast.Name) and node.id.startswith("_"):
             raise VerdictError("%s: expression %r uses the name %s" % (where, expr, node.id))
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool) \
+                and abs(node.value) > MAX_INT:
+            raise VerdictError("%s: expression %r has the integer %d (at most %d; write a float)" % (
+                where, expr, node.value, MAX_INT))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and len(node.value) > 200:
+            raise VerdictError("%s: expression %r has a string constant of %d characters" % (where, expr, len(node.value)))
+        if isinstance(node, ast.Lambda):
+            raise VerdictError("%s: expression %r defines a lambda, which the engine refuses" % (where, expr))
+    tree = ast.fix_missing_locations(_Bound().visit(tree))
     return compile(tree, where, "eval")
+
+
+def _alarm(signum, frame):
+    raise ExprLimit("took longer than %g s" % MAX_SECONDS)
 
 
 def evaluate(code, env):
     scope = dict(HELPERS)
     scope.update(env)
+    scope.update({k: v for k, v in HELPERS.items() if k.startswith("_")})   # a metric cannot unbind a bound
     scope["__builtins__"] = {}   # globals, so that comprehensions see the metrics too
-    return eval(code, scope)     # noqa: S307 (no builtins, no attributes: see compile_expr)
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if timed:
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, MAX_SECONDS)
+    try:
+        return eval(code, scope)     # noqa: S307 (no builtins, no attributes, bounded: see compile_expr)
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
 
 
 # ---- registry -----------------------------------------------------------------------------------
-def load_registry(paper, claims_dir=CLAIMS_DIR):
+STRENGTHS = ("faithful", "weaker", "stronger", "different")
+# The issue-45 fields (quote, quote_ja for a paper with language = "ja", strength, why) are required
+# unless PDL_CLAIMS_REQUIRE_QUOTES=0 (or --lenient): the switch exists only for registries that
+# are being rewritten; make test runs with it on.
+REQUIRE_QUOTES = os.environ.get("PDL_CLAIMS_REQUIRE_QUOTES", "1") != "0"
+# Top-level keys of a registry file (bench/claims/<paper>.toml) besides its claims: the one place
+# the list of papers lives (papers() below); status.py, report.py, reproduction.sh and lib.sh read it.
+TOP_KEYS = {"paper": str, "title": str, "order": int, "bench": str, "doc_title": str, "paper_ids": list,
+            "group": str, "language": str, "claim": list}
+_HIST_TYPES = {"date": str, "rule": str, "reason": str, "verdict": str, "value": str, "kind": str, "commit": str,
+               "params": dict}
+
+
+def _typed(where, k, v, t):
+    if t is float:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    else:
+        ok = isinstance(v, t) and not (t is int and isinstance(v, bool))
+    if not ok:
+        raise VerdictError("%s: field %r must be %s, got %s" % (
+            where, k, {str: "a string", int: "an integer", float: "a number", list: "a list", dict: "a table"}[t],
+            type(v).__name__))
+
+
+def load_registry(paper, claims_dir=CLAIMS_DIR, require=None):
+    """The parsed registry of paper; every error is one line naming the file, claim and field.
+    require: the issue-45 fields are required (default REQUIRE_QUOTES)."""
+    require = REQUIRE_QUOTES if require is None else require
     path = os.path.join(claims_dir, paper + ".toml")
     if tomllib is None:
         raise VerdictError("%s: python3 >= 3.11 is needed for tomllib" % path)
@@ -154,14 +297,44 @@ def load_registry(paper, claims_dir=CLAIMS_DIR):
     except OSError as e:
         raise VerdictError("%s: cannot read (%s)" % (path, e.strerror))
     except tomllib.TOMLDecodeError as e:
-        raise VerdictError("%s: not valid TOML (%s)" % (path, e))
+        raise VerdictError("%s: not valid TOML (%s)" % (path, str(e).splitlines()[0] if str(e) else "?"))
+    except UnicodeDecodeError as e:
+        raise VerdictError("%s: not UTF-8 (byte %d)" % (path, e.start + 1))
+    for k, t in TOP_KEYS.items():
+        if k in reg:
+            _typed(path, k, reg[k], t)
+    if reg.get("paper") != paper:
+        raise VerdictError("%s: field 'paper' is %r, not the file's name %r" % (path, reg.get("paper"), paper))
+    if not reg.get("title"):
+        raise VerdictError("%s: missing or empty field 'title'" % path)
+    ja = reg.get("language") == "ja"
     claims = reg.get("claim", [])
     seen = set()
     for c in claims:
+        if not isinstance(c, dict):
+            raise VerdictError("%s: a [[claim]] that is not a table" % path)
         where = "%s claim %s" % (path, c.get("id", "?"))
-        for k in ("id", "statement", "source", "kind", "fixed_at"):
-            if not isinstance(c.get(k), str) or not c.get(k):
+        for k in ("id", "statement", "source", "kind", "fixed_at") + (("quote", "strength") if require else ()) \
+                + (("quote_ja",) if require and ja else ()):
+            if not isinstance(c.get(k), str) or not c.get(k).strip():
                 raise VerdictError("%s: missing or empty field %r" % (where, k))
+        for k in ("label", "rule", "value", "quote", "quote_ja", "strength", "why", "half", "construction",
+                  "not_comparable", "observation", "shown", "paper_value", "plot", "aggregate"):
+            if k in c:
+                _typed(where, k, c[k], str)
+        for k in ("tolerance",):
+            if k in c:
+                _typed(where, k, c[k], float)
+        for k in ("seeds", "seeds_quick"):
+            if k in c:
+                _typed(where, k, c[k], int)
+        for k in ("metrics", "results"):
+            if k in c:
+                _typed(where, k, c[k], list)
+        if "strength" in c and c["strength"] not in STRENGTHS:
+            raise VerdictError("%s: field 'strength' is %r, not one of %s" % (where, c["strength"], ", ".join(STRENGTHS)))
+        if require and c.get("strength", "faithful") != "faithful" and not str(c.get("why", "")).strip():
+            raise VerdictError("%s: missing or empty field 'why' (strength is %s)" % (where, c["strength"]))
         if c["id"] in seen:
             raise VerdictError("%s: duplicate id" % where)
         seen.add(c["id"])
@@ -171,18 +344,91 @@ def load_registry(paper, claims_dir=CLAIMS_DIR):
             raise VerdictError("%s: a consistency claim must say what makes it true by construction" % where)
         c["_rule"] = compile_expr(c["rule"], where + " rule") if c.get("rule") else None
         c["_value"] = compile_expr(c["value"], where + " value") if c.get("value") else None
-        for h in c.get("history", []):
+        hist = c.get("history", [])
+        if not isinstance(hist, list):
+            raise VerdictError("%s: field 'history' must be a list of [[claim.history]] tables" % where)
+        for i, h in enumerate(hist, 1):
+            hw = "%s history entry %d" % (where, i)
+            if not isinstance(h, dict):
+                raise VerdictError("%s: not a table" % hw)
             for k in ("date", "rule", "reason", "verdict"):
                 if k not in h:
-                    raise VerdictError("%s: a history entry lacks %r" % (where, k))
-            h["_rule"] = compile_expr(h["rule"], where + " history rule") if h["rule"] else None
-            h["_value"] = compile_expr(h["value"], where + " history value") if h.get("value") else None
+                    raise VerdictError("%s: missing field %r" % (hw, k))
+            for k, t in _HIST_TYPES.items():
+                if k in h:
+                    _typed(hw, k, h[k], t)
+            if "tolerance" in h:
+                _typed(hw, "tolerance", h["tolerance"], float)
+            if "kind" in h and h["kind"] not in KINDS:
+                raise VerdictError("%s: field 'kind' is %r, not one of %s" % (hw, h["kind"], ", ".join(KINDS)))
+            if len(h["date"]) != 10 or h["date"][4] != "-" or h["date"][7] != "-":
+                raise VerdictError("%s: field 'date' is %r, not YYYY-MM-DD" % (hw, h["date"]))
+            h["_rule"] = compile_expr(h["rule"], hw + " rule") if h["rule"] else None
+            h["_value"] = compile_expr(h["value"], hw + " value") if h.get("value") else None
     reg["_path"] = path
     reg["_by_id"] = {c["id"]: c for c in claims}
     return reg
 
 
+def papers(claims_dir=CLAIMS_DIR):
+    """The suite's papers, read from the top-level keys of bench/claims/*.toml, in their `order`
+    (then by name): a list of dicts {paper, title, order, bench, doc_title, paper_ids, group,
+    language}. The one place the list of papers is written (issue 50, item 5); the claims are
+    not validated here (load_registry does that)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(claims_dir, "*.toml"))):
+        name = os.path.basename(path)[:-5]
+        try:
+            with open(path, "rb") as f:
+                reg = tomllib.load(f)
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise VerdictError("%s: cannot read its top-level keys (%s)" % (path, str(e).splitlines()[0] if str(e) else "?"))
+        for k, t in TOP_KEYS.items():
+            if k in reg and k != "claim":
+                _typed(path, k, reg[k], t)
+        out.append({"paper": reg.get("paper", name), "title": reg.get("title", name), "order": reg.get("order", 99),
+                    "bench": reg.get("bench", "make bench-%s" % name),
+                    "doc_title": reg.get("doc_title", "## %s (bench-%s)" % (reg.get("title", name), name)),
+                    "paper_ids": list(reg.get("paper_ids", [])), "group": reg.get("group", name),
+                    "language": reg.get("language", "en")})
+    out.sort(key=lambda p: (p["order"], p["paper"]))
+    return out
+
+
+def paper_names(claims_dir=CLAIMS_DIR):
+    return [p["paper"] for p in papers(claims_dir)]
+
+
 # ---- results ------------------------------------------------------------------------------------
+def read_jsonl(path):
+    """Every JSON line of path (blank lines skipped) as a list of dicts: the one JSONL loader of the
+    bench scripts. A torn last line (a run cut short while writing it) is skipped with a one-line
+    warning on stderr naming the file and line; any other line that is not a JSON object raises
+    VerdictError naming the file and line; a file that cannot be read raises VerdictError too."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n")
+    except OSError as e:
+        raise VerdictError("%s: cannot read (%s)" % (path, e.strerror or e))
+    last = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            if i == last:
+                print("verdict: warning: %s line %d: torn last line skipped (%s)" % (path, i + 1, str(e).split(":")[0]),
+                      file=sys.stderr)
+                continue
+            raise VerdictError("%s line %d: not JSON (%s)" % (path, i + 1, str(e).split(":")[0]))
+        if not isinstance(obj, dict):
+            raise VerdictError("%s line %d: a JSON %s, not an object" % (path, i + 1, type(obj).__name__))
+        out.append(obj)
+    return out
+
+
 def check_jsonl(path):
     """None when every non-empty line of path is JSON, else the one-line error naming the file."""
     try:
@@ -208,8 +454,61 @@ def scan_results(res):
     return errs
 
 
+# the fields of a measurement line and their types (None: null allowed); metrics: see metric_error
+_MEAS_TYPES = {"id": (str,), "instance": (str, type(None)), "seed": (int, str, type(None)),
+               "metrics": (dict, type(None)), "paper": (str,), "label": (str, type(None)), "ours": (str, type(None)),
+               "data_set": (str, type(None)), "mode": (str, type(None)), "plot": (str, type(None)),
+               "flags": (list,), "why": (str, type(None)), "simulated": (bool,), "quick": (bool,),
+               "row": (dict, type(None))}
+
+
+def _type_name(ts):
+    return " or ".join({str: "a string", int: "an integer", dict: "an object", list: "a list", bool: "a boolean",
+                        type(None): "null"}[t] for t in ts)
+
+
+def check_measurement(m, where):
+    """None, or the one-line error naming where (file and line) and the field of a measurement
+    line whose type is wrong (metric values are checked per claim: metric_error)."""
+    if not isinstance(m, dict):
+        return "%s: a JSON %s, not an object" % (where, type(m).__name__)
+    if "id" not in m:
+        return "%s: field 'id' is missing" % where
+    for k, ts in _MEAS_TYPES.items():
+        if k in m and (not isinstance(m[k], ts) or (isinstance(m[k], bool) and bool not in ts)):
+            return "%s: field %r must be %s, got %s" % (where, k, _type_name(ts), type(m[k]).__name__)
+    if not m["id"]:
+        return "%s: field 'id' is empty" % where
+    return None
+
+
+def metric_error(metrics):
+    """None when every metric is a number, a (nested) list of numbers or null; else what is wrong,
+    naming the metric (booleans and strings are refused: the rule in the TOML decides)."""
+    def bad(v):
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 1e308:
+            return "an integer of %d digits (beyond a float's range)" % len(str(abs(v)))
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+            return None
+        if isinstance(v, list):
+            for x in v:
+                b = bad(x)
+                if b:
+                    return b
+            return None
+        return "%s %s" % ("a boolean" if isinstance(v, bool) else "a " + type(v).__name__, json.dumps(v)[:40])
+    if not isinstance(metrics, dict):
+        return "metrics must be an object, got %s" % type(metrics).__name__
+    for k, v in (metrics or {}).items():
+        b = bad(v)
+        if b:
+            return "metric %r is %s: metrics are numbers, lists of numbers or null" % (k, b)
+    return None
+
+
 def read_measurements(res):
-    """{id: [measurement, ...]} from res/measurements.jsonl; raises VerdictError naming the file."""
+    """{id: [measurement, ...]} from res/measurements.jsonl; raises VerdictError naming the file,
+    line and field of a line that is not a well-typed measurement."""
     path = os.path.join(res, MEASUREMENTS)
     if not os.path.exists(path):
         return {}
@@ -217,11 +516,19 @@ def read_measurements(res):
     if e:
         raise VerdictError(e)
     out = {}
-    for line in open(path, encoding="utf-8"):
+    with open(path, "rb") as f:
+        raw = f.read().split(b"\n")
+    for n, b in enumerate(raw, 1):
+        try:
+            line = b.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise VerdictError("%s line %d: not UTF-8 (byte %d)" % (path, n, e.start + 1))
         if line.strip():
             m = json.loads(line)
-            if not isinstance(m, dict) or "id" not in m:
-                raise VerdictError("%s: a line without an id: %s" % (path, line.strip()[:80]))
+            e = check_measurement(m, "%s line %d" % (path, n))
+            if e:
+                raise VerdictError(e)
+            m["_line"], m["_file"] = n, path
             out.setdefault(m["id"], []).append(m)
     return out
 
@@ -237,7 +544,10 @@ def by_instance(ms):
 
 # ---- judging ------------------------------------------------------------------------------------
 def _num(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    try:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    except OverflowError:   # an integer beyond a float's range
+        return False
 
 
 def _seed_outcomes(rule, value, seeds, tol, params):
@@ -317,9 +627,19 @@ def judge(paper, claim, meas, quick=False, error=None):
            "paper_value": claim.get("paper_value"), "ours": last.get("ours") or "not run",
            "verdict": "no results", "reason": "", "simulated": bool(last.get("simulated", claim.get("simulated", False))),
            "mode": last.get("mode") or ("SIMULATED" if claim.get("simulated") else "real"),
-           "data_set": last.get("data_set") or "-", "plot": last.get("plot") or claim.get("plot"), "error": error}
+           "data_set": last.get("data_set") or "-", "plot": last.get("plot") or claim.get("plot"), "error": error,
+           "quote": claim.get("quote", ""), "quote_ja": claim.get("quote_ja", ""),
+           "strength": claim.get("strength", ""), "why": claim.get("why", ""), "half": claim.get("half", "")}
     if row["simulated"] and "SIMULATED" not in row["mode"]:
         row["mode"] = "SIMULATED: " + row["mode"]
+    if not error:
+        for s in seeds:
+            e = metric_error(s.get("metrics"))
+            if e:
+                error = row["error"] = "%s: claim %s seed %s: %s" % (
+                    paper if "_line" not in s else "%s line %d" % (s.get("_file", MEASUREMENTS), s["_line"]),
+                    row["id"], s.get("seed"), e)
+                break
     if error:
         row["reason"] = error
         return row
@@ -394,16 +714,22 @@ def judge(paper, claim, meas, quick=False, error=None):
     row["reason"] = "; ".join(notes)
     for h in claim.get("history", []):
         now = "not evaluable"
-        if h.get("_rule") is not None:
-            hr, herr = _seed_outcomes(h["_rule"], h.get("_value"), seeds, tol, {**params, **h.get("params", {})})
+        if h.get("_rule") is not None:   # the old rule with its own tolerance (none if it had none)
+            hr, herr = _seed_outcomes(h["_rule"], h.get("_value"), seeds, h.get("tolerance"),
+                                      {**params, **h.get("params", {})})
             now = _outcome([x for _, x in hr]) if not herr else "not evaluable (%s)" % herr[0]
-        row["history"].append({"date": h["date"], "rule": h["rule"], "reason": h["reason"], "verdict": h["verdict"],
-                               "verdict_now": now or "not evaluable"})
+        row["history"].append({"date": h["date"], "rule": h["rule"], "tolerance": h.get("tolerance"),
+                               "kind": h.get("kind"), "commit": h.get("commit"), "reason": h["reason"],
+                               "verdict": h["verdict"], "verdict_now": now or "not evaluable"})
     return row
 
 
 def rows_for(paper, res, quick=None, claims_dir=CLAIMS_DIR):
-    """(rows, errors) for paper from the results directory res."""
+    """(rows, errors) for paper from the results directory res (a fresh clone has no results but
+    the committed results of record: then res/record/ is read)."""
+    rec = os.path.join(res, "record")
+    if not os.path.exists(os.path.join(res, MEASUREMENTS)) and os.path.exists(os.path.join(rec, MEASUREMENTS)):
+        res = rec
     reg = load_registry(paper, claims_dir)
     errors = [e for _, e in scan_results(res)] if os.path.isdir(res) else []
     meas_err = None
@@ -426,7 +752,10 @@ def rows_for(paper, res, quick=None, claims_dir=CLAIMS_DIR):
                     bad = e
                     break
         for _, ms in by_instance(meas.get(c["id"], [])):
-            rows.append(judge(paper, c, ms, quick, bad))
+            r = judge(paper, c, ms, quick, bad)
+            rows.append(r)
+            if r["error"] and not bad and r["error"] not in errors:   # a metric of the wrong type
+                errors.append(r["error"])
     for e in errors:
         rows.append(error_row(paper, e))
     return rows, errors
@@ -436,7 +765,8 @@ def error_row(paper, msg):
     return {"paper": paper, "id": "error", "label": "error", "statement": "-", "source": "-", "kind": "-", "rule": "",
             "tolerance": None, "fixed_at": "-", "history": [], "seeds": [], "mean": None, "min": None, "max": None,
             "paper_value": None, "ours": "-", "verdict": "no results", "reason": msg, "simulated": False,
-            "mode": "-", "data_set": "-", "plot": None, "error": msg}
+            "mode": "-", "data_set": "-", "plot": None, "error": msg, "quote": "", "quote_ja": "", "strength": "",
+            "why": "", "half": ""}
 
 
 # ---- the summarizers' side ----------------------------------------------------------------------
@@ -454,7 +784,8 @@ class Session:
         self.errors = []   # after write(): one line per malformed results file (each also an error row)
         if keep:
             try:
-                self.meas = [m for ms in read_measurements(res).values() for m in ms]
+                self.meas = [{k: v for k, v in m.items() if not k.startswith("_")}
+                             for ms in read_measurements(res).values() for m in ms]
             except VerdictError:
                 self.meas = []
 
@@ -548,18 +879,41 @@ def esc(s):
     return str(s).replace("|", "/").replace("\n", " ")
 
 
+def quote_cell(r):
+    """The paper's words and where they are: "quote" (source); a Japanese paper's original after
+    the translation; the half of a split claim first."""
+    q = r.get("quote") or r.get("statement") or "-"
+    text = "\u201c%s\u201d" % q if r.get("quote") else q
+    if r.get("quote_ja"):
+        text += " (\u539f\u6587: %s)" % r["quote_ja"]
+    if r.get("half"):
+        text = "[%s] %s" % (r["half"], text)
+    return esc("%s (%s)" % (text, r.get("source") or "-"))
+
+
+def strength_cell(r):
+    s = r.get("strength") or "-"
+    return esc(s + (": " + r["why"] if r.get("why") and s != "faithful" else ""))
+
+
 def markdown(rows):
-    out = ["| id | kind | rule (tolerance) | fixed at | seeds | value: mean (min-max) | paper | verdict |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| id | the paper says (where) | kind | rule (tolerance) | strength | fixed at | seeds | "
+           "value: mean (min-max) | paper | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     hist = []
     for r in rows:
-        out.append("| %s | %s | `%s`%s | %s | %d | %s | %s | %s%s |" % (
-            esc(r["id"]), r["kind"], esc(r["rule"] or "-"), " (%s)" % fmt(r["tolerance"]) if r["tolerance"] is not None else "",
+        out.append("| %s | %s | %s | `%s`%s | %s | %s | %d | %s | %s | %s%s |" % (
+            esc(r["id"]), quote_cell(r), r["kind"], esc(r["rule"] or "-"),
+            " (%s)" % fmt(r["tolerance"]) if r["tolerance"] is not None else "", strength_cell(r),
             r["fixed_at"], len(r["seeds"]), spread(r), esc(r["paper_value"] or "-"), r["verdict"],
             ": " + esc(r["reason"]) if r["reason"] else ""))
         for h in r["history"]:
-            hist.append("- **%s**, until %s: `%s` — %s. Verdict then: %s; the old rule on these results: %s." % (
-                r["id"], h["date"], esc(h["rule"]), esc(h["reason"]), esc(h["verdict"]), esc(h["verdict_now"])))
+            extra = "".join([" (tolerance %s)" % fmt(h["tolerance"]) if h.get("tolerance") is not None else "",
+                             ", kind %s" % h["kind"] if h.get("kind") else "",
+                             ", at %s" % h["commit"] if h.get("commit") else ""])
+            hist.append("- **%s**, until %s: `%s`%s — %s. Verdict then: %s; the old rule on these results: %s." % (
+                r["id"], h["date"], esc(h["rule"] or "-"), extra, esc(h["reason"]), esc(h["verdict"]),
+                esc(h["verdict_now"])))
     text = "\n".join(out) + "\n"
     if hist:
         text += "\nRule histories (a rule changed after results keeps its old form):\n\n" + "\n".join(hist) + "\n"
@@ -575,25 +929,41 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="The suite's one verdict engine: the claims registry "
                                              "(bench/claims/*.toml) applied to results/<paper>/.")
     g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--paper", choices=PAPERS, help="one paper")
+    g.add_argument("--paper", help="one paper (the name of a bench/claims/*.toml)")
     g.add_argument("--all", action="store_true", help="every paper")
     g.add_argument("--check-registry", action="store_true", help="parse every registry file and exit")
+    g.add_argument("--list-papers", action="store_true",
+                   help="print the papers (bench/claims/*.toml, in their order): paper, title, bench, doc_title, "
+                        "group, paper ids (space-separated), tab-separated, one line each")
     ap.add_argument("--results", help="results directory of --paper (default results/<paper>)")
     ap.add_argument("--results-root", default=os.environ.get("PDL_RESULTS", "results"),
                     help="root of the results (default $PDL_RESULTS or results)")
     ap.add_argument("--claims", default=CLAIMS_DIR, help="registry directory (default bench/claims)")
     ap.add_argument("--format", choices=("md", "json", "tsv"), default="md")
+    ap.add_argument("--lenient", action="store_true",
+                    help="do not require the issue-45 fields (quote, strength, why, quote_ja); also "
+                         "PDL_CLAIMS_REQUIRE_QUOTES=0")
     a = ap.parse_args(argv)
+    global REQUIRE_QUOTES
+    if a.lenient:
+        REQUIRE_QUOTES = False
     try:
+        if a.list_papers:
+            for p in papers(a.claims):
+                print("\t".join([p["paper"], p["title"], p["bench"], p["doc_title"], p["group"], " ".join(p["paper_ids"])]))
+            return 0
+        names = paper_names(a.claims)
+        if a.paper is not None and a.paper not in names:
+            ap.error("argument --paper: %r is not one of %s (bench/claims/*.toml)" % (a.paper, ", ".join(names)))
         if a.check_registry:
             n = 0
-            for p in PAPERS:
+            for p in names:
                 n += len(load_registry(p, a.claims)["claim"])
-            print("verdict: %d claims in %d registry files parse" % (n, len(PAPERS)))
+            print("verdict: %d claims in %d registry files parse" % (n, len(names)))
             return 0
-        papers = PAPERS if a.all else [a.paper]
+        papers_ = names if a.all else [a.paper]
         rows, errors = [], []
-        for p in papers:
+        for p in papers_:
             res = a.results if (a.results and not a.all) else os.path.join(a.results_root, p)
             r, e = rows_for(p, res, claims_dir=a.claims)
             rows += r
@@ -619,3 +989,10 @@ if __name__ == "__main__":
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except VerdictError as e:
+        print("verdict: %s" % e, file=sys.stderr)
+        sys.exit(1)
+    except Exception as e:   # noqa: BLE001 (the last guard: one line, never a traceback)
+        print("verdict: internal error: %s: %s (please report it with the input that caused it)"
+              % (type(e).__name__, str(e)[:200]), file=sys.stderr)
+        sys.exit(1)

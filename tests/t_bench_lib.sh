@@ -4,7 +4,9 @@
 # is run again, and one whose summary says interrupted_by_signal (pdl writes its summary on
 # SIGINT/SIGTERM too) is run again: a bench stopped mid-step once left four truncated gossip runs
 # (3 of their 58 updates) that the next `make bench-gossip` took as finished. Also: every driver
-# that reuses runs goes through run_complete, none through a bare grep for the summary.
+# that reuses runs goes through run_complete, none through a bare grep for the summary. And
+# (issue 45) a run or a step is reused only when the build that made it has this build's numerics
+# hash; a step's progress line appears on a terminal only, never in piped output.
 # pdl-test: cpu=1
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -23,4 +25,38 @@ run_complete "$T/missing.jsonl" && notok "run_complete" "a missing file was take
 bare=$(grep -ln "grep -q '\"event\":\"summary\"'" bench/*/run.sh)
 [ -z "$bare" ] && ok "no bench driver reuses a run by a bare grep for its summary" \
   || notok "bench drivers use run_complete" "a bare summary grep in: $bare"
+# ---- the numerics hash (issue 45): runs and steps of another build are not reused -----------------
+(
+  cd "$(dirname "$0")/.." || exit 1
+  PDL_RESULTS=$T/nh; source bench/lib.sh; PDL=/bin/true
+  bench_init demo > /dev/null
+  [ ${#NUMERICS} = 64 ] && ok "bench_init: the numerics hash ($(echo "$NUMERICS" | cut -c1-12))" || notok "numerics hash" "'$NUMERICS'"
+  printf '%s\n' '{"event":"summary","updates":58}' > "$RES/new.jsonl"
+  cp "$RES/new.jsonl" "$RES/old.jsonl"; touch -d '2020-01-01' "$RES/old.jsonl"
+  run_complete "$RES/new.jsonl" && [ "$(cat "$RES/new.jsonl.numerics")" = "$NUMERICS" ] \
+    && ok "run_complete: a run made since bench_init is this build's (FILE.numerics written)" || notok "new run" "not taken"
+  run_complete "$RES/old.jsonl" && notok "old run" "a run of unknown build was reused" || ok "run_complete: an older run without FILE.numerics is run again"
+  echo "0123" > "$RES/old.jsonl.numerics"
+  run_complete "$RES/old.jsonl" && notok "old run" "a run of another build was reused" || ok "run_complete: a run of another numerics hash is run again"
+  echo "$NUMERICS" > "$RES/old.jsonl.numerics"
+  run_complete "$RES/old.jsonl" && ok "run_complete: an older run of the same numerics hash is reused" || notok "old run same hash" "not reused"
+  mkdir -p "$RES/runs-x"; w() { printf '%s\n' '{"event":"summary"}' > "$RES/runs-x/w.jsonl"; }
+  FORCE=1 done_or_run wr w > /dev/null; touch -d '2020-01-01' "$RES/runs-x/w.jsonl"
+  run_complete "$RES/runs-x/w.jsonl" && ok "a run a step wrote (never asked run_complete) is reused by the next bench" \
+    || notok "step run marks" "no FILE.numerics after the step"
+  echo "full 0123 5" > "$RES/st.done"
+  out=$(done_or_run st true); case $out in *"another build"*"st: done in"*) ok "done_or_run: a step done by another build runs again" ;;
+    *) notok "done_or_run other build" "$out" ;; esac
+  out=$(done_or_run st true); case $out in *"st: complete, skipping"*) ok "done_or_run: a step done by this build is skipped" ;;
+    *) notok "done_or_run same build" "$out" ;; esac
+  slow() { sleep 4; }
+  out=$(FORCE=1 done_or_run sl slow | od -c); case $out in *'\r'*) notok "piped progress" "a carriage return in piped output" ;;
+    *) ok "done_or_run: piped output has no progress line (line by line)" ;; esac
+  if command -v script > /dev/null; then
+    out=$(FORCE=1 PDL_RESULTS=$T/nh script -q -c "bash -c 'source bench/lib.sh; bench_init demo >/dev/null; slow() { sleep 5; }; FORCE=1 done_or_run sl slow'" /dev/null)
+    case $out in *"sl: 0/"*"runs done"*|*"sl: 0 runs done"*) ok "done_or_run: a step longer than a few seconds shows its progress on a terminal" ;;
+      *) notok "terminal progress" "$(printf '%s' "$out" | tr '\r' '\n' | head -5)" ;; esac
+  else echo "skip - terminal progress: no script(1)"; fi
+  exit "${FAILED:-0}"
+) || FAILED=1
 finish

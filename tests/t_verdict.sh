@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 V="python3 bench/verdict.py"
+export PDL_CLAIMS_REQUIRE_QUOTES=1   # the schema as make test runs it (the switch is tested below)
 
 expect "every registry file parses" $V --check-registry
 expect "verdict.py --help" $V --help
@@ -31,6 +32,8 @@ title = "test"
 id = "A"
 statement = "x above 1"
 source = "Fig. 1"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 metrics = ["x"]
 results = ["runs/a*.jsonl"]
@@ -44,10 +47,21 @@ date = "2026-01-01"
 rule = "x > 2"
 reason = "an older threshold"
 verdict = "disagrees"
+[[claim.history]]
+date = "2025-06-01"
+rule = "x > tol"
+tolerance = 0.5
+kind = "observation"
+commit = "0123abc"
+reason = "a looser tolerance"
+verdict = "agrees"
 [[claim]]
 id = "B"
+half = "every seed"
 statement = "x above 1, every seed"
 source = "Fig. 2"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 rule = "x > 1"
 seeds = 3
@@ -56,6 +70,8 @@ fixed_at = "abc1234"
 id = "C"
 statement = "y below 1"
 source = "Fig. 3"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 rule = "all(v < 1 for v in y)"
 seeds = 1
@@ -64,6 +80,8 @@ fixed_at = "abc1234"
 id = "D"
 statement = "by construction"
 source = "eq. (1)"
+quote = "the paper's words"
+strength = "faithful"
 kind = "consistency"
 construction = "we chose G so"
 rule = "x > 1"
@@ -73,6 +91,8 @@ fixed_at = "abc1234"
 id = "E"
 statement = "not like with like"
 source = "Table 1"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 rule = "x > 1"
 not_comparable = "another metric"
@@ -82,6 +102,8 @@ fixed_at = "abc1234"
 id = "G"
 statement = "time to target: MLPerf aggregation"
 source = "Fig. 4"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 rule = "x > 1"
 aggregate = "mlperf"
@@ -91,6 +113,8 @@ fixed_at = "abc1234"
 id = "H"
 statement = "two seeds never reach the target"
 source = "Fig. 5"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 rule = "x > 1"
 aggregate = "mlperf"
@@ -100,6 +124,8 @@ fixed_at = "abc1234"
 id = "F"
 statement = "never measured"
 source = "Fig. 9"
+quote = "the paper's words"
+strength = "faithful"
 kind = "reproduction"
 rule = "x > 1"
 seeds = 1
@@ -133,6 +159,8 @@ v() { python3 -c "import json,sys; r={x['id']: x for x in json.loads(sys.argv[1]
 [ "$(v "$out" "r['A']['verdict']")" = inconclusive ] && ok "seeds straddling the threshold: inconclusive" || notok "A" "$(v "$out" "r['A']")"
 [ "$(v "$out" "r['A']['min'], r['A']['max'], round(r['A']['mean'], 4)")" = "0.8 2.5 1.5333" ] && ok "mean and min-max over the seeds" || notok "A spread" "$(v "$out" "r['A']['mean'], r['A']['min'], r['A']['max']")"
 [ "$(v "$out" "r['A']['history'][0]['verdict_now']")" = inconclusive ] && ok "the old rule is evaluated on the same results" || notok "history" "$(v "$out" "r['A']['history']")"
+[ "$(v "$out" "r['A']['history'][1]['verdict_now'], r['A']['history'][1]['tolerance'], r['A']['history'][1]['kind'], r['A']['history'][1]['commit']")" = "agrees 0.5 observation 0123abc" ] \
+  && ok "an old rule is evaluated with its own tolerance (0.5: agrees; today's 1.0 would not)" || notok "history tolerance" "$(v "$out" "r['A']['history']")"
 [ "$(v "$out" "r['B']['verdict']")" = agrees ] && ok "every seed holds: agrees" || notok "B" "$(v "$out" "r['B']")"
 [ "$(v "$out" "r['C']['verdict']")" = disagrees ] && ok "rule fails: disagrees" || notok "C" "$(v "$out" "r['C']")"
 [ "$(v "$out" "r['D']['verdict']")" = "consistency check" ] && ok "consistency kind: consistency check" || notok "D" "$(v "$out" "r['D']")"
@@ -140,7 +168,7 @@ v() { python3 -c "import json,sys; r={x['id']: x for x in json.loads(sys.argv[1]
 [ "$(v "$out" "r['G']['verdict']")" = agrees ] && ok "MLPerf aggregation: 5 seeds, fastest and slowest dropped" || notok "G" "$(v "$out" "r['G']")"
 [ "$(v "$out" "r['H']['verdict']")" = inconclusive ] && ok "MLPerf aggregation: two seeds that never converge" || notok "H" "$(v "$out" "r['H']")"
 [ "$(v "$out" "r['F']['verdict']")" = "no results" ] && ok "no measurement: no results" || notok "F" "$(v "$out" "r['F']")"
-[ "$(v "$out" "sorted(r['A'])")" = "$(python3 -c "print(sorted(['paper','id','label','statement','source','kind','rule','tolerance','fixed_at','history','seeds','mean','min','max','paper_value','ours','verdict','reason','simulated','mode','data_set','plot','error']))")" ] \
+[ "$(v "$out" "sorted(r['A'])")" = "$(python3 -c "print(sorted(['paper','id','label','statement','source','kind','rule','tolerance','fixed_at','history','seeds','mean','min','max','paper_value','ours','verdict','reason','simulated','mode','data_set','plot','error','quote','quote_ja','strength','why','half']))")" ] \
   && ok "the JSON row has the documented keys" || notok "row keys" "$(v "$out" "sorted(r['A'])")"
 $V --paper gossip --claims "$T/claims" --results "$T/res" --format md > "$T/md" 2>&1 && grep -q "Rule histories" "$T/md" \
   && ok "markdown output lists the rule histories" || notok "md" "$(head -3 "$T/md")"
@@ -163,5 +191,90 @@ $V --paper gossip --claims "$T/claims" --results "$T/res" > /dev/null 2>"$T/err"
 printf 'paper = "gossip"\n[[claim]]\nid = "A"\n' > "$T/claims/gossip.toml"
 $V --check-registry --claims "$T/claims" > /dev/null 2>"$T/err"; rc=$?
 [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && ! grep -q Traceback "$T/err" && ok "a bad registry: one-line error" || notok "bad registry" "rc $rc $(cat "$T/err")"
+# ---- issue 45/46: schema fields, metric types, measurement types, bounded rules, read_jsonl ----------
+N=$T/n; mkdir -p "$N/claims" "$N/res"
+reg() { # reg EXTRA-LINES: a one-claim registry whose claim A has the lines given
+  printf 'paper = "gossip"\ntitle = "t"\n[[claim]]\nid = "A"\nstatement = "s"\nsource = "Fig. 1, §2, p. 3"\nkind = "reproduction"\nfixed_at = "abc"\nseeds = 1\n%s\n' "$1" > "$N/claims/gossip.toml"; }
+reg_err() { # reg_err NAME EXTRA-LINES WANT: --check-registry fails with one line containing WANT
+  reg "$2"; $V --check-registry --claims "$N/claims" > /dev/null 2>"$T/err"; local rc=$?
+  if [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -qF "$3" "$T/err" && grep -q "gossip.toml claim A" "$T/err" \
+     && ! grep -q Traceback "$T/err"; then ok "registry: $1: one line naming file, claim and field"
+  else notok "registry: $1" "rc $rc: $(cat "$T/err")"; fi; }
+reg_err "no quote" 'strength = "faithful"' "'quote'"
+reg_err "no strength" 'quote = "q"' "'strength'"
+reg_err "a bad strength" $'quote = "q"\nstrength = "similar"' "'strength' is 'similar'"
+reg_err "weaker without why" $'quote = "q"\nstrength = "weaker"' "'why' (strength is weaker)"
+reg_err "a history entry without its verdict" $'quote = "q"\nstrength = "faithful"\n[[claim.history]]\ndate = "2026-01-01"\nrule = ""\nreason = "r"' "history entry 1: missing field 'verdict'"
+reg_err "a history tolerance that is not a number" $'quote = "q"\nstrength = "faithful"\n[[claim.history]]\ndate = "2026-01-01"\nrule = ""\nreason = "r"\nverdict = "agrees"\ntolerance = "big"' "'tolerance' must be a number"
+reg_err "a huge integer in a rule" $'quote = "q"\nstrength = "faithful"\nrule = "x > 99999999999999999999"' "the integer"
+reg $'strength = "faithful"'
+PDL_CLAIMS_REQUIRE_QUOTES=0 $V --check-registry --claims "$N/claims" > /dev/null 2>&1 && $V --check-registry --lenient --claims "$N/claims" > /dev/null 2>&1 \
+  && ok "the issue-45 fields are required behind a switch (PDL_CLAIMS_REQUIRE_QUOTES=0, --lenient)" || notok "lenient switch" "refused"
+sed -i 's/^title = "t"/title = "t"\nlanguage = "ja"/' "$N/claims/gossip.toml"; sed -i 's/^strength = "faithful"/quote = "q"\nstrength = "faithful"/' "$N/claims/gossip.toml"
+$V --check-registry --claims "$N/claims" > /dev/null 2>"$T/err"; grep -q "'quote_ja'" "$T/err" \
+  && ok "a Japanese paper's claim needs quote_ja" || notok "quote_ja" "$(cat "$T/err")"
+# a boolean (or string) metric: an error row naming the claim and the metric, exit 1
+reg $'quote = "q"\nstrength = "faithful"\nrule = "passed"'
+echo '{"id": "A", "seed": 1, "metrics": {"passed": true}}' > "$N/res/measurements.jsonl"
+out=$($V --paper gossip --claims "$N/claims" --results "$N/res" --format json 2>"$T/err"); rc=$?
+[ "$rc" = 1 ] && grep -q "claim A seed 1: metric 'passed' is a boolean" "$T/err" && [ "$(v "$out" "r['A']['verdict'], r['error']['verdict']")" = "no results no results" ] \
+  && ok "a boolean metric: an error row naming the claim and the metric" || notok "bool metric" "rc $rc $(cat "$T/err")"
+echo '{"id": "A", "seed": 1, "metrics": {"passed": [1, "yes"]}}' > "$N/res/measurements.jsonl"
+$V --paper gossip --claims "$N/claims" --results "$N/res" > /dev/null 2>"$T/err"; [ $? = 1 ] && grep -q "metric 'passed' is a str" "$T/err" \
+  && ok "a string inside a metric list: refused" || notok "str metric" "$(cat "$T/err")"
+# measurement lines of the wrong type: one line naming file, line and field
+for bad in '{"id": "A", "seed": 1, "metrics": [1, 2]}|metrics' '{"id": 7, "seed": 1, "metrics": {}}|id' \
+           '{"id": "A", "instance": 3, "metrics": {}}|instance' '{"id": "A", "seed": 1.5, "metrics": {}}|seed' '[1, 2]|object'; do
+  printf '{"id": "A", "seed": 1, "metrics": {"x": 1}}\n%s\n' "${bad%|*}" > "$N/res/measurements.jsonl"
+  $V --paper gossip --claims "$N/claims" --results "$N/res" > /dev/null 2>"$T/err"; rc=$?
+  if [ "$rc" = 1 ] && grep -q "measurements.jsonl line 2: .*${bad#*|}" "$T/err" && ! grep -q Traceback "$T/err"; then
+    ok "a measurement with a bad ${bad#*|}: one line naming file, line and field"
+  else notok "measurement type ${bad#*|}" "rc $rc $(cat "$T/err")"; fi
+done
+# bounded rules: a huge power, a huge range, sequence repetition: the row says why, at once, no traceback
+for r in 'x ** 100000 > 1|integer power' 'sum(range(int(x) * 1000000000)) > 0|range of' 'len([x] * 1000000000) > 0|sequence repetition'; do
+  reg $'quote = "q"\nstrength = "faithful"\nrule = "'"${r%|*}"'"'
+  echo '{"id": "A", "seed": 1, "metrics": {"x": 7}}' > "$N/res/measurements.jsonl"
+  t0=$(date +%s); out=$(timeout 20 $V --paper gossip --claims "$N/claims" --results "$N/res" --format json 2>"$T/err"); rc=$?
+  if [ "$rc" = 0 ] && [ $(( $(date +%s) - t0 )) -le 5 ] && v "$out" "r['A']['reason']" | grep -q "${r#*|}" && ! grep -q Traceback "$T/err"; then
+    ok "a bounded rule: ${r%|*} is refused with a reason"
+  else notok "bounded rule ${r%|*}" "rc $rc $(v "$out" "r['A']['reason']") $(cat "$T/err")"; fi
+done
+reg $'quote = "q"\nstrength = "faithful"\nrule = "all(a >= 0 for a in range(1000000) for b in range(1000000))"'
+t0=$(date +%s); out=$(timeout 30 $V --paper gossip --claims "$N/claims" --results "$N/res" --format json 2>"$T/err"); rc=$?
+[ "$rc" = 0 ] && v "$out" "r['A']['reason']" | grep -q "longer than" && [ $(( $(date +%s) - t0 )) -le 15 ] \
+  && ok "a rule that runs too long is stopped with a reason" || notok "rule time limit" "rc $rc $(v "$out" "r['A']['reason']")"
+# issue 46, item 7: the inputs that once gave tracebacks or hangs: one line, exit 1, at once
+reg $'quote = "q"\nstrength = "faithful"\nvalue = "x"\nrule = "x > 1"'
+hostile() { # hostile NAME WANT: the engine on the current registry and measurements
+  timeout 20 $V --paper gossip --claims "$N/claims" --results "$N/res" > /dev/null 2>"$T/err"; local rc=$?
+  if [ "$rc" = 1 ] && [ "$(wc -l < "$T/err")" -le 2 ] && grep -qF "$2" "$T/err" && ! grep -q Traceback "$T/err"; then ok "hostile input: $1"
+  else notok "hostile input: $1" "rc $rc: $(head -c 300 "$T/err")"; fi; }
+python3 -c "print('{\"id\": \"A\", \"seed\": 1, \"metrics\": {\"x\": %s}}' % ('9' * 4000))" > "$N/res/measurements.jsonl"
+hostile "a 4000-digit metric" "metric 'x' is an integer of 4000 digits"
+printf '{"id": "A", "ours": "\xff\xfe"}\n' > "$N/res/measurements.jsonl"; hostile "non-UTF-8 bytes in measurements" "line 1: not UTF-8"
+echo '{"id": "A", "flags": 5}' > "$N/res/measurements.jsonl"; hostile '"flags": 5' "field 'flags' must be a list"
+rm -f "$N/res/measurements.jsonl"
+printf 'paper = "gossip"\ntitle = "t"\nclaim = "x"\n' > "$N/claims/gossip.toml"; hostile 'claim = "x"' "field 'claim' must be a list"
+reg $'quote = "q"\nstrength = "faithful"\nrule = 5'; hostile "rule = 5" "field 'rule' must be a string"
+reg $'quote = "q"\nstrength = "faithful"\nlabel = "\xff"'; hostile "non-UTF-8 bytes in a claims file" "gossip.toml"
+reg $'quote = "q"\nstrength = "faithful"\nhistory = [1]'; hostile "history = [1]" "history entry 1: not a table"
+# read_jsonl: a torn last line is skipped with a warning; a bad middle line raises one line
+printf '{"a": 1}\n{"a": 2}\n{"a": 3, "b' > "$N/t.jsonl"
+res=$(cd bench && python3 -c "import verdict, sys; print(len(verdict.read_jsonl(sys.argv[1])))" "$N/t.jsonl" 2>"$T/err")
+[ "$res" = 2 ] && grep -q "t.jsonl line 3: torn last line skipped" "$T/err" && [ "$(wc -l < "$T/err")" = 1 ] \
+  && ok "read_jsonl: a torn last line is skipped with a one-line warning" || notok "read_jsonl torn" "$res $(cat "$T/err")"
+printf '{"a": 1}\n{"a": \n{"a": 3}\n' > "$N/t.jsonl"
+res=$(cd bench && python3 -c "
+import verdict, sys
+try: verdict.read_jsonl(sys.argv[1])
+except verdict.VerdictError as e: print(e)" "$N/t.jsonl" 2>&1)
+case $res in *"t.jsonl line 2: not JSON"*) ok "read_jsonl: a bad line before the last raises VerdictError naming file and line" ;;
+  *) notok "read_jsonl bad line" "$res" ;; esac
+# the paper list: one place (the registry files' top-level keys), in their order
+res=$(cd bench && python3 -c "import verdict; print(' '.join(verdict.paper_names()))")
+want=$(for f in bench/claims/*.toml; do printf '%s %s\n' "$(sed -n 's/^order = //p' "$f")" "$(basename "$f" .toml)"; done | sort -n | cut -d' ' -f2 | tr '\n' ' ')
+[ "$res " = "$want" ] && ok "verdict.papers(): the registry files in their order ($res)" || notok "papers()" "'$res' vs '$want'"
+
 $V --paper nosuch > /dev/null 2>&1; [ $? = 2 ] && ok "an unknown paper is refused" || notok "unknown paper" "accepted"
 finish
