@@ -48,4 +48,13 @@ s=[x["seed"] for x in r["E2-eamsgd-vs"]["seeds"]]; t=[x["seed"] for x in r["E3-v
 sys.exit(0 if s == [1, 2] and t == [1, 2] else 1)' "$T/results/easgd/verdicts.json" \
   && grep -q '2 seeds judged' "$T/results/easgd/e23-rows.tsv" \
   && ok "seeds: every E2/E3 claim judged on seeds 1 and 2, seed 1's numbers shown" || notok "seeds" "$(tail -3 "$T/an.err")"
+# raw numbers only (issue 45): no metric handed to the engine is a boolean or a string
+python3 - "$T/results/easgd/verdicts.json" <<'PY' && ok "every metric handed to the engine is a number, a list of numbers or null" || notok "raw metrics" "see above"
+import json, sys
+bad = ["%s: %s = %r" % (r["id"], k, x) for r in json.load(open(sys.argv[1])) for s in r["seeds"]
+       for k, x in (s["metrics"] or {}).items()
+       if isinstance(x, (bool, str)) or (isinstance(x, list) and any(isinstance(y, (bool, str)) for y in x))]
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
 finish
