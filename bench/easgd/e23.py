@@ -453,7 +453,9 @@ def _measure(runs, res, meta, V, plan, write, fixed=None):
     if len(ea) >= 2:
         add(["E2 EASGD vs tau", "EASGD: better test error with larger tau (a tendency)",
                      ", ".join("tau=%d %s" % (t, fmt_err(e)) for t, e in ea), data, mode,
-                     V.claim("E2-easgd-tau", {"taus": [t for t, _ in ea], "errs": [inf_nan(e) for _, e in ea]},
+                     # first, best_later: what the rule before issue 45 read (history)
+                     V.claim("E2-easgd-tau", {"taus": [t for t, _ in ea], "errs": [inf_nan(e) for _, e in ea],
+                                              "first": inf_nan(ea[0][1]), "best_later": inf_nan(min(e for _, e in ea[1:]))},
                              mode=mode, data_set=data)])
 
     # ---- E3: p sweep --------------------------------------------------------------------------
