@@ -17,6 +17,7 @@ res, table = sys.argv[1], sys.argv[2]
 quick = len(sys.argv) > 3 and sys.argv[3] == "quick"
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import verdict  # noqa: E402
+from verdict import read_jsonl  # noqa: E402
 V = verdict.Session("ppasgd", res, quick=quick)
 TARGET2 = 0.3   # P2: the paper's "to reach the same error rate 0.3" (S = 27, §3.1), shown for every S
 INF = float("inf")   # a level never reached (the engine stores it as 1e308)
@@ -53,7 +54,7 @@ def load(name):
     if not os.path.exists(p):
         return None
     try:
-        lines = verdict.read_jsonl(p)
+        lines = read_jsonl(p)
     except verdict.VerdictError as e:   # named by bench/verdict.py as an error row; this summarizer skips the run
         print("summarize.py: %s" % e, file=sys.stderr)
         return None
