@@ -234,7 +234,7 @@ def cmd_replicas(d):
             cs = candidates(runs, m, "e2", 4, tau)
             pk = pick(cs)
             # the DOWNPOUR family at tau >= 16: the whole grid, as on seed 1, so that "runs that
-            # diverged" (E2-tau-unstable) counts the same runs on every seed; the E2 curves and
+            # diverged" (shown beside E2-tau-unstable, not judged) counts the same runs on every seed; the E2 curves and
             # errors still use seed 1's pick (e2_picks)
             lrs = sorted({c[0]["lr"] for c in cs}) if m in DPFAM and tau >= 16 else [pk[0]["lr"]] if pk else []
             for lr in lrs:
