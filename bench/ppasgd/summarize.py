@@ -238,9 +238,9 @@ if ss:
     us = updates_to(ss, TARGET2)
     mS, sS = per_seed(p2_ssgd)
     row("P2 SSGD", "SSGD has the largest error drop in the first epoch",
-        "mean err over epoch 1: SSGD %s, ASGD/PP-ASGD at S=3,9,27 %s; SSGD reaches err %.2f after %s updates; final %.3f" % (
+        "mean err over epoch 1: SSGD %s, ASGD/PP-ASGD at S=3,9,27 %s; SSGD reaches err %.2f %s; final %.3f" % (
             "%.3f" % mS[0]["early_ssgd"] if mS else "-", rng(mS[0]["early_others"]) if mS else "-",
-            TARGET2, us if us < INF else "never", ss["summary"]["test_err"]) +
+            TARGET2, "after %d updates" % us if us < INF else "never", ss["summary"]["test_err"]) +
         seeds_txt(sS, ": SSGD's epoch-1 mean err %s" % rng([m["early_ssgd"] for m in mS])), dset(ss), "real",
         V.claim("P2-SSGD", mS, seeds=sS, mode="real", data_set=dset(ss), plot="plots/out/ppasgd-p2.png"))
 
