@@ -22,7 +22,8 @@ done
 out=$(bash bench/ppasgd/run.sh 2>&1)
 [ "$(echo "$out" | grep -c 'complete, skipping')" -eq 5 ] && ok "re-run skips complete experiments" || notok "re-run skip" "$(echo "$out" | head -5)"
 # three seeds (issue 34): the QUICK P2/P3 runs copied as seeds 2 and 3 ("-s2", "-s3", as the full
-# bench names them), seed 3's ASGD and PP-ASGD swapped at S = 9 (P2-S9's value changes sign) and
+# bench names them), seed 2's PP-ASGD at S = 9 made 0.05 below ASGD at every evaluation and seed
+# 3's 0.05 above (P2-S9's rule holds on seed 2 and fails on seed 3, its value is +0.05 / -0.05), and
 # seed 2's P3 runs reaching the target, PP-ASGD at its second evaluation and ASGD at twice that
 # simulated time (2x: the paper's "approximately by a factor of two"); the summarizer given SEEDS
 # "1 2 3" hands the seeded claims three seeds, the engine gives P2-S9's mean and min-max and calls
@@ -32,7 +33,13 @@ cp "$R"/*.jsonl "$R3/"
 for f in "$R"/p2-*.jsonl "$R"/p3-*.jsonl; do
   for s in 2 3; do cp "$f" "$R3/$(basename "$f" .jsonl)-s$s.jsonl"; done
 done
-cp "$R/p2-ppasgd-S9.jsonl" "$R3/p2-asgd-dist-S9-s3.jsonl"; cp "$R/p2-asgd-dist-S9.jsonl" "$R3/p2-ppasgd-S9-s3.jsonl"
+python3 - "$R/p2-asgd-dist-S9.jsonl" "$R3" <<'PY'
+import json, os, sys
+L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for sd, d in ((2, -0.05), (3, 0.05)):
+    out = [dict(l, test_err=l["test_err"] + d) if l.get("event") == "eval" and l.get("test_err") is not None else l for l in L]
+    open(os.path.join(sys.argv[2], "p2-ppasgd-S9-s%d.jsonl" % sd), "w").write("".join(json.dumps(l) + "\n" for l in out))
+PY
 python3 - "$R3/p3-ppasgd-s2.jsonl" "$R3/p3-asgd-dist-s2.jsonl" <<'PY'
 import json, sys
 t = None
@@ -58,7 +65,8 @@ for cid in ("P2-S3", "P2-S9", "P2-S27", "P2-SSGD", "P3"):
     if [s["seed"] for s in r[cid]["seeds"]] != [1, 2, 3]:
         bad.append("%s: seeds %s" % (cid, [s["seed"] for s in r[cid]["seeds"]]))
 b = r["P2-S9"]; v = [s["value"] for s in b["seeds"]]
-if not (v[0] == v[1] == one["P2-S9"]["mean"] and v[2] == -v[0] != 0 and b["min"] == min(v) < b["max"] == max(v)
+if not (v[0] == one["P2-S9"]["mean"] and abs(v[1] - 0.05) < 1e-9 and abs(v[2] + 0.05) < 1e-9
+        and [s["holds"] for s in b["seeds"]][1:] == [True, False] and b["min"] == min(v) < b["max"] == max(v)
         and abs(b["mean"] - sum(v) / 3) < 1e-12):
     bad.append("P2-S9 mean/min/max %s %s %s over %s (seed 1 alone: %s)" % (b["mean"], b["min"], b["max"], v, one["P2-S9"]["mean"]))
 h1 = one["P3"]["seeds"][0]["holds"]   # QUICK's P3 runs reach no target: the rule fails on seed 1
