@@ -243,8 +243,9 @@ e3() {
 # Seeds 2, 3, ... (SEEDS; the claims registry asks 3 for E2/E3, bench/claims/easgd.toml): every
 # learning rate and (tau, eta) was picked on seed 1's grid by the rules above, before any other
 # seed ran; the other seeds repeat exactly those runs with --seed S (e23.py replicas), plus the
-# DOWNPOUR family's whole eta grid at tau >= 16, so that E2-tau-unstable's count of diverged runs
-# covers the same runs on every seed (the curves still use seed 1's picks), and the engine judges
+# DOWNPOUR family's whole eta grid at tau >= 16, so that the count of diverged runs shown beside
+# E2-tau-unstable (no longer judged since issue 45: the rule reads the picked curves) covers the
+# same runs on every seed (the curves still use seed 1's picks), and the engine judges
 # each claim on every seed's metrics (mean, min-max, "inconclusive" when they split). Cost on the
 # AMD EPYC (2026-11-26, partly beside other work): seed 1 (grid) 36 min, seeds 2 and 3 25 min.
 seeds() {

@@ -29,6 +29,7 @@ B1=${B1:-auto}; LR1=${LR1:-0.00005}          # P1b: real threads; auto = b from 
 BH=${BH:-8}                                  # hybrid runs' sub-batch
 RATE=${RATE:-8}; B3=${B3:-1}; LR3=${LR3:-0.0001}   # P3/P4 sim: device GFLOP/s giving S_bar ~ 8.4 at 32 devices
                                              # (the paper's 8-9; 10 gave 6.9, and P3 1.5x instead of 2.0x)
+                                             # (changed with that result in hand: P3's history in bench/claims/ppasgd.toml)
 TARGET4=${TARGET4:-0.35}
 COMMON=(--data "$DATA" --net "$NET" --train-subset "$NTR" --test-subset "$NTE" --warmup epoch --quiet)
 export PDL_NO_PROGRESS=1
