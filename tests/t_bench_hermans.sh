@@ -5,7 +5,8 @@
 # the summarizer over the QUICK runs copied as three seeds gives the 3-seed claims 3 seeds and the spread;
 # H3b (issue 32) is judged on the center's training accuracy with Adam AEASGD workers, the thesis' per-cell
 # figures beside ours on the cells its table has (checked with the QUICK cells copied as n, lambda in
-# {10, 20}); H3c is judged on the early phase; H3d (the thesis' DynSGD lambda = 1 vs 10) gives three rows, a
+# {10, 20}); H3c is judged on the early phase (three rows: AGN's rise, ADAG's absent rise beside AGN's, updates
+# to the loss both reach); H3d (the thesis' DynSGD lambda = 1 vs 10) gives three rows, a
 # plot and its seeds.
 # pdl-test: cpu=50
 cd "$(dirname "$0")/.." || exit 1
@@ -24,9 +25,9 @@ grep '^| H1 staleness' "$tab" 2>/dev/null | grep -q 'SIMULATED' && ok "H1 row sa
 grep '^| H1 staleness' "$tab" 2>/dev/null | grep -q '| consistency check (true by construction: .*; the rule holds[;)]' && ok "homogeneous staleness near n - 1 (a consistency check)" || notok "H1 verdict" "$(grep '^| H1 stal' "$tab")"
 grep '^| H3 AGN vs AEASGD' "$tab" 2>/dev/null | grep "training accuracy" | grep "adam workers lr 1e-3 and alpha 0.05" | grep -Eq '\| (agrees|disagrees|inconclusive)[ |]' \
   && ok "H3b judged: training accuracy, Adam AEASGD workers, alpha 0.05" || notok "H3b verdict" "$(grep '^| H3 AGN' "$tab")"
-grep '^| H3c at n=' "$tab" 2>/dev/null | grep -c 'worst train loss in the first 25%' | grep -q '^2$' && ok "H3c rows give the early phase's worst train loss" \
+grep '^| H3c at n=' "$tab" 2>/dev/null | grep -c 'worst train loss in the first 25%.*largest rise above the best so far' | grep -q '^3$' && ok "H3c rows give the early phase's worst train loss" \
   || notok "H3c early phase" "$(grep '^| H3c' "$tab")"
-grep '^| Booth' "$tab" 2>/dev/null | grep -q 'agrees' && ok "Booth: asynchronous EASGD converges" || notok "Booth" "$(grep '^| Booth' "$tab")"
+grep '^| Booth' "$tab" 2>/dev/null | grep -q '| consistency check (true by construction: .*; the rule holds' && ok "Booth: asynchronous EASGD converges (a consistency check)" || notok "Booth" "$(grep '^| Booth' "$tab")"
 for p in staleness momentum curves efficiency throughput adag-scaling; do
   [ -s "$T/out/hermans-$p.png" ] && [ -s "$T/out/hermans-$p.pdf" ] && ok "plot hermans-$p png+pdf" || notok "plot hermans-$p" "missing"
 done
@@ -52,7 +53,8 @@ PY
 # three seeds (issue 31): the QUICK runs copied as seeds 2 and 3 ("-s2", "-s3", as the full bench
 # names them), seed 3 with AGN and AEASGD swapped in one H3b cell (AGN's win count moves) and seed 2's
 # ADAG diverged; the summarizer given SEEDS "1 2 3" hands every 3-seed claim three seeds, the engine
-# gives H3b's mean and min-max and calls H3c-adag inconclusive; seed 1's rows stay as they were
+# gives H3b's mean and min-max and calls H3c-adag inconclusive (seed 2: AGN's center made to rise early,
+# ADAG's made to fall steadily, so the rule holds; seed 3: ADAG's made to rise, so it fails); seed 1's rows stay as they were
 R3=$T/seeds/hermans; RUNS=$(ls -d "$T"/results/hermans/runs-quick-*); mkdir -p "$R3/runs"
 cp "$RUNS"/*.jsonl "$R3/runs/" 2>/dev/null
 for f in "$RUNS"/h1-n*.jsonl "$RUNS"/h3[abc]-*.jsonl; do
@@ -60,7 +62,19 @@ for f in "$RUNS"/h1-n*.jsonl "$RUNS"/h3[abc]-*.jsonl; do
 done
 c=$(basename "$(ls "$RUNS"/h3b-agn-*.jsonl | head -1)" .jsonl); c=${c#h3b-agn-}
 cp "$RUNS/h3b-aeasgd-$c.jsonl" "$R3/runs/h3b-agn-$c-s3.jsonl"; cp "$RUNS/h3b-agn-$c.jsonl" "$R3/runs/h3b-aeasgd-$c-s3.jsonl"
-a=$(basename "$(ls "$RUNS"/h3c-adag-*.jsonl | head -1)"); sed -i 's/"diverged":false/"diverged":true/' "$R3/runs/${a%.jsonl}-s2.jsonl"
+a=$(basename "$(ls "$RUNS"/h3c-adag-*.jsonl | head -1)" .jsonl); g=$(basename "$(ls "$RUNS"/h3c-agn-*.jsonl | head -1)" .jsonl)
+python3 - "$R3/runs/$g-s2.jsonl" rise "$R3/runs/$a-s2.jsonl" fall "$R3/runs/$a-s3.jsonl" rise <<'PY' || notok "H3c seed edits" "see above"
+import json, sys
+for path, how in zip(sys.argv[1::2], sys.argv[2::2]):   # the early phase of QUICK's 1 epoch: epoch <= 0.25
+    ls = [json.loads(l) for l in open(path) if l.strip()]
+    ev = [d for d in ls if d.get("event") == "eval"]
+    l0 = [d for d in ev if d["updates"] == 0][0]["train_loss"]
+    early = [d for d in ev if 0 < d["updates"] and d["epoch"] <= 0.25 + 1e-9]
+    assert len(early) >= 2, path
+    for i, d in enumerate(early):
+        d["train_loss"] = l0 * (0.9 - 0.01 * i) if how == "fall" else (l0 * 2 if i == 1 else l0 * 0.9)
+    open(path, "w").write("".join(json.dumps(d) + "\n" for d in ls))
+PY
 sargs=(quick "relu F128 F256 F128 S10" fashion-mnist 100Gf 10Gbps 0.1ms 1 "relu F128 F256 F128 S10")
 if python3 bench/hermans/summarize.py "$R3" "$R3/runs" "${sargs[@]}" "1 2 3" > "$T/s3.out" 2>&1; then ok "summarize.py over seeds 1 2 3"
 else notok "summarize.py over seeds 1 2 3" "$(tail -3 "$T/s3.out")"; fi
@@ -69,13 +83,13 @@ import json, sys
 r = {x["id"]: x for x in json.load(open(sys.argv[1]))}
 one = {x["id"]: x for x in json.load(open(sys.argv[2]))}
 bad = []
-for cid in ("H3a-n10-l1", "H3a-n20-l1", "H3a-full", "H3a-n10-l5", "H3b", "H3c-agn", "H3c-adag"):
+for cid in ("H3a-n10-l1", "H3a-n20-l1", "H3a-full", "H3a-n10-l5", "H3b", "H3c-agn", "H3c-adag", "H3c-adag-faster"):
     if [s["seed"] for s in r[cid]["seeds"]] != [1, 2, 3]:
         bad.append("%s: seeds %s" % (cid, [s["seed"] for s in r[cid]["seeds"]]))
 b = r["H3b"]; v = [s["value"] for s in b["seeds"]]
 if not (b["min"] == min(v) < b["max"] == max(v) and abs(b["mean"] - sum(v) / 3) < 1e-12 and v[0] == v[1] == one["H3b"]["mean"]):
     bad.append("H3b mean/min/max %s %s %s over %s (seed 1 alone: %s)" % (b["mean"], b["min"], b["max"], v, one["H3b"]["mean"]))
-if r["H3c-adag"]["verdict"] != "inconclusive" or "holds on 2 of 3 seeds" not in r["H3c-adag"]["reason"]:
+if r["H3c-adag"]["verdict"] != "inconclusive" or not ("holds on 1 of 3 seeds" in r["H3c-adag"]["reason"] or "holds on 2 of 3 seeds" in r["H3c-adag"]["reason"]):
     bad.append("H3c-adag: %s (%s)" % (r["H3c-adag"]["verdict"], r["H3c-adag"]["reason"]))
 for cid in ("H1", "H1-het", "H2"):
     if len(r[cid]["seeds"]) != 1 or r[cid]["verdict"] != one[cid]["verdict"] or r[cid]["ours"] != one[cid]["ours"]:

@@ -12,7 +12,7 @@
 #           H1/H2 (staleness, momentum: many commits, few epochs): the thesis' MLP (`hermans-mlp`),
 #           a quarter epoch per run. H3a (DOWNPOUR at n = 10, 20 and lambda > 1 at n = 10): the
 #           thesis' net and the thesis' 5 epochs split over n workers ("DOWNPOUR ... will only use
-#           5 epochs", thesis Ch. 4 sec:agn_experimental_validation), NET_H3A = hermans-mlp,
+#           5 epochs", thesis §3.2 Experimental Validation), NET_H3A = hermans-mlp,
 #           EPOCHS_H3A = 5 (issue 32, item 3).
 #           H3b/H3c (convergence over (n, lambda)): what matters is how many
 #           commits each worker makes (local steps / lambda), so we keep the thesis' structure,
