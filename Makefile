@@ -62,7 +62,7 @@ SANFLAGS := $(SANFLAGS_$(SAN))
 # activations and fused conv+pool epilogues ran several times slower than with AVX-512 (issue 19).
 # It changes no value: it only lets the compiler evaluate both arms.
 CFLAGS := -std=c11 $(if $(SAN),$(SANFLAGS),$(OPT) -g) -fno-trapping-math -fopenmp -Wall -Wextra -Werror \
-  -D_GNU_SOURCE -Isrc -I. $(if $(HAVE_MPI),-DPDL_HAVE_MPI) $(if $(HAVE_XSMM),-DPDL_HAVE_XSMM) \
+  -D_GNU_SOURCE -Isrc -Ibase -I. $(if $(HAVE_MPI),-DPDL_HAVE_MPI) $(if $(HAVE_XSMM),-DPDL_HAVE_XSMM) \
   $(if $(HAVE_SCALAPACK),-DPDL_HAVE_SCALAPACK)
 DEPFLAGS = -MMD -MP
 LDLIBS := $(if $(HAVE_XSMM),-lxsmm) $(if $(HAVE_SCALAPACK),-lscalapack-openmpi) -llapacke -lopenblas -lz -lm -lpthread -ldl
@@ -74,16 +74,17 @@ ifneq ($(NVCC),)
   # serves that dlopen
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++ \
             $(if $(HAVE_CUDNN),-lcudnn) $(if $(HAVE_NCCL),-lnccl)
-  NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -Isrc -I. $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) \
+  NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC -Isrc -Ibase -I. $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) \
             $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
 endif
 LDFLAGS := -fopenmp -rdynamic $(SANFLAGS)
 # the emulated-CUDA pdl's compiler line for kernels/cuda/*.cu (cuda-emu-pdl below)
-EMU_CXX := g++ -std=c++20 -O1 -g1 -Wall -Wextra -Ikernels/cuda/emu -Isrc -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
+EMU_CXX := g++ -std=c++20 -O1 -g1 -Wall -Wextra -Ikernels/cuda/emu -Isrc -Ibase -I. -DPDL_HAVE_CUDNN -DPDL_HAVE_CUSOLVER
 
 # ---- sources --------------------------------------------------------------------------------
-# Everything under src/ (except the CLI entry and the SimGrid runtime), kernels/cpu, reference.
-LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard src/*/*.c kernels/cpu/*.c reference/*.c)) $(if $(NVCC),$(wildcard kernels/cuda/*.c))
+# Everything under base/ (the ground floor: contracts and util), src/ (except the CLI entry and the
+# SimGrid runtime), kernels/cpu, reference.
+LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard base/*/*.c src/*/*.c kernels/cpu/*.c reference/*.c)) $(if $(NVCC),$(wildcard kernels/cuda/*.c))
 LIB_CU := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
 LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 SIM_C := $(wildcard src/sim/*.c)
@@ -128,8 +129,8 @@ $(STAMP): FORCE | $(BUILD)/.dirs
 GITREV_STAMP := $(BUILD)/git-rev.stamp
 $(GITREV_STAMP): FORCE | $(BUILD)/.dirs
 	@[ "$$(cat $@ 2>/dev/null)" = '$(GIT_REV)' ] || echo '$(GIT_REV)' > $@
-$(BUILD)/obj/src/util/util.o: $(GITREV_STAMP)
-$(BUILD)/obj/src/util/util.o: CFLAGS += -DPDL_GIT_REV_DEFAULT=\"$(GIT_REV)\"
+$(BUILD)/obj/base/util/util.o: $(GITREV_STAMP)
+$(BUILD)/obj/base/util/util.o: CFLAGS += -DPDL_GIT_REV_DEFAULT=\"$(GIT_REV)\"
 FORCE:
 
 # ---- compile: header dependencies from the compilers (-MMD -MP), plus the stamp -------------

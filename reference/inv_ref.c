@@ -9,7 +9,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
-#include "core/rng.h"
+#include "util/rng.h"
 #include "reference/ref.h"
 #include "util/util.h"
 

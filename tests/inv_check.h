@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/rng.h"
+#include "util/rng.h"
 #include "reference/ref.h"
 
 /* The cases both test files run: sizes x condition numbers, from one seed. */

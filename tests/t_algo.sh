@@ -19,9 +19,9 @@ err=$("$PDL" train --algo nosuch --data synthetic:n=64 2>&1); rc=$?
 miss=(); for a in "${names[@]}"; do grep -qw -- "$a" <<<"$err" || miss+=("$a"); done
 [ $rc -eq 2 ] && [ ${#miss[@]} -eq 0 ] && ok "unknown --algo exits 2 naming every algorithm" || notok "unknown --algo" "exit $rc, missing ${miss[*]}: $err"
 
-up=$(grep -ln '#include "algo/' src/rt/* src/core/* src/coll/* src/util/* src/optim/* kernels/cpu/* 2>/dev/null)
+up=$(grep -ln '#include "algo/' src/rt/* src/core/* src/coll/* src/optim/* base/util/* base/contract/* kernels/cpu/* 2>/dev/null)
 [ -z "$up" ] && ok "runtime, core, coll, util and kernels do not include the algorithm layer" || notok "layering" "$up"
-mpi=$(grep -ln 'mpi_util.h\|<mpi.h>' src/algo/*.c | grep -v 'algo.c\|loop.c')
+mpi=$(grep -ln 'mpi_util.h\|<mpi.h>\|pdl_mpi_' src/algo/*)
 [ -z "$mpi" ] && ok "algorithm files reach MPI only through the seam (rt.h)" || notok "algorithms call MPI" "$mpi"
 [ ! -d src/dist ] && ok "no src/dist (a name tooling treats as build output)" || notok "src/dist" "exists"
 

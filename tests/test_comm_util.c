@@ -1,4 +1,4 @@
-/* test_comm_util.c — the shared MPI helpers (src/rt/mpi_util.h) and the watchdog
+/* test_comm_util.c — the shared MPI helpers (src/coll/mpi_util.h) and the watchdog
  * (src/rt/watchdog.h). Each case that ends a process runs in a forked child whose exit status
  * and stderr are checked; MPI is only ever initialised in children (as a singleton), so the
  * parent stays free to fork again. */
@@ -6,7 +6,7 @@
  * misleading indentation under -Werror (reported to the lead; harness.h is not this file's). */
 #pragma GCC diagnostic ignored "-Wmisleading-indentation"
 #include "tests/harness.h"
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 #include "rt/watchdog.h"
 #include <sys/wait.h>
 #include <time.h>

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "kernels/cuda/cuda_layers.h"
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 
 static void test_fail_message(void) {
   int fds[2];

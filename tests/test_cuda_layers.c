@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "reference/ref.h"
-#include "core/rng.h"
+#include "util/rng.h"
 #include "tests/harness.h"
 #ifdef PDL_HAVE_CUDA
 #include "kernels/cuda/cuda_layers.h"

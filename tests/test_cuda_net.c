@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/model.h"
-#include "core/rng.h"
+#include "util/rng.h"
 #include "core/run.h"
 #include "kernels/cpu/cpu_layers.h"
 #include "optim/optim.h"

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "kernels/cpu/cpu_layers.h"
 #include "reference/ref.h"
-#include "core/rng.h"
+#include "util/rng.h"
 #include "kernels/cpu/cpu.h"
 #include "tests/harness.h"
 #include "util/util.h"

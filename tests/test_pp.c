@@ -4,7 +4,7 @@
  *   on a pure-momentum trajectory (zero gradients: M <- mu M, w <- w + M) f_{S0}(w_t, M_t) is
  *   exactly w_{t+S0+1}, so the probe's error is ~0 at S = S0 and its argmin is S0. */
 #include "harness.h"
-#include "core/rng.h"
+#include "util/rng.h"
 #include "algo/pp.h"
 #include "algo/pp_probe.h"
 #include "optim/optim.h"

@@ -1,6 +1,6 @@
 /* test_split_inv.c — --kfac-split's distributed inversion (src/kfac/split_inv.c: ScaLAPACK pspotrf +
  * pspotri on a BLACS grid from MPI_COMM_WORLD) against the LAPACKE double oracle, with
- * src/contract/inv.h's bounds (tests/inv_check.h), at n = 1153 (vgg-small's A factors) and 257,
+ * base/contract/inv.h's bounds (tests/inv_check.h), at n = 1153 (vgg-small's A factors) and 257,
  * kappa 1e2 / 1e4 / 1e6, in float and in double, plus the refusals (NaN: -1; an indefinite matrix:
  * the oracle's info k, on every rank) and each root. Every case prints its errors and, on the
  * root, its time and the one-process fast inverse's (a loaded 2-core machine: times are figures,

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "rt/mpi_util.h"
 #include "rt/watchdog.h"
 
 #define ALGO(x) extern const algo_t algo_##x;
@@ -144,20 +143,17 @@ int algo_train(const train_cfg_t *c) {
     return rc == 0 && pdl_stop_signal ? 128 + pdl_stop_signal : rc;
   }
   int argc = 0; char **argv = NULL;
-#ifdef PDL_HAVE_MPI
-  int need = A->roles_talk ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
-  if (pdl_mpi_init(&argc, &argv, need) < need)
+  if (rt_real_init(A->roles_talk) != 0)
     die("train: --algo %s needs MPI_THREAD_MULTIPLE (a serving thread talks to other ranks), which this MPI "
         "does not provide", cf.algo);
-#endif
   if (cf.timeout > 0) watchdog_start(cf.timeout);
-  int R = pdl_mpi_size();
+  int R = rt_real_nnodes();
   job->nnodes = R;
   if (A->shape == ALGO_SERVER && R < 2)
     die_usage("train: --algo %s needs a parameter server and p >= 1 workers: run it with mpirun -np p+1 "
               "(or --runtime sim --platform links:k=P+1,...)", cf.algo);
   run_setup(&job->r, &cf, examples_per_update(A, &cf, job->G, R));
-  job->r.rank = pdl_mpi_rank(); job->r.nranks = R;
+  job->r.rank = rt_real_node(); job->r.nranks = R;
   if (job->r.rank != 0) results_close(&job->r.res);
   install_stop_handlers();
   rt_real_set_coll(cf.coll);   /* checked by the parser: mpi or nccl */
@@ -165,6 +161,6 @@ int algo_train(const train_cfg_t *c) {
   watchdog_stop();
   run_free(&job->r);
   xfree(job);
-  pdl_mpi_finalize();
+  rt_real_finalize();
   return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
 }

@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <unistd.h>
 #include "algo/algo.h"
-#include "rt/mpi_util.h"
 
 /* Workers whose local steps a LOOP_CLOCK sums: all but the server. */
 static int clock_workers(const loop_t *L) {
@@ -48,7 +47,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
     int local = ls ? atoi(ls) : 1; if (local < 1) local = 1;
     t = c->threads > 0 ? c->threads : (int)(cores / (local * roles_per_rank));
     if (t < 1) t = 1;
-    if (pdl_mpi_rank() == 0 && L->reporter && !c->quiet)
+    if (rt_real_node() == 0 && L->reporter && !c->quiet)
       fprintf(stderr, "pdl: thread budget: %ld cores for %d rank(s) here x %d role(s) x %d OpenMP thread(s)%s\n",
               cores, local, roles_per_rank, t, (long)local * roles_per_rank * t > cores ? " -- OVERSUBSCRIBED" : "");
   }

@@ -12,7 +12,7 @@
 #include "analysis/toy_async.h"
 #include <math.h>
 #include <string.h>
-#include "core/rng.h"
+#include "util/rng.h"
 #include "util/util.h"
 
 static const char *const fn_names[] = { "booth", "quadratic" };

@@ -11,7 +11,7 @@
  * of rank R's input after the expected result is fixed; PDL_COLL_TEST_HANG=R makes rank R stop
  * before its first collective so the others hang. */
 #include "coll/coll.h"
-#include "rt/mpi_util.h"
+#include "coll/mpi_util.h"
 #include "rt/watchdog.h"
 #include "util/util.h"
 #include <errno.h>

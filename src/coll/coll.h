@@ -1,7 +1,7 @@
 /* coll.h — the collective layer: the MPI and NCCL backends, which `pdl coll` times, and the
  * training seam over them (coll_seam_t, at the end), which the real runtime's collectives
  * (src/rt/rt_real.c) call. Both end in the same backend->run(), so pdl coll measures the code
- * training runs. This layer sits below src/rt: it includes src/util only.
+ * training runs. This layer sits below src/rt: it includes base/util only.
  *
  * Size convention (nccl-tests'): every op works on a "full vector" of `count` elements
  * (bytes_total = count * element size): the allreduce/reduce/bcast buffer, the allgather

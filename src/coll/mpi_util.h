@@ -1,6 +1,7 @@
 /* mpi_util.h — the shared MPI helpers: error checking, idempotent init/finalize, rank/size.
- * They live in the collective layer (src/coll), the lowest one that calls MPI; src/rt/mpi_util.h
- * forwards here for the callers above it.
+ * They live in the collective layer (src/coll), the lowest one that calls MPI; the runtime
+ * (src/rt) and the CLI include this header, and the algorithm layer asks the runtime
+ * (rt_real_init, rt_real_node, rt_real_nnodes, rt_real_finalize in rt/rt.h).
  * Conventions: CHECK_MPI wraps every MPI call; COMM_WORLD carries MPI_ERRORS_RETURN after
  * pdl_mpi_init so a failing call comes back to CHECK_MPI, which names the rank, the statement,
  * file:line and MPI's own error string, then aborts the whole job (exit code 1).

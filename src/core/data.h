@@ -10,7 +10,7 @@
 #define PDL_DATA_H
 #include <stddef.h>
 #include <stdint.h>
-#include "core/rng.h"
+#include "util/rng.h"
 
 typedef struct {
   int n, c, h, w, classes;

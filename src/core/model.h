@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "contract/kernels.h"
-#include "core/rng.h"
+#include "util/rng.h"
 
 typedef enum { L_CONV, L_POOL, L_FC, L_ACT, L_DROPOUT, L_SOFTMAX } ltype_t;
 
@@ -127,12 +127,8 @@ void net_masks_at(workspace_t *ws, int B, const float *base);
 /* Backward after net_forward(train=1) on the same batch: grads += scale * d(sum loss)/d params. */
 void net_backward(workspace_t *ws, const float *params, float *grads, const int *y, int B, float scale);
 
-/* The update net_backward_step fuses into the backward pass: momentum SGD with weight decay,
- *   v = mu v - lr (g + wd w),  w += v        (v == NULL: plain SGD, w -= lr (g + wd w)),
- * i.e. optim_step's msgd and sgd (optim_fused_step fills one for an optimizer). v has the layout
- * of the parameters. */
-typedef struct net_step { float lr, mu, wd; float *v; } net_step_t;
-/* net_backward, then the update *st of params, with each layer's update run right after that
+/* (net_step_t, the update fused into the backward pass, is contract/layers.h's.)
+ * net_backward, then the update *st of params, with each layer's update run right after that
  * layer's backward (its weights are not read again in the pass), while its gradient is still in
  * cache; the backend's fc_backward_sgd, where it has one, never stores the fc gradient at all.
  * grads must be zero on entry and are zero on return (as optim_step leaves them). The result is

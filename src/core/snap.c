@@ -239,3 +239,24 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
   xfree(buf);
   return (long)h.gen;
 }
+
+/* ---- the sequential trainer's checkpoint (one node's file) ---- */
+static void seq_snap(snap_t *s, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
+  snap_init(s);
+  snap_add(s, "position", pos, sizeof *pos);
+  snap_add(s, "params", w, r->net.nparams * sizeof(float));
+  snap_add_optim(s, "optimizer", o);
+}
+
+void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos) {
+  snap_t s; seq_snap(&s, r, (float *)w, (optim_t *)o, (ckpt_pos_t *)pos);   /* only read */
+  snap_save(path, r, 0, 1, pos->step, &s, 0);
+}
+
+int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
+  snap_t s; seq_snap(&s, r, w, o, pos);
+  if (snap_read(path, r, 0, 1, &s, 0) < 0) return -1;   /* everything checked before anything changes */
+  snap_read(path, r, 0, 1, &s, 1);
+  optim_refresh(o, w);
+  return 0;
+}

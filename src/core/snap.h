@@ -40,4 +40,14 @@ void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen,
  * sections against s. apply = 1 also fills the sections. Returns the file's generation, or -1
  * if the file does not exist; dies (exit 1) naming the file and the field otherwise. */
 long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply);
+
+/* The sequential trainer's checkpoint (train_seq.c): one node's file of three sections, the
+ * position (step, sampler position, rngs, loss sums), the parameters and the optimizer. */
+typedef struct {
+  long step; long sampler_epoch; int sampler_pos; rng_t sampler_rng, ws_rng;
+  double train_loss_acc; long train_loss_n;
+} ckpt_pos_t;
+void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos);
+/* Returns 0 and fills w, o, pos if the file exists and matches this run; dies on a mismatch. */
+int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos);
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "core/run.h"
+#include "core/snap.h"
 #include "rt/watchdog.h"
 
 /* The backend of --device (the registry, contract/kernels.h kernels_for). */

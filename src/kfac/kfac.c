@@ -83,7 +83,12 @@ void kfac_own(kfac_t *k, const int *mine) {
 }
 
 void kfac_free(kfac_t *k) {
-  kfac_dev_free(k);
+  if (k->kt) {   /* kfac_on_device's state (kfac_dev.c), in kt's workspace memory */
+    const kernels_t *kt = k->kt;
+    kt->release(k->d_col); kt->release(k->d_tmp); kt->release(k->d_dmp); kt->release(k->d_diag);
+    kt->release(k->d_one); kt->release(k->d_own);
+    xfree(k->h_diag);
+  }
   if (k->own) xfree(k->own);
   else for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
   xfree(k->part); xfree(k->col); xfree(k->tmp); xfree(k->dmp); xfree(k->inv_scratch);

@@ -131,10 +131,9 @@ double kfac_pi_diag(const float *a, size_t inca, int da, const float *g, size_t 
  * every pointer in workspace memory (ws on kt) and the inversions by kt->spd_inverse (whatever
  * cfg.inverse says); kfac_to_flat_dev / kfac_from_flat_dev likewise. kfac_dev_state copies the
  * owner state to (1) or from (0) the device: upload after a resume, download before a checkpoint.
- * kfac_free frees it too. */
+ * kfac_free (kfac.c) releases it with the rest. */
 void kfac_on_device(kfac_t *k, const kernels_t *kt, int B);
 void kfac_dev_state(kfac_t *k, int to_device);
-void kfac_dev_free(kfac_t *k);
 void kfac_bundle_dev(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
 int kfac_owner_update_dev(kfac_t *k, int l, const float *bundle, long step, float *dw);
 void kfac_to_flat_dev(const kfac_t *k, int l, const float *m, float *flat);

@@ -64,15 +64,6 @@ void kfac_dev_state(kfac_t *k, int to_device) {
   else k->kt->download(k->own, k->d_own, k->own_n * sizeof(float));
 }
 
-void kfac_dev_free(kfac_t *k) {
-  const kernels_t *kt = k->kt;
-  if (!kt) return;
-  kt->release(k->d_col); kt->release(k->d_tmp); kt->release(k->d_dmp); kt->release(k->d_diag);
-  kt->release(k->d_one); kt->release(k->d_own);
-  xfree(k->h_diag);
-  k->kt = NULL;
-}
-
 void kfac_from_flat_dev(const kfac_t *k, int l, const float *flat, float *m) {
   const kfac_layer_t *K = &k->L[l];
   const int in = K->da - 1;

@@ -4,7 +4,7 @@
  * inversion"). The K-FAC glue that decides which factors are split and runs the protocol on both
  * runtimes is src/algo/kfac_split.c; this file knows MPI and ScaLAPACK and nothing of the runtime.
  *
- * The inversion follows src/contract/inv.h's convention at the root process: a full, symmetric,
+ * The inversion follows base/contract/inv.h's convention at the root process: a full, symmetric,
  * row-major n x n matrix in, the full inverse out (both triangles, exactly symmetric), the same
  * error model (-1 for a NaN/Inf, k > 0 for a non-SPD leading minor of order k, in the chosen
  * precision), and is checked against the LAPACKE double oracle with the contract's bounds by

@@ -4,7 +4,6 @@
 #include "optim/optim.h"
 #include <math.h>
 #include <string.h>
-#include "core/model.h"
 #include "util/util.h"
 
 static const char *names[] = {"sgd", "msgd", "nag", "adam", "asgd", "mvasgd"};

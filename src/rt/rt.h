@@ -86,6 +86,17 @@ typedef struct {
 } rt_sim_cfg_t;
 
 int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv);
+/* The real runtime's nodes, for the dispatcher that sizes a run before rt_real_run starts it (so
+ * the layers above the runtime never include MPI): rt_real_init joins the job (MPI_Init_thread,
+ * idempotent; nothing without MPI) at the thread level the roles need, roles_talk 1 = a role's own
+ * thread talks to other nodes (MPI_THREAD_MULTIPLE), 0 = only the node's main role does
+ * (MPI_THREAD_FUNNELED), and returns 0, or -1 when this MPI does not provide that level.
+ * rt_real_node / rt_real_nnodes: this process's node and the node count (0 and 1 without MPI or
+ * without mpirun). rt_real_finalize leaves the job (idempotent). */
+int rt_real_init(int roles_talk);
+int rt_real_node(void);
+int rt_real_nnodes(void);
+void rt_real_finalize(void);
 /* --coll: the collective backend rt_real_run's collectives run on, "mpi" (default) or "nccl";
  * 2 for another name. rt_real_run exits 2 on every rank, naming --coll and why, when the backend
  * cannot start (nccl without a CUDA device, or a build without NCCL). */

@@ -127,6 +127,19 @@ int rt_real_mpi_comm_f(void) {
   return -1;
 }
 
+int rt_real_init(int roles_talk) {
+#ifdef PDL_HAVE_MPI
+  int need = roles_talk ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+  return pdl_mpi_init(NULL, NULL, need) < need ? -1 : 0;
+#else
+  (void)roles_talk;
+  return 0;
+#endif
+}
+int rt_real_node(void) { return pdl_mpi_rank(); }
+int rt_real_nnodes(void) { return pdl_mpi_size(); }
+void rt_real_finalize(void) { pdl_mpi_finalize(); }
+
 int rt_real_set_coll(const char *name) {
   if (strcmp(name, "mpi") && strcmp(name, "nccl")) return 2;
   snprintf(g_coll_name, sizeof g_coll_name, "%s", name);

@@ -4,6 +4,7 @@
 #include "tests/fuzz/fuzz.h"
 #include <zlib.h>
 #include "core/run.h"
+#include "core/snap.h"
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   static run_t r; static float *w; static optim_t o; static int ready;
   static char path[128];

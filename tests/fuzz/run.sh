@@ -12,8 +12,8 @@ case "${1:-}" in --seconds) mode=seconds; count=${2:?}; ;; --runs) count=${2:?};
 command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 B=${BUILD_FUZZ:-build-fuzz}
 mkdir -p "$B/obj" "$B/findings"
-CF=(-std=c11 -g -O1 -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
-SRC=(src/core/*.c src/util/*.c src/optim/*.c src/kfac/*.c src/algo/*.c src/analysis/*.c src/rt/*.c src/coll/mpi_util.c kernels/cpu/*.c reference/*.c src/sim/platform.c)
+CF=(-std=c11 -g -O1 -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -Ibase -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
+SRC=(base/util/*.c src/core/*.c src/optim/*.c src/kfac/*.c src/algo/*.c src/analysis/*.c src/rt/*.c src/coll/mpi_util.c kernels/cpu/*.c reference/*.c src/sim/platform.c)
 objs=()
 for s in "${SRC[@]}"; do
   o=$B/obj/$(echo "$s" | tr / _).o; objs+=("$o")

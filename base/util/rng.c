@@ -1,5 +1,5 @@
 /* rng.c — see rng.h. */
-#include "core/rng.h"
+#include "util/rng.h"
 #include <math.h>
 
 static uint64_t splitmix64(uint64_t *x) {

@@ -72,4 +72,10 @@
   void P##nag_point(float *what, const float *w, const float *m, size_t n, float mu); \
   void P##avg_step(float *z, const float *w, size_t n, float r, int ema);
 
+/* The update net_backward_step (core/model.h) fuses into the backward pass, sgd_step's: momentum
+ * SGD with weight decay, v = mu v - lr (g + wd w), w += v (v == NULL: plain SGD,
+ * w -= lr (g + wd w)), i.e. optim_step's msgd and sgd (optim_fused_step fills one for an
+ * optimizer). v has the layout of the parameters. */
+typedef struct net_step { float lr, mu, wd; float *v; } net_step_t;
+
 #endif
