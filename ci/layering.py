@@ -48,8 +48,6 @@ KNOWN = {
     ("src/kfac/kfac.c", "kernels/cuda/cuda_inv.h"): "backend chosen in kfac.c (--kfac-inverse cuda)",
     ("src/kfac/kfac.c", "kernels/cuda/cuda_layers.h"): "backend chosen in kfac.c (--kfac-inverse cuda)",
     ("src/kfac/kfac.c", "reference/ref.h"): "backend chosen in kfac.c (--kfac-inverse ref, eig: the oracle's inversions)",
-    # core -> runtime: the watchdog calls MPI_Abort, so it lives in rt/
-    ("src/core/train_seq.c", "rt/watchdog.h"): "the watchdog lives in rt/",
     # optim <-> core
     ("src/optim/optim.c", "core/model.h"): "optim's fused step reads net_step_t from core",
 }

@@ -1,11 +1,9 @@
-/* run.c — configuration parsing, set-up, evaluation, summary and checkpoints shared by every
- * training run (see run.h). */
+/* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
+ * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
 #include <stddef.h>
-#include "core/snap.h"
 #include "util/optdef.h"
 #include <sys/stat.h>
-#include <zlib.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -94,8 +92,6 @@ void train_usage(FILE *f) {
   fprintf(f, "usage: pdl train [options]   (common options; an algorithm's own are listed below it, and\n"
              "                              a flag the chosen --algo does not read is refused)\n");
   for (int i = 0; train_opts[i]; i++) optdef_usage(f, train_opts[i]);
-  fprintf(f, " sequential optimizers (sgd msgd nag adam asgd mvasgd) also read:\n");
-  for (int i = 0; train_seq_opts[i]; i++) optdef_usage(f, train_seq_opts[i]);
   fprintf(f, "Prints a progress line on a terminal; the last stdout line is a JSON summary.\n");
 }
 
@@ -274,25 +270,4 @@ int run_check_diverged(run_t *r, double loss, long step) {
   if (!r->diverged) { r->diverged = 1; r->diverged_at = step; }
   if (r->rank == 0 && !r->cfg.quiet) fprintf(stderr, "pdl: diverged at step %ld (train loss %g)\n", step, loss);
   return 1;
-}
-
-/* ---- checkpoints (sequential: one node's file; the format is snap.c's) ---- */
-static void seq_snap(snap_t *s, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
-  snap_init(s);
-  snap_add(s, "position", pos, sizeof *pos);
-  snap_add(s, "params", w, r->net.nparams * sizeof(float));
-  snap_add_optim(s, "optimizer", o);
-}
-
-void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos) {
-  snap_t s; seq_snap(&s, r, (float *)w, (optim_t *)o, (ckpt_pos_t *)pos);   /* only read */
-  snap_save(path, r, 0, 1, pos->step, &s, 0);
-}
-
-int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
-  snap_t s; seq_snap(&s, r, w, o, pos);
-  if (snap_read(path, r, 0, 1, &s, 0) < 0) return -1;   /* everything checked before anything changes */
-  snap_read(path, r, 0, 1, &s, 1);
-  optim_refresh(o, w);
-  return 0;
 }

@@ -1,4 +1,7 @@
-/* snap.h — checkpoint files (format version 4), for sequential and distributed runs alike.
+/* snap.h — checkpoint files (format version 5), the one format of every run (the node loop's
+ * snapshot, algo/loop.c). Version 5: the sequential optimizers run on the loop and save its
+ * sections (version 4 had their own "position" section); a file of another version is refused,
+ * naming the file and both versions.
  *
  * A snapshot is a list of named sections that point at the caller's live state: raw memory
  * (parameters, centers, counters), an optimizer (its step count and state vectors) or a data
