@@ -122,7 +122,7 @@ static void opt_node(rt_t *rt, void *arg) {
     }
     if (K == 1) watchdog_context("sequential %s: step %ld of %ld", c->algo, step, r->total_steps);
     else watchdog_context("sequential %s: steps %ld-%ld of %ld", c->algo, step, step + K - 1, r->total_steps);
-    while (hang_at >= step && hang_at < step + K && !pdl_stop_signal) sleep(1);
+    while (hang_at >= 0 && hang_at >= step && hang_at < step + K && !pdl_stop_signal) sleep(1);
     if (pdl_stop_signal) break;
     if (X.res) {
       for (int j = 0; j < K; j++) { sampler_next_idx(&s, B, idx + (size_t)j * B); lrs[j] = loop_lr(&L, step + j); }
