@@ -402,8 +402,8 @@ int loop_resume(loop_t *L) {
   L->gen = best;
   persist_in(L);
   if (L->updates < 0 || !(L->examples >= 0))   /* a checksummed file can still be crafted */
-    die("checkpoint %s: its progress (update %ld, %g examples) is negative: a damaged or crafted file; start over "
-        "without --resume", best == gc ? cur : prev, L->updates, L->examples);
+    die("checkpoint %s: its progress (update %ld, %g examples) is out of range: a damaged or crafted file; start "
+        "over without --resume", best == gc ? cur : prev, L->updates, L->examples);
   if (L->sched == LOOP_LOCAL) {
     /* the cut again: the nodes leave an allreduce of an agreed evaluation's size together, as they
      * left the one they saved after (the sim's small allreduce ends with a bcast from node 0, so
