@@ -36,7 +36,7 @@ LD_PRELOAD=$SO PDL_TEST_OMP_SHARE=1x "$PDL" nets >/dev/null 2>"$T/bad.err"; rc=$
 [ $rc = 2 ] && grep -q "PDL_TEST_OMP_SHARE must be a positive integer" "$T/bad.err" && ok "shim refuses PDL_TEST_OMP_SHARE=1x" \
   || notok "shim strict env" "rc=$rc $(head -2 "$T/bad.err")"
 
-CORES=$(nproc 2>/dev/null || echo 2)
+CORES=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)   # what loop_threads counts (sysconf), not nproc
 A=(--data "synthetic:n=1024,seed=3" --net "leaky C8 P F64 S10" --lr 0.01 --momentum 0.9 --batch 16 --quiet)
 # 100k parameters: above 2^16, so the update's elementwise pass (cpu_sgd_step) opens a team when
 # its thread count allows one
