@@ -12,7 +12,7 @@ the same run. Exit 1 when RES/speed.jsonl is missing or holds no pdl result."""
 import math, os, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import verdict  # noqa: E402  (the engine's one JSONL loader: verdict.read_jsonl)
+import verdict as engine  # noqa: E402  (the engine's one JSONL loader: engine.read_jsonl)
 
 TARGET = {1: ("torch", "graph"), 16: ("torch", "graph"), 128: ("torch", "graph"), 512: ("torch", "eager")}
 NAMES = {("pdl", "eager"): "pdl eager", ("pdl", "graph"): "pdl CUDA graph", ("torch", "eager"): "PyTorch eager",
@@ -26,8 +26,8 @@ COLS = (("pdl", "eager"), ("pdl", "graph"), ("torch", "eager"), ("torch", "graph
 def load(path):
     runs = {}
     try:
-        lines = verdict.read_jsonl(path)
-    except verdict.VerdictError as e:
+        lines = engine.read_jsonl(path)
+    except engine.VerdictError as e:
         sys.exit("summarize.py: %s" % e)
     for n, j in enumerate(lines, 1):
         key = (j.get("side"), j.get("mode"), j.get("batch"))
