@@ -14,6 +14,9 @@
 #     (SIGSTOP, by process id) once its first checkpoint exists and its limit is cut to 0
 #     (scontrol update TimeLimit=-1): the job then sits mid-run, costing no CPU, until slurmctld
 #     ends it as TIMEOUT (its kill sequence starts with SIGCONT, so the ranks wake to the SIGTERM);
+#   - bench/launch.sh's launchers (issue 48 item 2), as a bench calls them: LAUNCH=slurm writes the
+#     run's sbatch script and submits it, LAUNCH=mpirun HOSTFILE=... runs mpirun with the hostfile;
+#     both end at mpirun -np 2's parameters;
 #   - every daemon and job process it started is stopped by process id, also when a check fails
 #     (trap), and a last check finds none of them left.
 # Runs when root (the daemons need it), prints a skip otherwise; installs nothing (make deps
@@ -190,6 +193,20 @@ PDL_DUMP_PARAMS=$T/mpirun.bin bgw MPIRUN -np 2 "$PDLA" train "${S[@]}" >"$T/mpir
 if [ $rc -eq 0 ] && grep -q '"ranks":2,' "$T/srun.out" && [ -s "$T/srun.bin" ] && cmp -s "$T/srun.bin" "$T/mpirun.bin"; then
   ok "srun -n 2 --mpi=pmix: ssgd on 2 ranks, parameters == mpirun -np 2's bit for bit"
 else notok "srun --mpi=pmix" "rc=$rc $(tail -3 "$T/srun.out" | cut -c1-300)"; fi
+
+# --- bench/launch.sh's launchers, as a bench calls them (mpirun_cmd): LAUNCH=slurm writes the run's
+# sbatch script into $RES/slurm/ and submits it; LAUNCH=mpirun HOSTFILE=... (this host twice) ---
+lb() { ( source bench/lib.sh; RES=$T/bench PAPER=t BENCH_STEP=s; export PDL_DUMP_PARAMS=$1
+         OMP_NUM_THREADS=1 mpirun_cmd -np 2 "$PDLA" train "${S[@]}" ); }
+LAUNCH=slurm bgw lb "$T/ls.bin" >"$T/ls.out" 2>"$T/ls.err"; rc=$?
+f=$(ls "$T"/bench/slurm/s-*.sbatch 2>/dev/null)
+if [ $rc -eq 0 ] && [ -n "$f" ] && grep -qx '#SBATCH --ntasks=2' "$f" && grep -q '"ranks":2,' "$T/ls.out" && cmp -s "$T/ls.bin" "$T/mpirun.bin"; then
+  ok "LAUNCH=slurm (bench/launch.sh): $(basename "$f") submitted with sbatch --wait, output back, parameters == mpirun -np 2's"
+else notok "LAUNCH=slurm" "rc=$rc script '$f': $(tail -n 3 "$T/ls.err" "$T/ls.out" 2>&1 | cut -c1-200 | tr '\n' ' ')"; fi
+printf '%s\n%s\n' "$H" "$H" > "$T/hosts"
+HOSTFILE=$T/hosts bgw lb "$T/lh.bin" >"$T/lh.out" 2>&1; rc=$?
+[ $rc -eq 0 ] && cmp -s "$T/lh.bin" "$T/mpirun.bin" && ok "LAUNCH=mpirun HOSTFILE=... (this host twice): parameters == mpirun -np 2's" \
+  || notok "LAUNCH=mpirun HOSTFILE" "rc=$rc $(tail -3 "$T/lh.out" | cut -c1-200)"
 
 # --- the uninterrupted run (the reference for both resumes) -------------------------------------
 PDL_DUMP_PARAMS=$T/ref.bin bgw MPIRUN -np 2 "$PDLA" train "${L[@]}" --quiet --checkpoint "$T/ckr/ck" >"$T/ref.out" 2>&1 \
