@@ -16,10 +16,10 @@
 #                            takes the bench's environment (sbatch's default --export=ALL; the
 #                            script sets OMP_NUM_THREADS too when it is set, for a resubmission by
 #                            hand); sbatch reads SBATCH_PARTITION, SBATCH_TIMELIMIT, SBATCH_ACCOUNT...
-#   DRY_RUN=1                prints what it would launch (the script, or the mpirun line) on stderr
-#                            and returns 0 without running it; bench/lib.sh then marks no step done
-#                            and writes no record. Runs without ranks still run: pair it with
-#                            ONLY=STEP (bench/lib.sh's done_or_run)
+#   DRY_RUN=1                launches nothing and returns 0: the mpirun line, or the script's name
+#                            and (outside a bench step) the script, go to stderr; bench/lib.sh's
+#                            done_or_run prints the step's scripts, marks no step done and writes no
+#                            record. Runs without ranks still run: pair it with ONLY=STEP
 # mpirun's options map onto the script: --mca K V becomes `export OMPI_MCA_K=V`, -x VAR[=V] an
 # export, and placement options (--oversubscribe, --bind-to, --map-by, --hostfile,
 # --allow-run-as-root) are Slurm's business and dropped. Another option is refused (exit 2).
@@ -66,7 +66,7 @@ launch_slurm() {
   mkdir -p "$dir" || return 1
   {
     echo "#!/bin/bash"
-    echo "# bench ${PAPER:-?}, step $step: $np ranks; per rank $cpus CPU(s), $gpus GPU(s) (written by bench/launch.sh, LAUNCH=slurm)"
+    echo "# bench ${PAPER:-?}, step $step: $np rank(s); per rank $cpus CPU(s), $gpus GPU(s) (written by bench/launch.sh, LAUNCH=slurm)"
     echo "#SBATCH --job-name=pdl-${PAPER:-bench}-$step"
     echo "#SBATCH --ntasks=$np"
     echo "#SBATCH --cpus-per-task=$cpus"
@@ -78,7 +78,9 @@ launch_slurm() {
     for v in "${exports[@]}"; do printf 'export %s=%q\n' "${v%%=*}" "${v#*=}"; done
     printf 'srun --mpi=pmix --cpus-per-task=%s' "$cpus"; printf ' %q' "$@"; echo
   } > "$f"
-  if [ -n "${DRY_RUN:-}" ]; then echo "DRY_RUN: $f (not submitted):" >&2; cat "$f" >&2; return 0; fi
+  if [ -n "${DRY_RUN:-}" ]; then   # inside a bench step, done_or_run prints the step's scripts
+    echo "DRY_RUN: $f (not submitted)" >&2; [ -n "${BENCH_STEP:-}" ] || cat "$f" >&2; return 0
+  fi
   command -v sbatch >/dev/null 2>&1 || { echo "bench: LAUNCH=slurm: sbatch not found (slurm-client)" >&2; return 127; }
   local rc=0
   rm -f "${f%.sbatch}.out" "${f%.sbatch}.err"

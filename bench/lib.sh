@@ -97,7 +97,10 @@ done_or_run() {
   if [ -n "$mon" ]; then kill "$mon" 2>/dev/null; wait "$mon" 2>/dev/null; printf '\r\033[K'; fi
   mark_numerics
   local nruns; nruns=$(wc -l < "$pids" 2>/dev/null || echo 0)
-  if [ $rc = 0 ] && [ -n "${DRY_RUN:-}" ]; then echo "[$PAPER] $name: DRY_RUN, nothing launched, not marked done"; return 0; fi
+  if [ -n "${DRY_RUN:-}" ]; then   # its runs were not launched, so its own reading of them may fail (rc)
+    find "$RES/slurm" -name "$name-*.sbatch" -newer "$pids" 2>/dev/null | sort | while read -r f; do echo "--- $f"; cat "$f"; done
+    echo "[$PAPER] $name: DRY_RUN, nothing launched (status $rc), not marked done"; return 0
+  fi
   if [ $rc = 0 ]; then
     echo "$mode ${NUMERICS:-} $((SECONDS - t0))" > "$RES/$name.done"
     echo "$nruns" > "$RES/.progress/$name.$mode.runs"

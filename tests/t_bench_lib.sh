@@ -76,7 +76,7 @@ bare=$(grep -ln "grep -q '\"event\":\"summary\"'" bench/*/run.sh)
      && grep -qx '#SBATCH --cpus-per-task=2' "$f" && grep -qx '#SBATCH --gpus-per-task=1' "$f" \
      && grep -qx 'export OMPI_MCA_mpi_yield_when_idle=1' "$f" && grep -qx 'export OMP_NUM_THREADS=2' "$f" \
      && grep -q '^srun --mpi=pmix --cpus-per-task=2 bin/pdl train .*--device cuda:1 --results .*a\\ b.jsonl$' "$f" \
-     && grep -q 'DRY_RUN: .*k2-.*sbatch (not submitted)' <<<"$out" && grep -q 'not marked done' <<<"$out"; then
+     && grep -q "^--- $f" <<<"$out" && grep -q '^#SBATCH --ntasks=4' <<<"$out" && grep -q 'not marked done' <<<"$out"; then
     ok "LAUNCH=slurm DRY_RUN=1: $(basename "$f") (4 ranks, 2 CPUs, 1 GPU each, srun --mpi=pmix) printed, nothing submitted, step not marked done"
   else notok "LAUNCH=slurm DRY_RUN" "script '$f': $(cat "$f" 2>&1 | tr '\n' '|') out: $out"; fi
   printf 'localhost\nlocalhost\n' > "$T/hosts"
