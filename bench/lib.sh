@@ -27,7 +27,9 @@
 #   table_print               prints the table (also written to $RES/table.md); after a full bench
 #                             (not QUICK, not ONLY, every step done) of a paper of the claims
 #                             registry, writes the results of record, $RES/record/ (bench/record.py)
-#   mpirun_cmd ...            mpirun with the flags this machine needs (root, oversubscribe)
+#   mpirun_cmd ...            starts a run's ranks: mpirun with the flags this machine needs (root,
+#                             oversubscribe), HOSTFILE=..., or LAUNCH=slurm (an sbatch script per run
+#                             in $RES/slurm/), DRY_RUN=1 prints it (bench/launch.sh)
 set -u
 PDL=${PDL:-bin/pdl}
 QUICK=${QUICK:-}
@@ -90,11 +92,15 @@ done_or_run() {
   if [ -t 1 ]; then step_progress "$name" "$t0" "$pids" "$total" & mon=$!; fi
   PDL_PROGRESS=$PWD/$pids; case $pids in /*) PDL_PROGRESS=$pids ;; esac
   export PDL_PROGRESS
-  "$@" || rc=$?
+  BENCH_STEP=$name "$@" || rc=$?   # BENCH_STEP names LAUNCH=slurm's scripts
   unset PDL_PROGRESS
   if [ -n "$mon" ]; then kill "$mon" 2>/dev/null; wait "$mon" 2>/dev/null; printf '\r\033[K'; fi
   mark_numerics
   local nruns; nruns=$(wc -l < "$pids" 2>/dev/null || echo 0)
+  if [ -n "${DRY_RUN:-}" ]; then   # its runs were not launched, so its own reading of them may fail (rc)
+    find "$RES/slurm" -name "$name-*.sbatch" -newer "$pids" 2>/dev/null | sort | while read -r f; do echo "--- $f"; cat "$f"; done
+    echo "[$PAPER] $name: DRY_RUN, nothing launched (status $rc), not marked done"; return 0
+  fi
   if [ $rc = 0 ]; then
     echo "$mode ${NUMERICS:-} $((SECONDS - t0))" > "$RES/$name.done"
     echo "$nruns" > "$RES/.progress/$name.$mode.runs"
@@ -129,8 +135,8 @@ table_print() {
 # write_record: $RES/record/ (bench/record.py write) after a whole full bench of a registry paper
 write_record() {
   python3 bench/verdict.py --list-papers 2>/dev/null | cut -f1 | grep -qx "$PAPER" || return 0
-  if [ -n "$QUICK" ] || [ -n "${ONLY:-}" ] || [ -n "$BENCH_FAILED" ]; then
-    echo "[$PAPER] no results of record written (${QUICK:+QUICK}${ONLY:+ONLY=$ONLY}${BENCH_FAILED:+a step failed}): only a whole full bench writes $RES/record/"
+  if [ -n "$QUICK" ] || [ -n "${ONLY:-}" ] || [ -n "$BENCH_FAILED" ] || [ -n "${DRY_RUN:-}" ]; then
+    echo "[$PAPER] no results of record written (${QUICK:+QUICK}${ONLY:+ONLY=$ONLY}${BENCH_FAILED:+a step failed}${DRY_RUN:+DRY_RUN}): only a whole full bench writes $RES/record/"
     return 0
   fi
   local f wall=0 m
@@ -139,12 +145,7 @@ write_record() {
     && echo "[$PAPER] results of record in $RES/record/: commit them, then run bench/reproduction.sh" \
     || { echo "[$PAPER] the results of record could not be written" >&2; return 1; }
 }
-mpirun_cmd() {
-  command -v mpirun >/dev/null 2>&1 || { echo "mpirun not found (make deps installs openmpi-bin)" >&2; return 127; }
-  local extra=(--oversubscribe --bind-to none)
-  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-  mpirun "${extra[@]}" "$@"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/launch.sh"   # mpirun_cmd: LAUNCH=mpirun|slurm, HOSTFILE, DRY_RUN
 render_plot() { # render_plot plots/NAME.gp : PNG + PDF into $OUTDIR (skipped without gnuplot)
   command -v gnuplot >/dev/null 2>&1 || { echo "gnuplot not found: skipping $1" >&2; return 0; }
   gnuplot -e "resdir='$RESROOT'; outdir='$OUTDIR'" "$1"

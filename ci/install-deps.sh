@@ -7,10 +7,11 @@
 set -euo pipefail
 # NO_MPI=1 (as for make) leaves Open MPI out, and ScaLAPACK with it (libscalapack-openmpi-dev:
 # --kfac-split's distributed inversion, src/kfac/split_inv.c). chromium: the headless browser tests/t_report.sh
-# loads the report page in (make report).
+# loads the report page in (make report). slurm-wlm and munge: tests/t_slurm.sh starts a one-node
+# Slurm cluster (its own munged, slurmctld, slurmd) and launches pdl with srun --mpi=pmix.
 REQUIRED=(build-essential libopenblas-dev liblapacke-dev libxsmm-dev zlib1g-dev libsimgrid-dev gnuplot-nox
           dataset-fashion-mnist python3 git clang libclang-rt-14-dev chromium ${PDL_EXTRA_PKGS:-})
-[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin libscalapack-openmpi-dev)
+[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin libscalapack-openmpi-dev slurm-wlm munge)
 missing=()
 for p in "${REQUIRED[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

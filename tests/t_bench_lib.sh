@@ -6,7 +6,9 @@
 # (3 of their 58 updates) that the next `make bench-gossip` took as finished. Also: every driver
 # that reuses runs goes through run_complete, none through a bare grep for the summary. And
 # (issue 45) a run or a step is reused only when the build that made it has this build's numerics
-# hash; a step's progress line appears on a terminal only, never in piped output.
+# hash; a step's progress line appears on a terminal only, never in piped output. The launcher
+# (bench/launch.sh): LAUNCH=slurm DRY_RUN=1 writes and prints a run's sbatch script with its rank,
+# CPU and GPU counts and launches nothing; bad LAUNCH, HOSTFILE and options are refused.
 # pdl-test: cpu=1
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -57,6 +59,37 @@ bare=$(grep -ln "grep -q '\"event\":\"summary\"'" bench/*/run.sh)
     case $out in *"sl: 0/"*"runs done"*|*"sl: 0 runs done"*) ok "done_or_run: a step longer than a few seconds shows its progress on a terminal" ;;
       *) notok "terminal progress" "$(printf '%s' "$out" | tr '\r' '\n' | head -5)" ;; esac
   else echo "skip - terminal progress: no script(1)"; fi
+  exit "${FAILED:-0}"
+) || FAILED=1
+# ---- the launcher (bench/launch.sh, issue 48 item 2): DRY_RUN writes and prints, runs nothing ------
+(
+  cd "$(dirname "$0")/.." || exit 1
+  PDL_RESULTS=$T/ln; source bench/lib.sh; PDL=/bin/true
+  bench_init demo > /dev/null
+  mkdir -p "$T/fakebin"; printf '#!/bin/sh\ntouch %s/launched\nexit 9\n' "$T" > "$T/fakebin/sbatch"
+  cp "$T/fakebin/sbatch" "$T/fakebin/mpirun"; chmod +x "$T/fakebin/sbatch" "$T/fakebin/mpirun"
+  export PATH=$T/fakebin:$PATH   # a launch would leave $T/launched
+  k2() { OMP_NUM_THREADS=2 mpirun_cmd --mca mpi_yield_when_idle 1 -np 4 bin/pdl train --algo kfac-dist --threads 2 --device cuda:1 --results "$RES/a b.jsonl"; }
+  out=$(LAUNCH=slurm DRY_RUN=1 done_or_run k2 k2 2>&1)
+  f=$(ls "$RES"/slurm/k2-*.sbatch 2>/dev/null)
+  if [ -n "$f" ] && [ ! -e "$T/launched" ] && [ ! -e "$RES/k2.done" ] && grep -qx '#SBATCH --ntasks=4' "$f" \
+     && grep -qx '#SBATCH --cpus-per-task=2' "$f" && grep -qx '#SBATCH --gpus-per-task=1' "$f" \
+     && grep -qx 'export OMPI_MCA_mpi_yield_when_idle=1' "$f" && grep -qx 'export OMP_NUM_THREADS=2' "$f" \
+     && grep -q '^srun --mpi=pmix --cpus-per-task=2 bin/pdl train .*--device cuda:1 --results .*a\\ b.jsonl$' "$f" \
+     && grep -q "^--- $f" <<<"$out" && grep -q '^#SBATCH --ntasks=4' <<<"$out" && grep -q 'not marked done' <<<"$out"; then
+    ok "LAUNCH=slurm DRY_RUN=1: $(basename "$f") (4 ranks, 2 CPUs, 1 GPU each, srun --mpi=pmix) printed, nothing submitted, step not marked done"
+  else notok "LAUNCH=slurm DRY_RUN" "script '$f': $(cat "$f" 2>&1 | tr '\n' '|') out: $out"; fi
+  printf 'localhost\nlocalhost\n' > "$T/hosts"
+  out=$(HOSTFILE=$T/hosts DRY_RUN=1 mpirun_cmd -np 2 bin/pdl train 2>&1)
+  [ ! -e "$T/launched" ] && grep -q "^DRY_RUN: mpirun .*--hostfile $T/hosts -np 2 bin/pdl train$" <<<"$out" \
+    && ok "LAUNCH=mpirun HOSTFILE=... DRY_RUN=1: the mpirun line with --hostfile, nothing run" || notok "HOSTFILE dry run" "$out"
+  expect_exit 2 "LAUNCH=bogus: refused" env LAUNCH=bogus bash -c 'source bench/lib.sh; mpirun_cmd -np 2 true'
+  out=$(LAUNCH=bogus mpirun_cmd -np 2 true 2>&1); grep -q "LAUNCH=bogus" <<<"$out" && ok "the message names LAUNCH" || notok "LAUNCH message" "$out"
+  out=$(HOSTFILE=$T/none mpirun_cmd -np 2 true 2>&1); rc=$?
+  [ $rc = 2 ] && grep -q "HOSTFILE=$T/none" <<<"$out" && ok "a missing HOSTFILE: exit 2 naming it" || notok "missing HOSTFILE" "rc=$rc $out"
+  out=$(LAUNCH=slurm mpirun_cmd --map-by-node -np 2 true 2>&1); rc=$?
+  [ $rc = 2 ] && grep -q -- "--map-by-node" <<<"$out" && ok "LAUNCH=slurm: an mpirun option without a Slurm form: exit 2 naming it" || notok "unknown option" "rc=$rc $out"
+  [ ! -e "$T/launched" ] || notok "launcher" "something was launched"
   exit "${FAILED:-0}"
 ) || FAILED=1
 finish
