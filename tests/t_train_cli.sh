@@ -26,15 +26,22 @@ v=$("$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --steps 2 | tail -1)
 [ -n "$(jget test_err <<<"$v")" ] && ok "--val 64: a run evaluated on the held-out split" || notok "--val run" "$v"
 # --device cuda trains every sequential optimizer, ssgd, kfac and kfac-dist; another distributed
 # algorithm is refused, exit 2 naming the flag, and so are ssgd's forms a GPU run does not take
-# (the sim runtime, cuda:N, several grad threads)
+# (the sim runtime, several grad threads)
 for a in easgd gossip; do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); rc=$?
   [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd), ssgd, kfac and kfac-dist" <<<"$out" \
     && ok "train --algo $a --device cuda: exit 2 naming --device" || notok "train --algo $a --device cuda refused" "rc=$rc $out"
 done
 expect_exit 2 "ssgd --device cuda --runtime sim" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --runtime sim --steps 1
-expect_exit 2 "ssgd --device cuda:1" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda:1 --steps 1
-grep -q "say --device cuda" <<<"$out" && ok "ssgd --device cuda:1: says why" || notok "ssgd cuda:1 message" "$out"
+# cuda:N puts every rank on device N (the registry's mapping is local rank modulo the host's GPUs
+# otherwise); NCCL sets each rank up on its own, so --coll nccl refuses it, naming the flag
+expect_exit 2 "ssgd --device cuda:1 --coll nccl" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda:1 --coll nccl --steps 1
+grep -q -- "--device cuda:1: --coll nccl" <<<"$out" && ok "ssgd --device cuda:1 --coll nccl: says why" || notok "ssgd cuda:1 nccl message" "$out"
+for v in cuda:x cuda: cpu:0 cuda:64 gpu:0; do   # parsed once (the registry's forms), exit 2 naming the flag
+  expect_exit 2 "bad --device $v" "$PDL" train "${COMMON[@]}" --device $v --steps 1
+  grep -q -- "^pdl: --device .*cpu | cuda\[:N\]" <<<"$out" || grep -q -- "--device '$v'" <<<"$out" \
+    && ok "--device $v: the message names the flag" || notok "--device $v message" "$out"
+done
 expect_exit 2 "ssgd --device cuda --grad-threads 2" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --grad-threads 2 --steps 1
 expect_exit 2 "speed --device cuda --algo kfac" "$PDL" speed --device cuda --algo kfac
 # --device cuda without a usable device (the CPU machines): exit 1, saying why, for every optimizer

@@ -150,6 +150,7 @@ int algo_train(const train_cfg_t *c) {
     die("train: --algo %s needs MPI_THREAD_MULTIPLE (a serving thread talks to other ranks), which this MPI "
         "does not provide", cf.algo);
 #endif
+  kernels_set_fail_handler(pdl_mpi_fail_abort);   /* a device's failure on one rank ends every rank */
   if (cf.timeout > 0) watchdog_start(cf.timeout);
   int R = pdl_mpi_size();
   job->nnodes = R;

@@ -188,6 +188,14 @@ void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m)
  * of loop_progress and loop_finish is k's memory, and the reporter evaluates there, on a resident
  * copy of the test set (issue 35 F: the same figures as on a host copy through the same table). */
 void loop_on_device(loop_t *L, const kernels_t *k);
+/* Placement (issue 50): the backend this node trains on, from --device through the registry
+ * (contract/kernels.h), or NULL for a host backend (the CPU, the default: nothing to bind). Its
+ * device is --device's index if given, else the runtime's choice for this rank (rt->ops->gpu: the
+ * device collective backend's, NCCL's, else the rank's index on its host modulo the host's
+ * devices); the table is opened on the calling thread, which keeps its context for the run. Says
+ * "pdl: rank R of N: <what> on NAME:D (desc)" on stderr (unless --quiet); a device LOOP_UPDATES node
+ * then evaluates there (loop_on_device). Dies where the runtime has no device choice (sim). */
+const kernels_t *loop_device(loop_t *L, const char *what);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
  * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is

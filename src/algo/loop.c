@@ -306,6 +306,21 @@ void loop_on_device(loop_t *L, const kernels_t *k) {
   resident_set_init(&L->dte, k, &r->data.test);
 }
 
+const kernels_t *loop_device(loop_t *L, const char *what) {
+  const train_cfg_t *c = &L->r->cfg;
+  if (kernels_device_is_host(&c->device)) return NULL;
+  rt_t *rt = L->rt;
+  if (!rt->ops->gpu) die("internal: --device %s needs the real runtime's device choice", c->device.backend);
+  const int nd = kernels_devices(c->device.backend, NULL, 0);
+  const int dev = kernels_device_index(&c->device, rt->ops->gpu(rt, nd), "--device");
+  char desc[256] = "";
+  const kernels_t *k = kernels_for(&c->device, dev, "--device", desc, sizeof desc);
+  if (!c->quiet)
+    fprintf(stderr, "pdl: rank %d of %d: %s on %s:%d (%s)\n", rt->node, rt->nnodes, what, c->device.backend, dev, desc);
+  if (!k->host_memory && L->sched == LOOP_UPDATES) loop_on_device(L, k);
+  return k;
+}
+
 /* ---- checkpoints ---------------------------------------------------------------------------- */
 void loop_state(loop_t *L, const char *name, void *p, size_t bytes) { snap_add(&L->snap, name, p, bytes); }
 void loop_state_optim(loop_t *L, const char *name, optim_t *o) { snap_add_optim(&L->snap, name, o); }

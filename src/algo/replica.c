@@ -14,7 +14,7 @@ void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, 
   rp->overlap = 0;
   rp->img = dataset_image_floats(&r->data.train);
   rp->ws_seed = r->cfg.seed * 1000003u + stream;
-  ws_init(&rp->ws, &r->net, b, threads, kernels_for(-1, NULL, NULL, 0), rp->ws_seed);
+  ws_init(&rp->ws, &r->net, b, threads, kernels_for(NULL, -1, NULL, NULL, 0), rp->ws_seed);
   uint64_t seed = with_replacement ? r->cfg.seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1)) : r->cfg.seed;
   sampler_init(&rp->s, &r->data.train, seed, 0, 1, with_replacement);
   rp->x = xmalloc((size_t)b * rp->img * sizeof(float));

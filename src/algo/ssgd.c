@@ -62,16 +62,11 @@ static void ssgd_node(rt_t *rt, void *arg) {
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
   ssgd_dev_t dv; memset(&dv, 0, sizeof dv);
-  if (c->cuda_device >= 0) {
-    if (G != 1 || !rt->ops->gpu) die("internal: ssgd --device needs --grad-threads 1 on the real runtime");
-    const int gpu = rt->ops->gpu(rt, kernels_device_count());
-    char desc[256];
-    dv.k = kernels_for(gpu, "--device", desc, sizeof desc);
-    if (!c->quiet) fprintf(stderr, "pdl: rank %d of %d: training on cuda:%d (%s)\n", me, N, gpu, desc);
+  if ((dv.k = loop_device(&L, "training"))) {   /* placement: the registry's table for this rank's device */
+    if (G != 1) die("internal: ssgd --device needs --grad-threads 1");
     train_state_init(&dv.d, dv.k, w, NULL, &o);
     dv.D = dv.k->alloc((n + CTL_F) * sizeof(float));   /* zero-filled, as replica_grad wants it */
-    replica_on(&roles[0].rep, dv.k);
-    loop_on_device(&L, dv.k);   /* the reporter evaluates W on the device */
+    replica_on(&roles[0].rep, dv.k);   /* (loop_device: the reporter evaluates W on the device) */
   }
   loop_state(&L, "w", w, n * sizeof(float));
   loop_state_optim(&L, "nag", &o);

@@ -16,8 +16,9 @@
 /* The backend of --device (the registry, contract/kernels.h kernels_for). */
 static const kernels_t *backend(const train_cfg_t *c) {
   char desc[256];
-  const kernels_t *k = kernels_for(c->cuda_device, "--device", desc, sizeof desc);
-  if (c->cuda_device >= 0 && !c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
+  const int dev = kernels_device_index(&c->device, 0, "--device");   /* one process: device 0 unless named */
+  const kernels_t *k = kernels_for(&c->device, dev, "--device", desc, sizeof desc);
+  if (dev >= 0 && !c->quiet) fprintf(stderr, "pdl: training on %s:%d (%s)\n", c->device.backend, dev, desc);
   return k;
 }
 
