@@ -24,12 +24,12 @@ expect_exit 2 "--val with --test-subset" "$PDL" train "${COMMON[@]}" --train-sub
 expect_exit 2 "--val beyond the set" "$PDL" train "${COMMON[@]}" --train-subset 500 --val 64 --steps 1
 v=$("$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --steps 2 | tail -1)
 [ -n "$(jget test_err <<<"$v")" ] && ok "--val 64: a run evaluated on the held-out split" || notok "--val run" "$v"
-# --device cuda trains every sequential optimizer, ssgd, kfac and kfac-dist; another distributed
+# --device cuda trains every sequential optimizer and the algorithms whose descriptor says .device; another distributed
 # algorithm is refused, exit 2 naming the flag, and so are ssgd's forms a GPU run does not take
 # (the sim runtime, several grad threads)
 for a in easgd gossip; do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); rc=$?
-  [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd), ssgd, kfac and kfac-dist" <<<"$out" \
+  [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd), ssgd, ppasgd, asgd-dist, kfac and kfac-dist" <<<"$out" \
     && ok "train --algo $a --device cuda: exit 2 naming --device" || notok "train --algo $a --device cuda refused" "rc=$rc $out"
 done
 expect_exit 2 "ssgd --device cuda --runtime sim" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --runtime sim --steps 1
@@ -46,7 +46,7 @@ expect_exit 2 "ssgd --device cuda --grad-threads 2" "$PDL" train "${COMMON[@]}" 
 expect_exit 2 "speed --device cuda --algo kfac" "$PDL" speed --device cuda --algo kfac
 # --device cuda without a usable device (the CPU machines): exit 1, saying why, for every optimizer
 # (the CLI lets each through); with one, each trains
-for a in sgd msgd nag adam asgd mvasgd ssgd kfac kfac-dist; do
+for a in sgd msgd nag adam asgd mvasgd ssgd ppasgd asgd-dist kfac kfac-dist; do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 4 2>&1); rc=$?
   if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then
     [ $rc -eq 1 ] && ok "train --algo $a --device cuda without a device: exit 1 ($(grep -o 'no CUDA device\|built without CUDA' <<<"$out" | head -1))" \

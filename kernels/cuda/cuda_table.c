@@ -118,7 +118,7 @@ const kernels_t kernels_cuda = {
   .scalars_set = cuda_scalars_set, .scalar_slot = cuda_scalar_slot,
   .counters = cu_counters, .conv_impl = cuda_conv_impl, .conv_algos = cuda_conv_algos,
   .loss_defer = cuda_loss_defer, .loss_last = cuda_loss_last, .lr_resident = cuda_lr_resident, .lr_set = cuda_lr_set,
-  .thread_release = cuda_thread_release,
+  .thread_release = cuda_thread_release, .bind = cuda_set_device,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
   .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */

@@ -142,6 +142,7 @@ struct loop {
   } persist;
   /* loop_on_device: the reporter evaluates on that backend (w_eval is its memory) */
   const kernels_t *dk;
+  const kernels_t *pk; int dev;   /* loop_device: the table and device index this node trains on (NULL, -1: the host) */
   workspace_t dws;           /* the evaluation workspace there */
   resident_set_t dte;        /* the test set there */
 };
@@ -193,9 +194,14 @@ void loop_on_device(loop_t *L, const kernels_t *k);
  * device is --device's index if given, else the runtime's choice for this rank (rt->ops->gpu: the
  * device collective backend's, NCCL's, else the rank's index on its host modulo the host's
  * devices); the table is opened on the calling thread, which keeps its context for the run. Says
- * "pdl: rank R of N: <what> on NAME:D (desc)" on stderr (unless --quiet); a device LOOP_UPDATES node
- * then evaluates there (loop_on_device). Dies where the runtime has no device choice (sim). */
-const kernels_t *loop_device(loop_t *L, const char *what);
+ * "pdl: rank R of N: <what> on NAME:D (desc)" on stderr (unless --quiet). keep: the node keeps its
+ * parameters in the device's memory (LOOP_UPDATES: the w_eval of loop_progress and loop_finish is
+ * device memory, and the reporter evaluates there, loop_on_device); 0: its parameters stay on the
+ * host (only gradients on the device). Dies where the runtime has no device choice (sim). */
+const kernels_t *loop_device(loop_t *L, const char *what, int keep);
+/* A role started on another thread binds that thread to the node's device (the same table, the
+ * thread's own context, kept while the role runs); nothing on a host backend. */
+void loop_device_thread(const loop_t *L);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
  * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is

@@ -404,7 +404,7 @@ static void kfac_node(rt_t *rt, void *arg) {
     if (ko->split != KFAC_SPLIT_OFF)
       die_usage("train: --device %s: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device",
                 c->device.backend);
-    kt = loop_device(&L, "K-FAC");   /* placement: this rank's device through the registry */
+    kt = loop_device(&L, "K-FAC", 1);   /* placement: this rank's device through the registry */
     if (!kt) kt = kernels_for(NULL, -1, NULL, NULL, 0);   /* PDL_KFAC_DEV=1: the device path on the CPU's table */
   }
   if (kt) {

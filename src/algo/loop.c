@@ -21,7 +21,7 @@ void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn
   L->rt = rt; L->job = job; L->r = &job->r; L->sched = sched;
   L->reporter = rt->node == 0;
   L->eval_json = eval_json; L->summary_json = summary_json; L->arg = arg;
-  L->last_eval = -1;
+  L->last_eval = -1; L->dev = -1;
   const train_cfg_t *c = &job->r.cfg;
   L->eval_every = c->eval_every > 0 ? c->eval_every : job->r.steps_per_epoch * clock_workers(L);
   L->next_eval = L->eval_every;
@@ -306,19 +306,24 @@ void loop_on_device(loop_t *L, const kernels_t *k) {
   resident_set_init(&L->dte, k, &r->data.test);
 }
 
-const kernels_t *loop_device(loop_t *L, const char *what) {
+const kernels_t *loop_device(loop_t *L, const char *what, int keep) {
   const train_cfg_t *c = &L->r->cfg;
+  L->dev = -1;
   if (kernels_device_is_host(&c->device)) return NULL;
   rt_t *rt = L->rt;
   if (!rt->ops->gpu) die("internal: --device %s needs the real runtime's device choice", c->device.backend);
   const int nd = kernels_devices(c->device.backend, NULL, 0);
-  const int dev = kernels_device_index(&c->device, rt->ops->gpu(rt, nd), "--device");
+  L->dev = kernels_device_index(&c->device, rt->ops->gpu(rt, nd), "--device");
   char desc[256] = "";
-  const kernels_t *k = kernels_for(&c->device, dev, "--device", desc, sizeof desc);
+  const kernels_t *k = L->pk = kernels_for(&c->device, L->dev, "--device", desc, sizeof desc);
   if (!c->quiet)
-    fprintf(stderr, "pdl: rank %d of %d: %s on %s:%d (%s)\n", rt->node, rt->nnodes, what, c->device.backend, dev, desc);
-  if (!k->host_memory && L->sched == LOOP_UPDATES) loop_on_device(L, k);
+    fprintf(stderr, "pdl: rank %d of %d: %s on %s:%d (%s)\n", rt->node, rt->nnodes, what, c->device.backend, L->dev, desc);
+  if (keep && !k->host_memory) loop_on_device(L, k);
   return k;
+}
+
+void loop_device_thread(const loop_t *L) {
+  if (L->pk && L->pk->bind) L->pk->bind(L->dev);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------------- */

@@ -19,6 +19,7 @@ void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, 
   sampler_init(&rp->s, &r->data.train, seed, 0, 1, with_replacement);
   rp->x = xmalloc((size_t)b * rp->img * sizeof(float));
   rp->y = xmalloc((size_t)b * sizeof(int));
+  rp->dw = rp->dg = NULL;
 }
 
 void replica_on(replica_t *rp, const kernels_t *k) {
@@ -37,6 +38,7 @@ void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards) {
 }
 
 void replica_free(replica_t *rp) {
+  if (rp->dw) { rp->ws.k->release(rp->dw); rp->ws.k->release(rp->dg); rp->dw = rp->dg = NULL; }
   ws_free(&rp->ws); sampler_free(&rp->s); xfree(rp->x); xfree(rp->y);
 }
 
@@ -123,6 +125,18 @@ double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, f
   }
   double loss = grad_work(rp, params, gacc, scale);
   rt->ops->compute(rt, flops);
+  return loss;
+}
+
+double replica_grad_host(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
+  const kernels_t *k = rp->ws.k;
+  if (k->host_memory) return replica_grad(rp, rt, params, gacc, scale);
+  const size_t bytes = rp->net->nparams * sizeof(float);
+  if (!rp->dw) { rp->dw = k->alloc(bytes); rp->dg = k->alloc(bytes); }
+  k->upload(rp->dw, params, bytes);
+  k->upload(rp->dg, gacc, bytes);
+  const double loss = replica_grad(rp, rt, rp->dw, rp->dg, scale);
+  k->download(gacc, rp->dg, bytes);
   return loss;
 }
 

@@ -62,7 +62,7 @@ static void ssgd_node(rt_t *rt, void *arg) {
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
   ssgd_dev_t dv; memset(&dv, 0, sizeof dv);
-  if ((dv.k = loop_device(&L, "training"))) {   /* placement: the registry's table for this rank's device */
+  if ((dv.k = loop_device(&L, "training", 1))) {   /* placement: the registry's table for this rank's device */
     if (G != 1) die("internal: ssgd --device needs --grad-threads 1");
     train_state_init(&dv.d, dv.k, w, NULL, &o);
     dv.D = dv.k->alloc((n + CTL_F) * sizeof(float));   /* zero-filled, as replica_grad wants it */

@@ -141,6 +141,9 @@ typedef struct {
   void (*lr_resident)(int on);
   void (*lr_set)(float lr);
   void (*thread_release)(void);
+  /* makes device `index` the calling thread's (a role started on another thread of a node whose
+   * device the registry opened; its context is built there on first use); NULL: no devices */
+  void (*bind)(int index);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
    * upload copies host memory into workspace memory, download the reverse, copy workspace memory
    * into workspace memory (queued like a kernel). host_memory = 1 says
