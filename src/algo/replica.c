@@ -147,6 +147,8 @@ static void dev_grad_role(rt_t *rt, void *arg) {
 }
 double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g) {
   vec_zero(g, rp->net->nparams);
+  if (!rp->ws.k->host_memory)   /* a device backend (the real runtime): on this thread, bound to it */
+    return replica_grad_host(rp, rt, params, g, 1.0f / (float)rp->b) / rp->b;
   dev_grad_t d = {rp, params, g, 0};
   rt->ops->thread_join(rt, rt->ops->thread_start(rt, device, dev_grad_role, &d));
   return d.loss;

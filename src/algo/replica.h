@@ -55,6 +55,9 @@ double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, f
  * w_hat), the gradients on the node's device. */
 double replica_grad_host(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale);
 /* The mini-batch MEAN gradient at params into g (overwritten), computed by a role started on
- * device `device` of this node (so the sim charges that device); returns the mean loss. */
+ * device `device` of this node (so the sim charges that device); returns the mean loss. On a
+ * device backend (replica_on; --device, the real runtime) it runs on the calling thread instead,
+ * which loop_device bound to the device (a started role would be a new device context per call),
+ * through replica_grad_host. */
 double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g);
 #endif

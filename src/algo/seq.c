@@ -34,6 +34,8 @@ static void seq_node(rt_t *rt, void *arg) {
   float *x = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float));   /* [n] */
   net_init_params(&r->net, x, c->seed);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), 0, 1, c->with_replacement, 0);
+  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, x on the host */
+  if (dk) replica_on(&rep, dk);
   loop_begin(&L, x);
   for (long t = 0; t < r->total_steps && !pdl_stop_signal; t++) {
     watchdog_context("%s: step %ld of %ld", c->algo, t, r->total_steps);
@@ -51,7 +53,7 @@ static void seq_node(rt_t *rt, void *arg) {
 
 static const optdef_t *const seq_opts[] = {ALGO_OPTS_DIST, &od_with_replacement, NULL};
 #define SEQ_ALGO(cname, aname, kind, text) \
-  const algo_t algo_##cname = {.name = aname, .shape = ALGO_ONE_NODE, .node = seq_node, .variant = kind, \
+  const algo_t algo_##cname = {.name = aname, .shape = ALGO_ONE_NODE, .node = seq_node, .variant = kind, .device = 1, \
                                .opts = seq_opts, .help = text};
 SEQ_ALGO(seq_sgd, "seq-sgd", OPT_SGD, "p = 1 comparator on the seam: the core's sgd (simulated time, center-style evaluation)")
 SEQ_ALGO(seq_msgd, "seq-msgd", OPT_MSGD, "p = 1 comparator on the seam: the core's msgd")

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# t_cuda_emu_pp.sh — ppasgd and asgd-dist with --device cuda (issue 50 item 3) on $BUILD/cuda-emu/pdl
-# (the CUDA backend through the CPU emulator, as tests/t_cuda_emu_pdl.sh), a tiny conv net with
-# dropout on synthetic 8x8 data. The grad role's replica is on the node's device, its gradient
-# staged (w_hat up, the gradient down); w, M and w_hat stay on the host (src/algo/ppasgd.c).
+# t_cuda_emu_algos.sh — the distributed algorithms beyond ssgd and kfac(-dist) with --device cuda
+# (issue 50 item 3) on $BUILD/cuda-emu/pdl (the CUDA backend through the CPU emulator, as
+# tests/t_cuda_emu_pdl.sh), a tiny conv net with dropout on synthetic 8x8 data. Their gradients run
+# on each node's device (loop_device, replica_grad_host: the parameters up, the gradient down); the
+# parameters, centers and optimizer state stay on the host, where the messages and collectives read
+# them (a parameter server's state on its rank's host: it only applies what workers send).
+# ppasgd and asgd-dist (src/algo/ppasgd.c):
 #   - --staleness emulate:S (one process, deterministic): ppasgd (S = 2) and asgd-dist (S = 1) on
 #     the device against the CPU run: the same number of evaluations, and final parameters within
 #     2e-2 of the distance they moved (t_cuda_emu_pdl's bound: the summation orders differ); a
@@ -13,7 +16,13 @@
 #     ppasgd goes on to the end.
 # On a GPU machine CUDA_PDL=bin/pdl runs the same checks on the real device (--coll nccl at 2 ranks
 # only with 2 GPUs).
-# pdl-test: cpu=6 mpi
+# The others, each against its CPU run (final parameters within 2e-2 of the distance moved):
+#   - the seq-* comparators (one node, deterministic);
+#   - the EASGD and parameter-server families at 2 ranks (a server and one worker: deterministic),
+#     and for easgd, easgd-sync and agn a checkpoint after epoch 1 + --resume = uninterrupted;
+#   - the four gossip variants at 2 ranks (asynchronous pulls: not reproducible even on the CPU, so
+#     they train, name the device and end with a finite test loss).
+# pdl-test: cpu=40 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
@@ -60,7 +69,7 @@ for as in ppasgd:2 asgd-dist:1; do
 done
 
 # the real runtime, 2 ranks: asynchronous (no bit-for-bit pair); each trains on its device
-loss_ok() { python3 -c 'import json,math,sys; d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); sys.exit(0 if d.get("event")=="summary" and math.isfinite(d["train_loss"]) and d["updates"] > 0 else 1)' "$1"; }
+loss_ok() { python3 -c 'import json,math,sys; d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); sys.exit(0 if d.get("event")=="summary" and math.isfinite(d["test_loss"]) and d["updates"] > 0 else 1)' "$1"; }
 for ac in ppasgd:nccl asgd-dist:mpi; do
   a=${ac%%:*}; coll=${ac##*:}
   [ "$coll" = nccl ] && [ "$NGPU" -lt 2 ] && [ -n "${CUDA_PDL:-}" ] && coll=mpi
@@ -75,4 +84,36 @@ MPIRUN -np 2 "$EMU" train --device cuda "${C[@]}" --algo ppasgd --checkpoint "$T
 loss_ok "$T/pres.jsonl" && grep -q '"resumed' "$T/pres.jsonl" \
   && ok "ppasgd on the devices at 2 ranks: --checkpoint, then --resume trains on to the end" \
   || notok "ppasgd device checkpoint/resume at 2 ranks" "$(tail -1 "$T/pres.jsonl" 2>/dev/null | head -c 300)"
+
+# every other algorithm: the gradients on the device, the rest on the host
+dev_vs_cpu() {   # dev_vs_cpu NAME NP ARGS...: the device run against the CPU's (parameters, evaluations);
+  local a=$1 np=$2; shift 2   # every worker (not a server) says where its gradients run
+  local run=("$EMU"); local cpu=("$PDL"); [ "$np" -gt 1 ] && { run=(MPIRUN -np "$np" "$EMU"); cpu=(MPIRUN -np "$np" "$PDL"); }
+  PDL_DUMP_PARAMS="$T/g$a" "${run[@]}" train --device cuda "${C0[@]}" "$@" --results "$T/g$a.jsonl" > "$T/e$a" 2>&1 \
+    || { notok "$a --device cuda (emulated)" "$(tail -2 "$T/e$a")"; return 1; }
+  PDL_DUMP_PARAMS="$T/c$a" "${cpu[@]}" train "${C[@]}" "$@" --results "$T/c$a.jsonl" > /dev/null 2>&1
+  local r; r=$(apart "$T/g$a" "$T/c$a" "$T/w0")
+  local ne_g ne_c; ne_g=$(grep -c '"eval"' "$T/g$a.jsonl"); ne_c=$(grep -c '"eval"' "$T/c$a.jsonl")
+  local nw=1; [ "$np" -gt 1 ] && nw=$((np - 1))   # (these multi-rank ones have a server at rank 0)
+  if [ "$ne_g" = "$ne_c" ] && [ "$ne_g" -gt 2 ] && within "$r" 2e-2 && [ "$(grep -c 'gradients on cuda:' "$T/e$a")" = $nw ]; then
+    ok "$a --device cuda (emulated, $np rank(s)): $ne_g evaluations, parameters apart $r of the distance moved from the CPU's (<= 2e-2)"
+  else notok "$a device vs CPU" "apart $r, evaluations $ne_g vs $ne_c, $(grep -c 'gradients on cuda:' "$T/e$a") workers on a device"; fi
+}
+for a in seq-sgd seq-msgd seq-nag seq-asgd seq-mvasgd; do dev_vs_cpu $a 1 --algo $a; done
+for a in easgd easgd-sync eamsgd downpour mdownpour adownpour mvadownpour agn downpour-lambda dynsgd adag adag-alg1 adag-agn; do
+  dev_vs_cpu $a 2 --algo $a
+done
+for a in easgd easgd-sync agn; do
+  MPIRUN -np 2 "$EMU" train --device cuda "${C[@]}" --algo $a --epochs 1 --checkpoint "$T/k$a" > /dev/null 2>&1
+  PDL_DUMP_PARAMS="$T/q$a" MPIRUN -np 2 "$EMU" train --device cuda "${C[@]}" --algo $a --checkpoint "$T/k$a" --resume \
+    > /dev/null 2>&1
+  cmp -s "$T/q$a" "$T/g$a" && ok "$a on the device at 2 ranks: checkpoint after epoch 1 + --resume = uninterrupted (bit for bit)" \
+    || notok "$a device checkpoint/resume" "final parameters differ"
+done
+for a in gossip gossip-warmup gossip-push gossip-warmup-compute; do
+  out=$(MPIRUN -np 2 "$EMU" train --device cuda "${C0[@]}" --algo $a --results "$T/s$a.jsonl" 2>&1); rc=$?
+  if [ $rc -eq 0 ] && loss_ok "$T/s$a.jsonl" && [ "$(grep -c 'gradients on cuda:' <<<"$out")" = 2 ]; then
+    ok "$a --device cuda at 2 ranks (emulated devices): trains ($(grep -c '"eval"' "$T/s$a.jsonl") evaluations, a finite loss), each rank on its device"
+  else notok "$a --device cuda at 2 ranks" "rc=$rc $(tail -2 <<<"$out")"; fi
+done
 finish
