@@ -143,6 +143,7 @@ struct loop {
   /* loop_on_device: the reporter evaluates on that backend (w_eval is its memory) */
   const kernels_t *dk;
   const kernels_t *pk; int dev;   /* loop_device: the table and device index this node trains on (NULL, -1: the host) */
+  void (*to_host)(void *); void *to_host_arg;   /* loop_device_state */
   workspace_t dws;           /* the evaluation workspace there */
   resident_set_t dte;        /* the test set there */
 };
@@ -177,10 +178,11 @@ int loop_due(const loop_t *L, long updates, int last);
  * epoch end, --eval-every, the last update), so that a node keeping its parameters on a device
  * brings them to the host only then; 0 for the other schedules. */
 int loop_eval_due(const loop_t *L, long updates, int last);
-/* A node keeping its state on a device brings it to the host where a checkpoint may be saved after
- * this update: --checkpoint given, and a signal arrived or loop_progress at `updates` evaluates
- * (epoch ends). */
-int loop_save_may_follow(const loop_t *L, long updates, int last, int signal);
+/* A node keeping state on its device (loop_device with keep) hands the loop the function that brings
+ * that state into the host memory its snapshot and w_final name (to_host(arg)); the loop calls it
+ * only where the host copy is read: right before it saves a snapshot (loop_checkpoint) and at
+ * loop_finish (the parameter dump), on every node. */
+void loop_device_state(loop_t *L, void (*to_host)(void *arg), void *arg);
 /* The sum over nodes of x [m] in k's workspace memory: NCCL on k's stream where the runtime has a
  * device collective (rt->ops->allreduce_dev) and k is a device, else staged through host [m]
  * (download, rt->ops->allreduce, upload). */

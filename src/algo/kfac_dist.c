@@ -366,6 +366,16 @@ static void kfac_state(loop_t *L, kfac_t *k, const int *owner, int me, float *w,
   loop_state(L, "kfac.inverted_at", k->inverted_at, sizeof k->inverted_at);
 }
 
+/* --device: what the loop brings to the host before it saves a snapshot and at the end
+ * (loop_device_state): w and the momentum (train_state_download) and the owned layers' factors and
+ * inverses (kfac_dev_state). */
+typedef struct { kdev_t *D; kfac_t *k; float *w; optim_t *o; } kto_host_t;
+static void kfac_to_host(void *arg) {
+  kto_host_t *t = arg;
+  train_state_download(&t->D->d, t->w, t->o);
+  kfac_dev_state(t->k, 0);
+}
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -421,7 +431,11 @@ static void kfac_node(rt_t *rt, void *arg) {
   if (D.k) kfac_on_device(&k, D.k, b);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
-  if (D.k) { train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1); }
+  kto_host_t th = {&D, &k, w, &o};
+  if (D.k) {
+    train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1);
+    loop_device_state(&L, kfac_to_host, &th);   /* w, the momentum and the owner's factors: to the host only to be saved */
+  }
   optim_t *const O = D.k ? D.d.o : &o;
   float *const W = D.k ? D.d.w : w;
   phase_t ph = {&k, &rep, &kr, st.owner, W, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
@@ -495,16 +509,11 @@ static void kfac_node(rt_t *rt, void *arg) {
     double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, mloss, step);
-    if (D.k && loop_save_may_follow(&L, step + 1, last, x.signal > 0)) {
-      train_state_download(&D.d, w, &o);
-      kfac_dev_state(&k, 0);
-    }
     if (diverged) break;
     loop_progress(&L, W, step + 1, (double)(step + 1) * b * N, last);
     if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }
     loop_checkpoint(&L, 0);
   }
-  if (D.k) { train_state_download(&D.d, w, &o); kfac_dev_state(&k, 0); }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
   loop_finish(&L, W, w);

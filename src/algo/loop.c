@@ -185,9 +185,7 @@ int loop_eval_due(const loop_t *L, long updates, int last) {
          (updates % r->steps_per_epoch == 0 || (c->eval_every && updates % c->eval_every == 0) || last);
 }
 
-int loop_save_may_follow(const loop_t *L, long updates, int last, int signal) {
-  return L->r->cfg.checkpoint[0] && (signal || loop_eval_due(L, updates, last));
-}
+void loop_device_state(loop_t *L, void (*to_host)(void *arg), void *arg) { L->to_host = to_host; L->to_host_arg = arg; }
 
 void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m) {
   if (!k->host_memory && rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, k->stream ? k->stream() : NULL)) return;
@@ -279,6 +277,7 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
 }
 
 void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
+  if (L->to_host) L->to_host(L->to_host_arg);   /* w_final (and the state) from the device */
   if (L->sched == LOOP_LOCAL) local_finish(L, w_eval);   /* every node */
   if (!L->reporter) return;
   run_t *r = L->r; const train_cfg_t *c = &r->cfg;
@@ -444,6 +443,7 @@ int loop_checkpoint(loop_t *L, int now) {
   if (!now && L->sched == LOOP_LOCAL && L->last_eval != L->updates) return 0;   /* a cut: just after an agreed evaluation */
   if (now && L->updates == L->saved_updates && !pdl_stop_signal) return 0;   /* this state is saved already */
   L->saved_epoch = epoch; L->saved_updates = L->updates;
+  if (L->to_host) L->to_host(L->to_host_arg);   /* the device's state into the snapshot's host memory */
   L->gen++;
   persist_out(L);
   char path[4200];
