@@ -1,6 +1,6 @@
 /* inv.c — `pdl inverse`: speed of the SPD inversions of contract/inv.h, measured in one run: the double
  * LAPACKE oracle (ref_spd_inverse), the fast CPU path on 1 and on T threads (cpu_spd_inverse) and
- * cuSOLVER (cuda_spd_inverse) where a device exists, on the test matrices of ref_spd_random.
+ * cuSOLVER (the registry's cuda table's spd_inverse) where a device exists, on the test matrices of ref_spd_random.
  * Each time is the median over --reps repeats; a repeat runs the call enough times to last
  * ~50 ms (small orders take well under a millisecond) and divides. The three CPU variants'
  * repeats alternate, and each one's best repeat is reported too: the CI gate judges the ratio of
@@ -37,7 +37,7 @@ static void usage(FILE *f) {
 "  ref    ref_spd_inverse: LAPACKE dpotrf + dpotri in double (one thread: OpenBLAS is\n"
 "         single-threaded in pdl), the oracle\n"
 "  fast1  cpu_spd_inverse on 1 thread;  fast  the same on T threads\n"
-"  cuda   cuda_spd_inverse (cuSOLVER) when a CUDA device exists\n"
+"  cuda   the registry's cuda backend's spd_inverse (cuSOLVER) on device 0, when one exists\n"
 "Each time is the median of R repeats (a repeat lasts >= 50 ms: short calls are repeated and\n"
 "averaged inside it); the repeats of ref, fast1 and fast alternate, so interference from other\n"
 "processes falls on all three alike. The best (shortest) repeat of each is also reported: on a\n"
