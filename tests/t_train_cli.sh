@@ -26,22 +26,31 @@ expect_exit 2 "--val with --test-subset" "$PDL" train "${COMMON[@]}" --train-sub
 expect_exit 2 "--val beyond the set" "$PDL" train "${COMMON[@]}" --train-subset 500 --val 64 --steps 1
 v=$("$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --steps 2 | tail -1)
 [ -n "$(jget test_err <<<"$v")" ] && ok "--val 64: a run evaluated on the held-out split" || notok "--val run" "$v"
-# --device cuda trains every sequential optimizer, ssgd, kfac and kfac-dist; another distributed
-# algorithm is refused, exit 2 naming the flag, and so are ssgd's forms a GPU run does not take
-# (the sim runtime, cuda:N, several grad threads)
-for a in easgd gossip; do
-  out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); rc=$?
-  [ $rc -eq 2 ] && grep -q -- "--device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd), ssgd, kfac and kfac-dist" <<<"$out" \
-    && ok "train --algo $a --device cuda: exit 2 naming --device" || notok "train --algo $a --device cuda refused" "rc=$rc $out"
+# --device cuda trains every sequential optimizer and every algorithm whose descriptor says .device
+# (all of them: cmd_train refuses the others, exit 2 naming the flag); and a GPU run does not take
+# ssgd's sim runtime or several grad threads
+n=0; refused=""
+for a in $("$PDL" train --help | sed -n '/^distributed algorithms/,/^the distributed/p' | grep -o '^  [a-z][a-z0-9-]*'); do
+  out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); n=$((n + 1))
+  grep -q "runs on the CPU (drop --device)" <<<"$out" && refused+=" $a"
 done
+[ "$n" -gt 20 ] && [ -z "$refused" ] && ok "all $n algorithms of train --help take --device cuda (none refused as a CPU-only node program)" \
+  || notok "every algorithm takes --device cuda" "$n listed; refused:$refused"
 expect_exit 2 "ssgd --device cuda --runtime sim" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --runtime sim --steps 1
-expect_exit 2 "ssgd --device cuda:1" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda:1 --steps 1
-grep -q "say --device cuda" <<<"$out" && ok "ssgd --device cuda:1: says why" || notok "ssgd cuda:1 message" "$out"
+# cuda:N puts every rank on device N (the registry's mapping is local rank modulo the host's GPUs
+# otherwise); NCCL sets each rank up on its own, so --coll nccl refuses it, naming the flag
+expect_exit 2 "ssgd --device cuda:1 --coll nccl" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda:1 --coll nccl --steps 1
+grep -q -- "--device cuda:1: --coll nccl" <<<"$out" && ok "ssgd --device cuda:1 --coll nccl: says why" || notok "ssgd cuda:1 nccl message" "$out"
+for v in cuda:x cuda: cpu:0 cuda:64 gpu:0; do   # parsed once (the registry's forms), exit 2 naming the flag
+  expect_exit 2 "bad --device $v" "$PDL" train "${COMMON[@]}" --device $v --steps 1
+  grep -q -- "^pdl: --device .*cpu | cuda\[:N\]" <<<"$out" || grep -q -- "--device '$v'" <<<"$out" \
+    && ok "--device $v: the message names the flag" || notok "--device $v message" "$out"
+done
 expect_exit 2 "ssgd --device cuda --grad-threads 2" "$PDL" train "${COMMON[@]}" --algo ssgd --device cuda --grad-threads 2 --steps 1
 expect_exit 2 "speed --device cuda --algo kfac" "$PDL" speed --device cuda --algo kfac
 # --device cuda without a usable device (the CPU machines): exit 1, saying why, for every optimizer
 # (the CLI lets each through); with one, each trains
-for a in sgd msgd nag adam asgd mvasgd ssgd kfac kfac-dist; do
+for a in sgd msgd nag adam asgd mvasgd ssgd ppasgd asgd-dist kfac kfac-dist seq-sgd gossip; do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 4 2>&1); rc=$?
   if grep -q "no CUDA device\|built without CUDA" <<<"$out"; then
     [ $rc -eq 1 ] && ok "train --algo $a --device cuda without a device: exit 1 ($(grep -o 'no CUDA device\|built without CUDA' <<<"$out" | head -1))" \

@@ -1,6 +1,6 @@
 /* test_cuda_fail.c — a failed CUDA call ends the process with a message naming the call
  * (kernels/cuda/cuda_context.cu), and under MPI ends every rank, naming the rank (the handler
- * rt/mpi_util.c installs; issue 18). The failing call is cudaSetDevice(2^20): no machine has that
+ * coll/mpi_util.c's pdl_mpi_fail_abort, which pdl train installs through the registry; issue 18). The failing call is cudaSetDevice(2^20): no machine has that
  * device, and without a driver it fails too, so this runs with or without a GPU.
  * Run directly: a forked child makes the call; the parent checks its exit status and message.
  * Under mpirun with PDL_CUDA_FAIL_RANK=r (tests/t_cuda_fail.sh): rank r makes the call while the
@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "kernels/cuda/cuda_layers.h"
+#include "contract/kernels.h"
 #include "coll/mpi_util.h"
 
 static void test_fail_message(void) {
@@ -40,6 +41,7 @@ int main(void) {
   if (r) {
     int argc = 0; char **argv = NULL;
     pdl_mpi_init(&argc, &argv, MPI_THREAD_SINGLE);
+    kernels_set_fail_handler(pdl_mpi_fail_abort);   /* as pdl train's real runtime does (rt_real_init) */
     if (pdl_mpi_rank() == atoi(r)) cuda_set_device(1 << 20);
     MPI_Barrier(MPI_COMM_WORLD);
     printf("probe: rank %d passed the barrier\n", pdl_mpi_rank());

@@ -125,6 +125,25 @@ typedef struct {
   long (*buffers_epoch)(void);
   /* free workspace memory in bytes right now (a device's; NULL: host memory, not asked) */
   size_t (*mem_free)(void);
+  /* a device backend's own figures and knobs (optional; NULL: none), for pdl speed and pdl inv, so
+   * that no command calls a backend by name: counters, what the calling thread has asked of the
+   * device so far ([0] queued operations, [1] host waits, [2] bytes uploaded, [3] bytes downloaded);
+   * conv_impl, the convolution path ("auto", "cudnn", "im2col", ...); conv_algos, the library's
+   * algorithm per convolution shape into buf ("" if none; returns buf); loss_defer(1): the softmax
+   * forward leaves its loss in workspace memory (for a captured step; loss_last waits and returns
+   * the last one); lr_resident(1): captured sgd/msgd updates read their lr from a slot lr_set
+   * writes before each replay; thread_release frees the calling thread's context. */
+  void (*counters)(double out[4]);
+  const char *(*conv_impl)(void);
+  const char *(*conv_algos)(char *buf, size_t len);
+  void (*loss_defer)(int on);
+  double (*loss_last)(void);
+  void (*lr_resident)(int on);
+  void (*lr_set)(float lr);
+  void (*thread_release)(void);
+  /* makes device `index` the calling thread's (a role started on another thread of a node whose
+   * device the registry opened; its context is built there on first use); NULL: no devices */
+  void (*bind)(int index);
   /* workspace memory: alloc returns zero-filled memory of `bytes` (never NULL), release frees it;
    * upload copies host memory into workspace memory, download the reverse, copy workspace memory
    * into workspace memory (queued like a kernel). host_memory = 1 says
@@ -151,11 +170,36 @@ typedef struct {
 #define KERNELS_HOST_MEMORY \
   .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .copy = host_copy, \
   .host_memory = 1
-/* The backend registry (src/core/backend.c), the one place outside the tests that names a backend: the
- * table for `device` (-1: the CPU; N: CUDA device N, checked, else dies naming `flag` and why;
- * a build without CUDA dies saying so). desc (may be NULL) gets a one-line description. */
-const kernels_t *kernels_for(int device, const char *flag, char *desc, size_t len);
-/* The CUDA devices kernels_for can hand out (0 without CUDA or without a usable device). */
-int kernels_device_count(void);
-
+/* ---- the backend registry (src/core/backend.c), the one place outside the tests that names a
+ * backend; everything else asks it, by a parsed --device value. */
+/* A --device value, parsed once (kernels_device_parse): the backend's registered name ("cpu",
+ * "cuda", ...), the index of one of its devices (-1: not given; a run then takes its local rank
+ * modulo the backend's devices) and a backend's own text after ':' that is not an index (e.g. a
+ * model name; "" if none). */
+typedef struct { char backend[16]; int index; char suffix[48]; } device_spec_t;
+/* Parses "NAME", "NAME:N" or "NAME:TEXT" into d for a backend the registry holds (a build without
+ * it still parses its name; opening it dies saying so). Returns 0, or -1 with a one-line reason in
+ * why (the accepted forms, kernels_device_forms). NULL or "" parses as the default, "cpu". */
+int kernels_device_parse(device_spec_t *d, const char *v, char *why, size_t len);
+/* The accepted --device forms, e.g. "cpu | cuda[:N]", for help texts and errors. */
+const char *kernels_device_forms(void);
+/* 1 if d names a backend whose workspace memory is host memory and which has no devices (the
+ * default, cpu; d NULL too). */
+int kernels_device_is_host(const device_spec_t *d);
+/* The device of d a run takes: d's index if given, else local_rank modulo the backend's devices
+ * (the rank -> device mapping; -1 for a host backend). Dies naming flag when the backend has no
+ * device (and why) or the index is beyond its devices. */
+int kernels_device_index(const device_spec_t *d, int local_rank, const char *flag);
+/* The table of d's backend on device `index` (kernels_device_index's) for the calling thread, after
+ * checking it (else dies naming flag, e.g. "--device", and why; a build without the backend dies
+ * saying so); d NULL: the CPU's. desc (may be NULL) gets a one-line description. A device backend
+ * keeps one context per device and thread for the run (the tables' contexts are persistent). */
+const kernels_t *kernels_for(const device_spec_t *d, int index, const char *flag, char *desc, size_t len);
+/* The devices backend `name` can hand out now (0: none, with the reason in why; a host backend: 0,
+ * why ""), for commands that time a device where one exists (pdl inv). */
+int kernels_devices(const char *name, char *why, size_t len);
+/* A failed call of any device backend ends the process through handler(msg) (which must not
+ * return) instead of exit(1): the MPI runtime's names the rank and aborts every rank. NULL: back to
+ * the default. */
+void kernels_set_fail_handler(void (*handler)(const char *msg));
 #endif

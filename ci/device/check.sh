@@ -20,7 +20,8 @@
 # ssgd and kfac-dist (both also with --device cuda) on --coll nccl == --coll mpi at 1 rank, bit for bit (Open
 # MPI from the bundle). resident: tests/t_cuda_emu_pdl.sh with the bundle's pdl on the real device (pdl
 # train --device cuda resident = host-fed, against the CPU, resume; ssgd --device cuda = nag; kfac-dist
-# --device cuda near the CPU, resumable).
+# --device cuda near the CPU, resumable) and tests/t_cuda_emu_algos.sh (every other algorithm's gradients
+# on the device, near its CPU run).
 # CUDA's libraries come from /usr/local/cuda and, for cuDNN and NCCL if they are not there, from
 # the nvidia-* Python wheels. Prints a summary table last. Usage: bash ci/device/check.sh
 set -u
@@ -87,6 +88,7 @@ fi
 want nccl && step nccl_coll_np1 $PDL coll --backend nccl -m 4:64M -f 4 -i 5 -x 2
 if want resident; then   # tests/t_cuda_emu_pdl.sh on the real device: resident = host-fed, ssgd = nag, resume
   step resident env CUDA_PDL=$PDL PDL=$PDL bash tests/t_cuda_emu_pdl.sh
+  step resident_algos env CUDA_PDL=$PDL PDL=$PDL bash tests/t_cuda_emu_algos.sh   # the other algorithms (issue 50)
 fi
 if want seam; then # the collective seam on a real GPU: training on --coll nccl == --coll mpi, 1 rank, bit for bit
   S=(--data "synthetic:n=1024,seed=3" --net tiny --threads 1 --quiet)

@@ -9,6 +9,7 @@
 static int cu_spd_inverse(float *inv, const float *a, int n) { return cuda_spd_inverse(inv, a, n, NULL); }
 #endif
 #include "util/util.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,19 @@ static void cu_download(void *dst, const void *src, size_t bytes) {
   cuda_download(dst, src, bytes / sizeof(float));
 }
 
-int cuda_kernels_devices(void) { return cuda_device_count(); }
+static void cu_counters(double out[4]) {
+  cuda_counters_t c;
+  cuda_counters_get(&c);
+  out[0] = (double)c.ops; out[1] = (double)c.syncs; out[2] = (double)c.h2d_bytes; out[3] = (double)c.d2h_bytes;
+}
+
+void cuda_kernels_fail_handler(void (*handler)(const char *msg)) { cuda_set_fail_handler(handler); }
+
+int cuda_kernels_devices(char *why, size_t len) {
+  const int n = cuda_device_count();
+  if (why && len) snprintf(why, len, "%s", n > 0 ? "" : cuda_no_device_reason());
+  return n;
+}
 
 const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len) {
   const int nd = cuda_device_count();
@@ -103,6 +116,9 @@ const kernels_t kernels_cuda = {
   .graph_begin = cuda_graph_begin, .graph_end = cuda_graph_end, .graph_launch = cuda_graph_launch,
   .graph_free = cuda_graph_free, .buffers_epoch = cuda_buffers_epoch,
   .scalars_set = cuda_scalars_set, .scalar_slot = cuda_scalar_slot,
+  .counters = cu_counters, .conv_impl = cuda_conv_impl, .conv_algos = cuda_conv_algos,
+  .loss_defer = cuda_loss_defer, .loss_last = cuda_loss_last, .lr_resident = cuda_lr_resident, .lr_set = cuda_lr_set,
+  .thread_release = cuda_thread_release, .bind = cuda_set_device,
   .alloc = cu_alloc, .release = cu_release, .upload = cu_upload, .download = cu_download, .copy = cu_copy,
   .host_memory = 0,
   .update_once = 1,   /* one update launch per step, not two per layer (issue 35 D) */

@@ -20,7 +20,9 @@ extern const kernels_t kernels_cuda;
  * dies naming `flag`, e.g. "--device cuda:1", and why); names it in the JSON metadata
  * (json_meta_set_gpu) and writes its one-line description into desc. */
 const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len);
-/* The usable CUDA devices (cuda_device_count), for the registry's kernels_device_count. */
-int cuda_kernels_devices(void);
+/* The usable CUDA devices (cuda_device_count), for the registry; without one why gets the reason. */
+int cuda_kernels_devices(char *why, size_t len);
+/* cuda_set_fail_handler (cuda_layers.h), for the registry's kernels_set_fail_handler. */
+void cuda_kernels_fail_handler(void (*handler)(const char *msg));
 #endif
 #endif

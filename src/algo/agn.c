@@ -172,6 +172,8 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, H->p, c->with_replacement, (uint64_t)(me - 1));
   rep.overlap = 1;   /* sim: gradients on the helper pool; nothing writes W or g meanwhile */
+  const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, W on the host */
+  if (dk) replica_on(&rep, dk);
   opt_kind_t k; optim_parse(c->worker_opt, &k);
   optim_t o; optim_init(&o, k, n, c->momentum, c->wd);
   ps_client_t pc; ps_client_init(&pc, rt, n);
@@ -236,7 +238,7 @@ static void agn_node(rt_t *rt, void *arg) {
 static const optdef_t *const agn_opts[] = {ALGO_OPTS_DIST, &od_tau, &od_worker_opt, &od_ps_order, &od_with_replacement, NULL};
 static const optdef_t *const adag_opts[] = {ALGO_OPTS_DIST, &od_tau, &od_worker_opt, &od_ps_order, &od_with_replacement, &od_gamma, NULL};
 #define AGN_ALGO(cname, aname, kind, reads, text) \
-  const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = agn_node, .variant = kind, \
+  const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = agn_node, .variant = kind, .device = 1, \
                                .opts = reads, .help = text, .checkpoint = 1};
 AGN_ALGO(agn, "agn", H_AGN, agn_opts,
          "AGN (Hermans eq. 4.1): lambda local steps, commit Delta = (W - W_pulled) / lambda, the server adds")

@@ -147,6 +147,8 @@ struct loop {
   } persist;
   /* loop_on_device: the reporter evaluates on that backend (w_eval is its memory) */
   const kernels_t *dk;
+  const kernels_t *pk; int dev;   /* loop_device: the table and device index this node trains on (NULL, -1: the host) */
+  void (*to_host)(void *); void *to_host_arg;   /* loop_device_state */
   workspace_t dws;           /* the evaluation workspace there */
   resident_set_t dte;        /* the test set there */
 };
@@ -185,10 +187,11 @@ int loop_due(const loop_t *L, long updates, int last);
  * epoch end, --eval-every, the last update), so that a node keeping its parameters on a device
  * brings them to the host only then; 0 for the other schedules. */
 int loop_eval_due(const loop_t *L, long updates, int last);
-/* A node keeping its state on a device brings it to the host where a checkpoint may be saved after
- * this update: --checkpoint given, and a signal arrived or loop_progress at `updates` evaluates
- * (epoch ends). */
-int loop_save_may_follow(const loop_t *L, long updates, int last, int signal);
+/* A node keeping state on its device (loop_device with keep) hands the loop the function that brings
+ * that state into the host memory its snapshot and w_final name (to_host(arg)); the loop calls it
+ * only where the host copy is read: right before it saves a snapshot (loop_checkpoint) and at
+ * loop_finish (the parameter dump), on every node. */
+void loop_device_state(loop_t *L, void (*to_host)(void *arg), void *arg);
 /* The sum over nodes of x [m] in k's workspace memory: NCCL on k's stream where the runtime has a
  * device collective (rt->ops->allreduce_dev) and k is a device, else staged through host [m]
  * (download, rt->ops->allreduce, upload). */
@@ -197,6 +200,19 @@ void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m)
  * of loop_progress and loop_finish is k's memory, and the reporter evaluates there, on a resident
  * copy of the test set (issue 35 F: the same figures as on a host copy through the same table). */
 void loop_on_device(loop_t *L, const kernels_t *k);
+/* Placement (issue 50): the backend this node trains on, from --device through the registry
+ * (contract/kernels.h), or NULL for a host backend (the CPU, the default: nothing to bind). Its
+ * device is --device's index if given, else the runtime's choice for this rank (rt->ops->gpu: the
+ * device collective backend's, NCCL's, else the rank's index on its host modulo the host's
+ * devices); the table is opened on the calling thread, which keeps its context for the run. Says
+ * "pdl: rank R of N: <what> on NAME:D (desc)" on stderr (unless --quiet). keep: the node keeps its
+ * parameters in the device's memory (LOOP_UPDATES: the w_eval of loop_progress and loop_finish is
+ * device memory, and the reporter evaluates there, loop_on_device); 0: its parameters stay on the
+ * host (only gradients on the device). Dies where the runtime has no device choice (sim). */
+const kernels_t *loop_device(loop_t *L, const char *what, int keep);
+/* A role started on another thread binds that thread to the node's device (the same table, the
+ * thread's own context, kept while the role runs); nothing on a host backend. */
+void loop_device_thread(const loop_t *L);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
  * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is

@@ -200,6 +200,8 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
   rep.overlap = 1;   /* sim: gradients on the helper pool; safe, nothing writes x or g while the role computes */
+  const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, x on the host */
+  if (dk) replica_on(&rep, dk);
   optim_t o; optim_init(&o, A->wopt, n, A->wmu, c->wd);   /* SGD (Alg. 1), NAG (EAMSGD) or --worker-opt */
   ps_client_t pc; ps_client_init(&pc, rt, n);
   ps_req_t q; memset(&q, 0, sizeof q);
@@ -270,6 +272,8 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
   if (me > 0) {
     replica_init(&rep, r, c->batch, threads, me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
     rep.overlap = 1;   /* sim: the helper pool, as in ea_worker */
+    const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: as in ea_worker */
+    if (dk) replica_on(&rep, dk);
     optim_init(&o, OPT_SGD, n, 0, c->wd);
   }
   long rounds = (A->K + tau - 1) / tau, t = 0, k = 0;
@@ -345,7 +349,7 @@ static const optdef_t *const eam_opts[] = {EA_OPTS, &od_alpha, &od_beta, &od_ps_
 static const optdef_t *const dp_opts[] = {EA_OPTS, &od_ps_order, NULL};
 static const optdef_t *const mdp_opts[] = {EA_OPTS, &od_ps_order, &od_delta, NULL};
 #define EA_ALGO(cname, aname, kind, reads, text) \
-  const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = easgd_node, .variant = kind, \
+  const algo_t algo_##cname = {.name = aname, .shape = ALGO_SERVER, .node = easgd_node, .variant = kind, .device = 1, \
                                .opts = reads, .help = text, .checkpoint = 1};
 EA_ALGO(easgd, "easgd", K_EASGD, ea_opts,
         "asynchronous EASGD (EASGD paper Alg. 1): elastic pull/commit with the server every tau steps")

@@ -318,6 +318,8 @@ static void gossip_node(rt_t *rt, void *arg) {
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 2), 0, 1, c->with_replacement, (uint64_t)me);
   replica_shard(&rep, r, me, K);              /* X_i: this node's own shard */
   if (c->noniid > 0) sampler_skew(&rep.s, c->noniid);
+  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, w on the host */
+  if (dk) replica_on(&rep, dk);
   optim_t opt; optim_init(&opt, OPT_SGD, n, c->momentum, c->wd);   /* Alg. 1: plain SGD unless --momentum */
   rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
   loop_state(&L, "w", Nd.w, n * sizeof(float)); loop_state_optim(&L, "sgd", &opt); loop_state_replica(&L, "replica", &rep);
@@ -469,22 +471,22 @@ static const optdef_t
 static const optdef_t *const gs_opts[] = {GS_OPTS, NULL};
 static const optdef_t *const gs_warm_opts[] = {GS_OPTS, &od_gs_warmup, &od_gs_threshold, &od_gs_unknown, NULL};
 const algo_t algo_gossip = {
-  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .momentum = -1,
+  .name = "gossip", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PULL, .roles_talk = 1, .device = 1, .momentum = -1,
   .opts = gs_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "pull-gossip SGD (Oguni et al. Alg. 1): every T steps average with a uniformly chosen peer's model",
 };
 const algo_t algo_gossip_warmup = {
-  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1, .momentum = -1,
+  .name = "gossip-warmup", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP, .roles_talk = 1, .device = 1, .momentum = -1,
   .opts = gs_warm_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "pull gossip with Alg. 2's warm-up: peers chosen by measured transfer time for W steps",
 };
 const algo_t algo_gossip_push = {
-  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .momentum = -1,
+  .name = "gossip-push", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_PUSH, .roles_talk = 1, .device = 1, .momentum = -1,
   .opts = gs_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "push-gossip SGD (the comparator): every T steps send the model to a uniform peer, which averages it in",
 };
 const algo_t algo_gossip_warmup_compute = {
-  .name = "gossip-warmup-compute", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP_G, .roles_talk = 1,
+  .name = "gossip-warmup-compute", .shape = ALGO_PEERS, .node = gossip_node, .variant = GS_WARMUP_G, .roles_talk = 1, .device = 1,
   .momentum = -1, .opts = gs_warm_opts, .prepare = gossip_prepare, .checkpoint = 1,
   .help = "beyond the paper: Alg. 2 whose tables also share step times; peers chosen by 1/(transfer x step time)",
 };

@@ -44,6 +44,7 @@ typedef struct {
   double *load;                                      /* [N] inversion cost owned by each node */
   const char *rates;
   const char *on;                                    /* where the K-FAC work runs: host, or the device table's name */
+  const char *inverse_on;                            /* a device table's name: its spd_inverse inverts (NULL: --kfac-inverse) */
   double inv_scale;                                  /* sim: the calibrated scale of the inversion charges */
   kfac_t *k;
   double msg1_bytes, msg2_bytes;                     /* floats sent per update in steps 3 and 6, x4 */
@@ -147,7 +148,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_num(j, "kfac_damping", k->cfg.damping);
   json_num(j, "kfac_stat_decay", k->cfg.stat_decay);
   json_int(j, "kfac_inv_every", k->cfg.inv_every);
-  json_str(j, "kfac_inverse", kfac_inv_name(k->cfg.inverse));
+  json_str(j, "kfac_inverse", s->inverse_on ? s->inverse_on : kfac_inv_name(k->cfg.inverse));
   json_str(j, "kfac_comm", s->comm_allreduce ? "allreduce" : "reduce-scatterv");
   json_str(j, "kfac_assign", s->assign_lpt ? "lpt" : "layer");
   json_str(j, "kfac_fisher", s->fisher_sampled ? "sampled" : "empirical");
@@ -365,6 +366,16 @@ static void kfac_state(loop_t *L, kfac_t *k, const int *owner, int me, float *w,
   loop_state(L, "kfac.inverted_at", k->inverted_at, sizeof k->inverted_at);
 }
 
+/* --device: what the loop brings to the host before it saves a snapshot and at the end
+ * (loop_device_state): w and the momentum (train_state_download) and the owned layers' factors and
+ * inverses (kfac_dev_state). */
+typedef struct { kdev_t *D; kfac_t *k; float *w; optim_t *o; } kto_host_t;
+static void kfac_to_host(void *arg) {
+  kto_host_t *t = arg;
+  train_state_download(&t->D->d, t->w, t->o);
+  kfac_dev_state(t->k, 0);
+}
+
 static void kfac_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   int me = rt->node, N = rt->nnodes, b = c->batch;
@@ -397,32 +408,34 @@ static void kfac_node(rt_t *rt, void *arg) {
   kdev_t D; memset(&D, 0, sizeof D);
   const char *kd = getenv("PDL_KFAC_DEV");
   st.on = "host";
-  if (c->cuda_device >= 0 || (kd && !strcmp(kd, "1"))) {
+  const kernels_t *kt = NULL;
+  if (!kernels_device_is_host(&c->device) || (kd && !strcmp(kd, "1"))) {
     if (rt->ops->simulated) die_usage("train: PDL_KFAC_DEV=1: the device path of --algo %s runs on --runtime real only", c->algo);
     if (ko->split != KFAC_SPLIT_OFF)
-      die_usage("train: --device cuda: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device");
-    int gpu = -1;
-    if (c->cuda_device >= 0) {
-      if (!rt->ops->gpu) die("internal: kfac --device needs the real runtime's GPU choice");
-      gpu = rt->ops->gpu(rt, kernels_device_count());
-    }
-    char desc[256] = "";
-    const kernels_t *kt = kernels_for(gpu, "--device", desc, sizeof desc);
+      die_usage("train: --device %s: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device",
+                c->device.backend);
+    kt = loop_device(&L, "K-FAC", 1);   /* placement: this rank's device through the registry */
+    if (!kt) kt = kernels_for(NULL, -1, NULL, NULL, 0);   /* PDL_KFAC_DEV=1: the device path on the CPU's table */
+  }
+  if (kt) {
     if (!kt->gemm || !kt->im2col || !kt->copy2d || !kt->axpby || !kt->spd_inverse)
       die("--device: the %s backend has no dense linear algebra for K-FAC's factors and inversions (a build without "
           "cuSOLVER?)", kt->name);
-    if (gpu >= 0 && !c->quiet) fprintf(stderr, "pdl: rank %d of %d: K-FAC on cuda:%d (%s)\n", me, N, gpu, desc);
     kdev_init(&D, kt, &B, me, n, w, &o);
     replica_on(&rep, kt);
-    if (!kt->host_memory) { loop_on_device(&L, kt); k.cfg.inverse = KFAC_INV_CUDA; }   /* the inversions: kt's */
-    st.on = kt->name;
+    st.on = kt->name;   /* the inversions: kt->spd_inverse (kfac_dev.c), whatever --kfac-inverse says */
+    if (!kt->host_memory) st.inverse_on = kt->name;
   }
   rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
   kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
   if (D.k) kfac_on_device(&k, D.k, b);
   long step = 0;
   if (loop_resume(&L)) step = L.updates;
-  if (D.k) { train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1); }
+  kto_host_t th = {&D, &k, w, &o};
+  if (D.k) {
+    train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1);
+    loop_device_state(&L, kfac_to_host, &th);   /* w, the momentum and the owner's factors: to the host only to be saved */
+  }
   optim_t *const O = D.k ? D.d.o : &o;
   float *const W = D.k ? D.d.w : w;
   phase_t ph = {&k, &rep, &kr, st.owner, W, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
@@ -496,16 +509,11 @@ static void kfac_node(rt_t *rt, void *arg) {
     double mloss = x.loss / (double)(b * N);
     loop_loss(&L, mloss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, mloss, step);
-    if (D.k && loop_save_may_follow(&L, step + 1, last, x.signal > 0)) {
-      train_state_download(&D.d, w, &o);
-      kfac_dev_state(&k, 0);
-    }
     if (diverged) break;
     loop_progress(&L, W, step + 1, (double)(step + 1) * b * N, last);
     if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }
     loop_checkpoint(&L, 0);
   }
-  if (D.k) { train_state_download(&D.d, w, &o); kfac_dev_state(&k, 0); }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
   loop_finish(&L, W, w);

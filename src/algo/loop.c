@@ -23,7 +23,7 @@ void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn
   L->rt = rt; L->job = job; L->r = &job->r; L->sched = sched;
   L->reporter = rt->node == 0;
   L->eval_json = eval_json; L->summary_json = summary_json; L->arg = arg;
-  L->last_eval = -1;
+  L->last_eval = -1; L->dev = -1;
   const train_cfg_t *c = &job->r.cfg;
   L->eval_every = c->eval_every > 0 ? c->eval_every : job->r.steps_per_epoch * clock_workers(L);
   L->next_eval = L->eval_every;
@@ -57,7 +57,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
      * results do not depend on its thread count: the forward pass has no reduction across
      * threads, kernels/cpu). */
     omp_set_num_threads(t);
-    const kernels_t *k = kernels_for(-1, NULL, NULL, 0);
+    const kernels_t *k = kernels_for(NULL, -1, NULL, NULL, 0);
     if (k->set_threads) k->set_threads(t);
     if (t < L->r->eval_ws.nthreads) L->r->eval_ws.nthreads = t;
     if (rt_real_node() == 0 && L->reporter && !c->quiet) {
@@ -214,9 +214,7 @@ int loop_eval_due(const loop_t *L, long updates, int last) {
          (updates % r->steps_per_epoch == 0 || (c->eval_every && updates % c->eval_every == 0) || last);
 }
 
-int loop_save_may_follow(const loop_t *L, long updates, int last, int signal) {
-  return L->r->cfg.checkpoint[0] && (signal || loop_eval_due(L, updates, last));
-}
+void loop_device_state(loop_t *L, void (*to_host)(void *arg), void *arg) { L->to_host = to_host; L->to_host_arg = arg; }
 
 void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m) {
   if (!k->host_memory && rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, k->stream ? k->stream() : NULL)) return;
@@ -308,6 +306,7 @@ int loop_progress(loop_t *L, const float *w_eval, long updates, double examples,
 }
 
 void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
+  if (L->to_host) L->to_host(L->to_host_arg);   /* w_final (and the state) from the device */
   if (L->sched == LOOP_LOCAL) local_finish(L, w_eval);   /* every node */
   if (!L->reporter) return;
   run_t *r = L->r; const train_cfg_t *c = &r->cfg;
@@ -336,6 +335,26 @@ void loop_on_device(loop_t *L, const kernels_t *k) {
   L->dk = k;
   ws_init(&L->dws, &r->net, r->eval_ws.max_batch, r->eval_ws.nthreads, k, r->cfg.seed);
   resident_set_init(&L->dte, k, &r->data.test);
+}
+
+const kernels_t *loop_device(loop_t *L, const char *what, int keep) {
+  const train_cfg_t *c = &L->r->cfg;
+  L->dev = -1;
+  if (kernels_device_is_host(&c->device)) return NULL;
+  rt_t *rt = L->rt;
+  if (!rt->ops->gpu) die("internal: --device %s needs the real runtime's device choice", c->device.backend);
+  const int nd = kernels_devices(c->device.backend, NULL, 0);
+  L->dev = kernels_device_index(&c->device, rt->ops->gpu(rt, nd), "--device");
+  char desc[256] = "";
+  const kernels_t *k = L->pk = kernels_for(&c->device, L->dev, "--device", desc, sizeof desc);
+  if (!c->quiet)
+    fprintf(stderr, "pdl: rank %d of %d: %s on %s:%d (%s)\n", rt->node, rt->nnodes, what, c->device.backend, L->dev, desc);
+  if (keep && !k->host_memory) loop_on_device(L, k);
+  return k;
+}
+
+void loop_device_thread(const loop_t *L) {
+  if (L->pk && L->pk->bind) L->pk->bind(L->dev);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------------- */
@@ -459,6 +478,7 @@ int loop_checkpoint(loop_t *L, int now) {
   if (!now && L->sched == LOOP_LOCAL && L->last_eval != L->updates) return 0;   /* a cut: just after an agreed evaluation */
   if (now && L->updates == L->saved_updates && !pdl_stop_signal) return 0;   /* this state is saved already */
   L->saved_epoch = epoch; L->saved_updates = L->updates;
+  if (L->to_host) L->to_host(L->to_host_arg);   /* the device's state into the snapshot's host memory */
   L->gen++;
   persist_out(L);
   char path[4200];

@@ -23,6 +23,12 @@
  * role its D_g with the sub-batch count and loss sum it holds and its replica; the resumed run
  * continues the same trajectory statistically (the roles' interleaving is not reproducible).
  *
+ * --device cuda (issue 50; --grad-threads 1): the grad role's replica on the node's device
+ * (loop_device, its thread bound by loop_device_thread), its gradient staged (replica_grad_host: w_hat
+ * up, the sub-batch's gradient down); w, M, w_hat and D_g stay on the host, where the update role
+ * and the grad role share them under their mutexes and the allreduce reads them, and the reporter
+ * evaluates w there. Likewise under --staleness emulate:S.
+ *
  * pp_emulate: one process, deterministic. The gradient applied at update t is taken at the
  * w_hat published after update t-S (f_S(w, M) for ppasgd, w for asgd-dist), S fixed. S = 0 is
  * bit-identical to SSGD with one worker (f_0 = NAG). Its checkpoints (epoch ends, a signal) hold
@@ -45,6 +51,7 @@ typedef struct {
   float *const *what; void *mW;   /* *what: the published w_hat (swapped by the update role) */
   volatile int *running;
   float scale;
+  const loop_t *L;           /* --device: the role binds its thread to the node's device (loop_device_thread) */
 } pp_role_t;
 
 /* grad thread g: loop { lock(W); w_l = w_hat; unlock(W); grad of a sub-batch at w_l;
@@ -52,12 +59,13 @@ typedef struct {
 static void pp_grad_role(rt_t *rt, void *arg) {
   pp_role_t *g = arg;
   size_t n = g->rep.net->nparams;
+  loop_device_thread(g->L);   /* this thread's context on the node's device, for the run */
   while (__atomic_load_n(g->running, __ATOMIC_ACQUIRE)) {
     rt->ops->mutex_lock(rt, g->mW);
     vec_copy(g->wl, *g->what, n);
     rt->ops->mutex_unlock(rt, g->mW);
     vec_zero(g->gbuf, n);
-    double loss = replica_grad(&g->rep, rt, g->wl, g->gbuf, g->scale);
+    double loss = replica_grad_host(&g->rep, rt, g->wl, g->gbuf, g->scale);   /* on the device with --device */
     rt->ops->mutex_lock(rt, g->mD);
     vec_add(g->D, g->gbuf, n);
     __atomic_store_n(&g->cnt, g->cnt + 1, __ATOMIC_RELEASE); g->lossacc += loss;
@@ -212,6 +220,8 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   void *mW = rt->ops->mutex_new(rt);
   volatile int running = 1;
   pp_role_t *roles = pp_roles_init(rt, job, threads, &what, mW, &running);
+  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the grad roles' replicas there */
+  for (int g = 0; g < G; g++) { roles[g].L = &L; if (dk) replica_on(&roles[g].rep, dk); }
   void **th = xmalloc((size_t)G * sizeof(void *));
   float *what0 = what;   /* the buffer the "w_hat" section names (what is swapped every update) */
   pp_state(&L, &st, w, what0, &o, roles, G, n);
@@ -299,6 +309,8 @@ static int pp_emulate(job_t *job, int S, int predict) {
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float));  /* optim_step re-zeroes g */
   float *hist = xmalloc((size_t)(S + 1) * n * sizeof(float));   /* ring of the last S+1 w_hat */
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), 0, 1, 0, 0);
+  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, w and M on the host */
+  if (dk) replica_on(&rep, dk);
   net_init_params(&r->net, w, c->seed);
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
   float coef = pp_coef(c->momentum, S);
@@ -313,7 +325,7 @@ static int pp_emulate(job_t *job, int S, int predict) {
   for (; step < r->total_steps && !pdl_stop_signal; step++) {
     /* slot (step+1) mod (S+1) holds the w_hat published after update step-S (or w_0) */
     float *slot = hist + (size_t)((step + 1) % (S + 1)) * n;
-    double loss = replica_grad(&rep, &self, slot, g, 1.0f / (float)c->batch) / c->batch;
+    double loss = replica_grad_host(&rep, &self, slot, g, 1.0f / (float)c->batch) / c->batch;
     optim_step(&o, w, g, loop_lr(&L, step));
     if (predict) pp_predict(slot, w, o.M, coef, n); else vec_copy(slot, w, n);
     pp_probe_step(&e.probe, step, w, o.M);
@@ -349,13 +361,13 @@ static int pp_prepare(job_t *job) {
 static const optdef_t *const pp_opts[] = {ALGO_OPTS_DIST, &od_grad_threads, &od_staleness, &od_probe, NULL};
 const algo_t algo_ppasgd = {
   .name = "ppasgd", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ppasgd_node, .prepare = pp_prepare,
-  .variant = PP_PREDICT, .checkpoint = 1,
+  .variant = PP_PREDICT, .checkpoint = 1, .device = 1,
   .help = "asynchronous SGD with allreduce and parameter prediction f_S (PP-ASGD paper Alg. 1-3, eq. 2)",
   .opts = pp_opts,
 };
 const algo_t algo_asgd_dist = {
   .name = "asgd-dist", .shape = ALGO_PEERS, .momentum = 0.99f, .node = ppasgd_node, .prepare = pp_prepare,
-  .variant = PP_PLAIN, .checkpoint = 1,
+  .variant = PP_PLAIN, .checkpoint = 1, .device = 1,
   .help = "asynchronous SGD with allreduce, no prediction (w_hat = w; PP-ASGD paper's ASGD)",
   .opts = pp_opts,
 };

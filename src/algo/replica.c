@@ -14,11 +14,12 @@ void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, 
   rp->overlap = 0;
   rp->img = dataset_image_floats(&r->data.train);
   rp->ws_seed = r->cfg.seed * 1000003u + stream;
-  ws_init(&rp->ws, &r->net, b, threads, kernels_for(-1, NULL, NULL, 0), rp->ws_seed);
+  ws_init(&rp->ws, &r->net, b, threads, kernels_for(NULL, -1, NULL, NULL, 0), rp->ws_seed);
   uint64_t seed = with_replacement ? r->cfg.seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1)) : r->cfg.seed;
   sampler_init(&rp->s, &r->data.train, seed, 0, 1, with_replacement);
   rp->x = xmalloc((size_t)b * rp->img * sizeof(float));
   rp->y = xmalloc((size_t)b * sizeof(int));
+  rp->dw = rp->dg = NULL;
 }
 
 void replica_on(replica_t *rp, const kernels_t *k) {
@@ -37,6 +38,7 @@ void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards) {
 }
 
 void replica_free(replica_t *rp) {
+  if (rp->dw) { rp->ws.k->release(rp->dw); rp->ws.k->release(rp->dg); rp->dw = rp->dg = NULL; }
   ws_free(&rp->ws); sampler_free(&rp->s); xfree(rp->x); xfree(rp->y);
 }
 
@@ -126,6 +128,18 @@ double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, f
   return loss;
 }
 
+double replica_grad_host(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
+  const kernels_t *k = rp->ws.k;
+  if (k->host_memory) return replica_grad(rp, rt, params, gacc, scale);
+  const size_t bytes = rp->net->nparams * sizeof(float);
+  if (!rp->dw) { rp->dw = k->alloc(bytes); rp->dg = k->alloc(bytes); }
+  k->upload(rp->dw, params, bytes);
+  k->upload(rp->dg, gacc, bytes);
+  const double loss = replica_grad(rp, rt, rp->dw, rp->dg, scale);
+  k->download(gacc, rp->dg, bytes);
+  return loss;
+}
+
 typedef struct { replica_t *rp; const float *at; float *g; double loss; } dev_grad_t;
 static void dev_grad_role(rt_t *rt, void *arg) {
   dev_grad_t *d = arg;
@@ -133,6 +147,8 @@ static void dev_grad_role(rt_t *rt, void *arg) {
 }
 double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g) {
   vec_zero(g, rp->net->nparams);
+  if (!rp->ws.k->host_memory)   /* a device backend (the real runtime): on this thread, bound to it */
+    return replica_grad_host(rp, rt, params, g, 1.0f / (float)rp->b) / rp->b;
   dev_grad_t d = {rp, params, g, 0};
   rt->ops->thread_join(rt, rt->ops->thread_start(rt, device, dev_grad_role, &d));
   return d.loss;

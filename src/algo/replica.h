@@ -33,6 +33,7 @@ typedef struct {
   float *x;   /* [b][img] this replica's slice of the current global batch */
   int *y;     /* [b] */
   uint64_t ws_seed;   /* the workspace's dropout seed */
+  float *dw, *dg;     /* replica_grad_host on a device backend: params and gacc in its memory ([n] each) */
 } replica_t;
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream);
@@ -47,7 +48,16 @@ void replica_shard(replica_t *rp, const run_t *r, int shard, int nshards);
  * scale * d(sum of losses)/d params into gacc, charges flops to rt (sim time) and returns the
  * SUM of the b losses. */
 double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale);
+/* replica_grad with params and gacc in host memory whatever the replica's backend: on a device
+ * (replica_on) params and gacc are uploaded into the replica's own device buffers, the gradient is
+ * added there and gacc comes back (one upload each way of n floats, a download); on the CPU it is
+ * replica_grad itself. For node programs whose state stays on the host (the updates, the shared
+ * w_hat), the gradients on the node's device. */
+double replica_grad_host(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale);
 /* The mini-batch MEAN gradient at params into g (overwritten), computed by a role started on
- * device `device` of this node (so the sim charges that device); returns the mean loss. */
+ * device `device` of this node (so the sim charges that device); returns the mean loss. On a
+ * device backend (replica_on; --device, the real runtime) it runs on the calling thread instead,
+ * which loop_device bound to the device (a started role would be a new device context per call),
+ * through replica_grad_host. */
 double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g);
 #endif

@@ -57,6 +57,10 @@ static void opt_summary_json(json_t *j, const loop_t *L, void *arg) {
   if (x->res) json_int(j, "graph_chunks", x->d.graph_launches);   /* chunks run as one CUDA graph replay */
 }
 
+/* The device state brought to the host (loop_device_state): w and the optimizer's vectors. */
+typedef struct { train_state_t *d; float *w; optim_t *o; } seq_host_t;
+static void seq_to_host(void *arg) { seq_host_t *h = arg; train_state_download(h->d, h->w, h->o); }
+
 static void opt_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   if (rt->nnodes != 1) die_usage("train: --algo %s is sequential: one process (no mpirun -np > 1)", c->algo);
@@ -73,8 +77,9 @@ static void opt_node(rt_t *rt, void *arg) {
   net_init_params(net, w, c->seed);
   optim_t o; optim_init(&o, (opt_kind_t)job->algo->variant, n, c->momentum, c->wd);
   char desc[256];   /* the backend of --device (the registry, contract/kernels.h kernels_for) */
-  const kernels_t *k = kernels_for(c->cuda_device, "--device", desc, sizeof desc);
-  if (c->cuda_device >= 0 && !c->quiet) fprintf(stderr, "pdl: training on cuda:%d (%s)\n", c->cuda_device, desc);
+  const int dev = kernels_device_index(&c->device, 0, "--device");   /* one process: device 0 unless named */
+  const kernels_t *k = kernels_for(&c->device, dev, "--device", desc, sizeof desc);
+  if (dev >= 0 && !c->quiet) fprintf(stderr, "pdl: training on %s:%d (%s)\n", c->device.backend, dev, desc);
   train_state_t *d = &X.d;
   train_state_init(d, k, w, g, &o);
   workspace_t ws; ws_init(&ws, net, B, r->threads, d->k, c->seed);
@@ -95,6 +100,8 @@ static void opt_node(rt_t *rt, void *arg) {
   int *idx = NULL;
   if (X.res) { resident_set_init(&S_tr, d->k, &r->data.train); idx = xmalloc((size_t)CHUNK * B * sizeof(int)); }
   if (X.res || d->device) loop_on_device(&L, d->k);   /* the evaluations where the parameters are */
+  seq_host_t H = {d, w, &o};   /* a snapshot reads w and o on the host: the loop asks for them right before */
+  if (d->device) loop_device_state(&L, seq_to_host, &H);
   loop_state(&L, "params", w, n * sizeof(float));
   loop_state_optim(&L, "optimizer", &o);
   snap_add_sampler(&L.snap, "sampler", &s);
@@ -135,7 +142,6 @@ static void opt_node(rt_t *rt, void *arg) {
       const int last = step + 1 == r->total_steps;
       loop_loss(&L, losses[j], 1);
       if (loop_diverged(&L, losses[j], step)) { step++; diverged = 1; break; }
-      if (d->device && loop_save_may_follow(&L, step + 1, last, 0)) train_state_download(d, w, &o);
       loop_progress(&L, optim_eval_point(d->o, d->w), step + 1, (double)(step + 1) * B, last);
       loop_checkpoint(&L, last);   /* epoch ends, and the final state (mid-epoch too) */
     }
@@ -193,6 +199,8 @@ static void seq_node(rt_t *rt, void *arg) {
   float *x = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float));   /* [n] */
   net_init_params(&r->net, x, c->seed);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), 0, 1, c->with_replacement, 0);
+  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, x on the host */
+  if (dk) replica_on(&rep, dk);
   loop_begin(&L, x);
   for (long t = 0; t < r->total_steps && !pdl_stop_signal; t++) {
     watchdog_context("%s: step %ld of %ld", c->algo, t, r->total_steps);
@@ -210,7 +218,7 @@ static void seq_node(rt_t *rt, void *arg) {
 
 static const optdef_t *const seq_opts[] = {ALGO_OPTS_DIST, &od_with_replacement, NULL};
 #define SEQ_ALGO(cname, aname, kind, text) \
-  const algo_t algo_##cname = {.name = aname, .shape = ALGO_ONE_NODE, .node = seq_node, .variant = kind, \
+  const algo_t algo_##cname = {.name = aname, .shape = ALGO_ONE_NODE, .node = seq_node, .variant = kind, .device = 1, \
                                .opts = seq_opts, .help = text};
 SEQ_ALGO(seq_sgd, "seq-sgd", OPT_SGD, "p = 1 comparator on the seam: the core's sgd (simulated time, center-style evaluation)")
 SEQ_ALGO(seq_msgd, "seq-msgd", OPT_MSGD, "p = 1 comparator on the seam: the core's msgd")

@@ -39,10 +39,11 @@ static void ssgd_summary(json_t *j, const loop_t *L, void *arg) {
  * would be a new host thread, so a new CUDA context, every update), its batch drawn on the host
  * and uploaded; D is summed on the device by NCCL on the compute stream (rt->ops->allreduce_dev),
  * or, with --coll mpi, downloaded, allreduced on the host and uploaded. The reporter evaluates W
- * on the device (loop_on_device); w and NAG's state come to the host (train_state_download) only
- * where a checkpoint may be saved (--checkpoint: epoch ends, a signal) and at the end. At one node
+ * on the device (loop_on_device); w and NAG's state come to the host (train_state_download, called
+ * by the loop: loop_device_state) only when a snapshot is saved and at the end. At one node
  * the same steps, and the same evaluations, as --algo nag --device cuda. */
-typedef struct { const kernels_t *k; train_state_t d; float *D; } ssgd_dev_t;   /* D: device [n + CTL_F] */
+typedef struct { const kernels_t *k; train_state_t d; float *D; float *w; optim_t *o; } ssgd_dev_t;   /* D: device [n + CTL_F] */
+static void ssgd_to_host(void *arg) { ssgd_dev_t *dv = arg; train_state_download(&dv->d, dv->w, dv->o); }
 
 static void ssgd_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
@@ -62,16 +63,13 @@ static void ssgd_node(rt_t *rt, void *arg) {
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_NAG, n, c->momentum, c->wd);
   ssgd_dev_t dv; memset(&dv, 0, sizeof dv);
-  if (c->cuda_device >= 0) {
-    if (G != 1 || !rt->ops->gpu) die("internal: ssgd --device needs --grad-threads 1 on the real runtime");
-    const int gpu = rt->ops->gpu(rt, kernels_device_count());
-    char desc[256];
-    dv.k = kernels_for(gpu, "--device", desc, sizeof desc);
-    if (!c->quiet) fprintf(stderr, "pdl: rank %d of %d: training on cuda:%d (%s)\n", me, N, gpu, desc);
+  if ((dv.k = loop_device(&L, "training", 1))) {   /* placement: the registry's table for this rank's device */
+    if (G != 1) die("internal: ssgd --device needs --grad-threads 1");
     train_state_init(&dv.d, dv.k, w, NULL, &o);
     dv.D = dv.k->alloc((n + CTL_F) * sizeof(float));   /* zero-filled, as replica_grad wants it */
-    replica_on(&roles[0].rep, dv.k);
-    loop_on_device(&L, dv.k);   /* the reporter evaluates W on the device */
+    replica_on(&roles[0].rep, dv.k);   /* (loop_device: the reporter evaluates W on the device) */
+    dv.w = w; dv.o = &o;
+    loop_device_state(&L, ssgd_to_host, &dv);   /* w and NAG's state come to the host only to be saved */
   }
   loop_state(&L, "w", w, n * sizeof(float));
   loop_state_optim(&L, "nag", &o);
@@ -119,14 +117,11 @@ static void ssgd_node(rt_t *rt, void *arg) {
     rt->ops->work(rt, 4.0 * n * 6);
     loop_loss(&L, loss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, loss, step);
-    if (dv.k && loop_save_may_follow(&L, step + 1, last, x.signal > 0))
-      train_state_download(&dv.d, w, &o);
     if (diverged) break;   /* the same allreduced loss on every node */
     loop_progress(&L, W, step + 1, (double)(step + 1) * c->batch * G * N, last);
     if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }   /* every node: this update done */
     loop_checkpoint(&L, 0);                                           /* epoch ends */
   }
-  if (dv.k) train_state_download(&dv.d, w, &o);
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   loop_finish(&L, W, w);
   for (int g = 0; g < G; g++) { replica_free(&roles[g].rep); xfree(roles[g].D); }

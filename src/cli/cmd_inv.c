@@ -1,6 +1,6 @@
 /* inv.c — `pdl inverse`: speed of the SPD inversions of contract/inv.h, measured in one run: the double
  * LAPACKE oracle (ref_spd_inverse), the fast CPU path on 1 and on T threads (cpu_spd_inverse) and
- * cuSOLVER (cuda_spd_inverse) where a device exists, on the test matrices of ref_spd_random.
+ * cuSOLVER (the registry's cuda table's spd_inverse) where a device exists, on the test matrices of ref_spd_random.
  * Each time is the median over --reps repeats; a repeat runs the call enough times to last
  * ~50 ms (small orders take well under a millisecond) and divides. The three CPU variants'
  * repeats alternate, and each one's best repeat is reported too: the CI gate judges the ratio of
@@ -19,11 +19,7 @@
 #include "kernels/cpu/cpu.h"
 #include "reference/ref.h"
 #include "util/util.h"
-#if defined(PDL_HAVE_CUDA) && defined(PDL_HAVE_CUSOLVER)
-#include "kernels/cuda/cuda_inv.h"
-#include "kernels/cuda/cuda_layers.h"
-#define HAVE_CUDA_INV 1
-#endif
+#include "contract/kernels.h"
 
 #define INV_MAX_SIZES 32
 #define INV_MAX_N 8192
@@ -41,7 +37,7 @@ static void usage(FILE *f) {
 "  ref    ref_spd_inverse: LAPACKE dpotrf + dpotri in double (one thread: OpenBLAS is\n"
 "         single-threaded in pdl), the oracle\n"
 "  fast1  cpu_spd_inverse on 1 thread;  fast  the same on T threads\n"
-"  cuda   cuda_spd_inverse (cuSOLVER) when a CUDA device exists\n"
+"  cuda   the registry's cuda backend's spd_inverse (cuSOLVER) on device 0, when one exists\n"
 "Each time is the median of R repeats (a repeat lasts >= 50 ms: short calls are repeated and\n"
 "averaged inside it); the repeats of ref, fast1 and fast alternate, so interference from other\n"
 "processes falls on all three alike. The best (shortest) repeat of each is also reported: on a\n"
@@ -195,21 +191,26 @@ static double resid(const float *a, const float *x, int n) {
   return r / (am * xm);
 }
 
-#ifdef HAVE_CUDA_INV
-/* Median seconds of cuda_spd_inverse (synchronous) on device copies; x receives the result. */
-static double time_cuda(float *x, const float *a, int n, int reps) {
-  const size_t nn = (size_t)n * n;
-  float *d_a = cuda_alloc_floats(nn), *d_x = cuda_alloc_floats(nn);
-  cuda_upload(d_a, a, nn);
-  inv_timer_t t1 = {.what = "cuda", .fn = cuda_spd_inverse, .x = d_x, .threads = 1};
+/* The device backend's table (the registry's "cuda", device 0) whose spd_inverse is timed; NULL: none. */
+static const kernels_t *g_dk;
+static int dev_spd_inverse(float *inv, const float *a, int n, float *scratch) {
+  (void)scratch;
+  return g_dk->spd_inverse(inv, a, n);
+}
+/* Median seconds of the device's spd_inverse (synchronous: it returns the info) on copies in its
+ * memory; x receives the result. */
+static double time_device(float *x, const float *a, int n, int reps) {
+  const size_t bytes = (size_t)n * n * sizeof(float);
+  float *d_a = g_dk->alloc(bytes), *d_x = g_dk->alloc(bytes);
+  g_dk->upload(d_a, a, bytes);
+  inv_timer_t t1 = {.what = "cuda", .fn = dev_spd_inverse, .x = d_x, .threads = 1};
   time_interleaved(&t1, 1, d_a, n, reps);
   const double t = median(t1.v, reps);
-  cuda_download(x, d_x, nn);
-  cuda_free(d_a);
-  cuda_free(d_x);
+  g_dk->download(x, d_x, bytes);
+  g_dk->release(d_a);
+  g_dk->release(d_x);
   return t;
 }
-#endif
 
 int cmd_inverse(int argc, char **argv) {
   int sizes[INV_MAX_SIZES] = {256, 1024, 2048}, nsizes = 3, reps = 5, T = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -229,19 +230,13 @@ int cmd_inverse(int argc, char **argv) {
   cpu_blas_init();
   results_t out;
   results_open(&out, json_path);
-  int have_cuda = 0;
-  char cuda_why[300] = "built without CUDA/cuSOLVER";
-#ifdef HAVE_CUDA_INV
-  have_cuda = cuda_device_count() > 0;
-  if (have_cuda) {
-    char desc[256];
-    cuda_set_device(0);
-    cuda_describe_device(0, desc, sizeof desc);
-    json_meta_set_gpu(desc);
-  } else {
-    snprintf(cuda_why, sizeof cuda_why, "%s", cuda_no_device_reason());
+  char cuda_why[300] = "";
+  if (kernels_devices("cuda", cuda_why, sizeof cuda_why) > 0) {   /* the registry's device backend */
+    const device_spec_t d = {.backend = "cuda", .index = 0};
+    g_dk = kernels_for(&d, 0, "inverse", NULL, 0);   /* device 0, named in the JSON metadata */
+    if (!g_dk->spd_inverse) { snprintf(cuda_why, sizeof cuda_why, "built without cuSOLVER"); g_dk = NULL; }
   }
-#endif
+  const int have_cuda = g_dk != NULL;
   if (!have_cuda) fprintf(stderr, "cuda: skipped: no CUDA device (%s)\n", cuda_why);
   fprintf(stderr, "%6s %8s %10s %10s %10s %10s %8s %8s %9s %10s %10s\n", "n", "cond", "ref_s", "fast1_s", "fast_s",
           "cuda_s", "x(T)", "x(1)", "best x(T)", "fast_err", "fast_res");
@@ -276,13 +271,11 @@ int cmd_inverse(int argc, char **argv) {
     progress("n=%d: errors", n);
     const double err = max_rel_diff(x, ref, nn), res = resid(a, x, n);
     double cuda_s = -1, cuda_err = -1, cuda_res = -1;
-#ifdef HAVE_CUDA_INV
     if (have_cuda) {
-      cuda_s = time_cuda(x, a, n, reps);
+      cuda_s = time_device(x, a, n, reps);
       cuda_err = max_rel_diff(x, ref, nn);
       cuda_res = resid(a, x, n);
     }
-#endif
     progress_done();
     char cs[16] = "-";
     if (have_cuda) snprintf(cs, sizeof cs, "%.5f", cuda_s);
@@ -321,9 +314,7 @@ int cmd_inverse(int argc, char **argv) {
     results_write(&out, line);
     xfree(a); xfree(ref); xfree(x); xfree(s);
   }
-#ifdef HAVE_CUDA_INV
-  if (have_cuda) cuda_thread_release();
-#endif
+  if (have_cuda && g_dk->thread_release) g_dk->thread_release();
   results_close(&out);
   return 0;
 }

@@ -21,10 +21,6 @@
 #include "optim/optim.h"
 #include "util/util.h"
 #include "util/vec.h"
-#ifdef PDL_HAVE_CUDA
-#include "kernels/cuda/cuda_layers.h"
-#include "kernels/cuda/cuda_table.h"
-#endif
 
 /* --input CxHxW: three positive integers (C <= 4096, H and W <= 65536), nothing else. */
 static void parse_input(const char *v, int *c, int *h, int *w) {
@@ -98,14 +94,14 @@ static void random_batch(const net_t *net, int B, float *x, int *y) {
   for (int i = 0; i < B; i++) y[i] = (int)rng_below(&r, (uint64_t)net->classes);
 }
 
-#ifdef PDL_HAVE_CUDA
-/* the GPU counters at the start and the end of measure_train_speed's timed windows (device backends) */
-static cuda_counters_t g_counts0, g_counts1;
-/* --graph: measure_train_speed captures one step as a CUDA graph after the warm-up window and times
- * its replays (the batch resident on the device, the loss left there); the last replay's loss */
+/* the device counters (kernels_t.counters) at the start and the end of measure_train_speed's timed
+ * windows (device backends) */
+static double g_counts0[4], g_counts1[4];
+/* --graph: measure_train_speed captures one step as a graph (kernels_t.graph_*) after the warm-up
+ * window and times its replays (the batch resident on the device, the loss left there); the last
+ * replay's loss */
 static double g_graph_loss;
-#endif
-static int g_graph;   /* (0 in a build without CUDA: --graph is refused there) */
+static int g_graph;
 /* --host-batch: a device's eager step takes its batch from the host and waits for its loss, every
  * step (pdl train with PDL_TRAIN_RESIDENT=0); without it, pdl train's resident step (the batch
  * gathered on the device from a resident copy, the loss left there: no upload, no wait) */
@@ -153,31 +149,25 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   }
   double v[64]; if (repeats > 64) repeats = 64;
   long timed = 0;
-#ifdef PDL_HAVE_CUDA
   void *graph = NULL;
-#endif
   for (int rep = -1; rep < repeats; rep++) {  /* rep -1 is the warm-up window */
-#ifdef PDL_HAVE_CUDA
     if (rep == 0 && g_graph && !k->host_memory) {
       /* one step captured: x stays in the workspace's input buffer (the warm-up uploaded it), the
        * labels on the device (unchanged, so not uploaded again), the loss on the device */
-      cuda_loss_defer(1);
-      cuda_lr_resident(1);   /* the replays read the lr from the device, as a schedule would set it */
-      cuda_graph_begin();
+      k->loss_defer(1);
+      k->lr_resident(1);   /* the replays read the lr from the device, as a schedule would set it */
+      k->graph_begin();
       net_forward(&ws, d.w, NULL, y, B, 1, NULL);
       net_step_t st;
       SHAPE_ASSERT(optim_fused_step(d.o, &st, 1e-4f));
       net_backward_step(&ws, d.w, d.g, y, B, 1.0f / B, &st);
-      graph = cuda_graph_end();
+      graph = k->graph_end();
     }
-    if (!k->host_memory && rep == 0) cuda_counters_get(&g_counts0);
-#endif
+    if (k->counters && rep == 0) k->counters(g_counts0);
     int steps = 0; double t0 = now_s(), el;
     ws.prof = rep >= 0 ? prof : NULL;
     do {
-#ifdef PDL_HAVE_CUDA
-      if (graph) { cuda_lr_set(1e-4f); cuda_graph_launch(graph); steps++; continue; }
-#endif
+      if (graph) { k->lr_set(1e-4f); k->graph_launch(graph); steps++; continue; }
       if (rs.k) { train_state_steps(&d, &ws, &rs, cidx, g_chunk, B, clr, closs); steps += g_chunk; continue; }
       if (xs) net_gather(&ws, xs, ys, idx, B);   /* resident: y NULL below, the loss into ws.acc */
       net_forward(&ws, d.w, xs ? NULL : x, xs ? NULL : y, B, 1, NULL);
@@ -198,13 +188,11 @@ static speed_t measure_train_speed(const net_t *net, const kernels_t *k, int B, 
   if (steps_out) *steps_out = timed;
   if (xs) { k->release(xs); k->release(ys); k->release(idx); }
   if (rs.k) { g_chunk_graphs = d.graph_launches; resident_set_free(&rs); xfree(cidx); xfree(clr); xfree(closs); }
-#ifdef PDL_HAVE_CUDA
-  if (!k->host_memory) cuda_counters_get(&g_counts1);
+  if (k->counters) k->counters(g_counts1);
   if (graph) {
-    g_graph_loss = cuda_loss_last() / B;
-    cuda_graph_free(graph); cuda_loss_defer(0); cuda_lr_resident(0);
+    g_graph_loss = k->loss_last() / B;
+    k->graph_free(graph); k->loss_defer(0); k->lr_resident(0);
   }
-#endif
   speed_t s;
   double lo = v[0], hi = v[0];
   for (int i = 0; i < repeats; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
@@ -226,7 +214,7 @@ static kfac_speed_t measure_kfac_speed(const net_t *net, int B, int threads, int
   random_batch(net, B, x, y);
   net_init_params(net, w, 1);
   optim_t o; optim_init(&o, OPT_MSGD, n, 0.9f, 0);
-  workspace_t ws; ws_init(&ws, net, B, threads, kernels_for(-1, NULL, NULL, 0), 1);
+  workspace_t ws; ws_init(&ws, net, B, threads, kernels_for(NULL, -1, NULL, NULL, 0), 1);
   ws.unfused = 1;
   kfac_cfg_t kc = {1e-3f, 0, 1, KFAC_INV_FAST};
   kfac_t k; kfac_init(&k, net, &kc, threads);
@@ -347,45 +335,43 @@ static void print_profile(const net_t *net, int B, int fused, const double *prof
   fprintf(stderr, "    step %.3f ms at batch %d (mean of %ld timed steps)\n", step_ms, B, steps);
 }
 
-#ifdef PDL_HAVE_CUDA
-/* cuBLAS SGEMM GFLOP/s at n^3 (through cuda_fc_forward: out = in w^T + b, whose bias pass is
- * n^2 beside 2 n^3), FP32 (cuBLAS's default math mode: no TF32), median of `reps` windows of 10. */
-static double measure_cublas_gflops(int n, int reps) {
+/* The device's SGEMM GFLOP/s at n^3 (through k's fc_forward: out = in w^T + b, whose bias pass is
+ * n^2 beside 2 n^3; on CUDA cuBLAS's, FP32: no TF32), median of `reps` windows of 10. */
+static double measure_device_gflops(const kernels_t *k, int n, int reps) {
   const size_t nn = (size_t)n * n;
   float *h = xmalloc(nn * sizeof *h);
   rng_t r; rng_seed(&r, 11, 0);
   for (size_t i = 0; i < nn; i++) h[i] = rng_normal(&r);
-  float *a = cuda_alloc_floats(nn), *b = cuda_alloc_floats(nn), *c = cuda_alloc_floats(nn), *bias = cuda_alloc_floats(n);
-  cuda_upload(a, h, nn); cuda_upload(b, h, nn); cuda_zero_floats(bias, n);
-  for (int i = 0; i < 2; i++) cuda_fc_forward(c, a, b, bias, n, n, n);
-  cuda_sync();
+  float *a = k->alloc(nn * sizeof(float)), *b = k->alloc(nn * sizeof(float)), *c = k->alloc(nn * sizeof(float));
+  float *bias = k->alloc((size_t)n * sizeof(float));   /* zero-filled */
+  k->upload(a, h, nn * sizeof(float)); k->upload(b, h, nn * sizeof(float));
+  for (int i = 0; i < 2; i++) k->fc_forward(c, a, b, bias, n, n, n);
+  if (k->sync) k->sync();
   double v[16]; if (reps > 16) reps = 16;
   for (int rep = 0; rep < reps; rep++) {
     const double t0 = now_s();
-    for (int i = 0; i < 10; i++) cuda_fc_forward(c, a, b, bias, n, n, n);
-    cuda_sync();
+    for (int i = 0; i < 10; i++) k->fc_forward(c, a, b, bias, n, n, n);
+    if (k->sync) k->sync();
     v[rep] = 10 * 2.0 * n * (double)nn / (now_s() - t0) / 1e9;
   }
-  cuda_free(a); cuda_free(b); cuda_free(c); cuda_free(bias); xfree(h);
+  k->release(a); k->release(b); k->release(c); k->release(bias); xfree(h);
   return median(v, reps);
 }
-#endif
 
-/* pdl speed --device cuda: measure_train_speed's step (forward, then the backward with the
- * momentum update fused, lr 1e-4, mu 0.9) through kernels_cuda, parameters, gradients and
- * momentum in device memory; the batch gathered on the device from a resident copy and the loss
- * left there, as pdl train's resident steps (host_batch: uploaded, and the loss waited for, every
- * step) -- or, with graph, one captured step is replayed (the batch resident, the loss left on the
- * device). Beside cuBLAS SGEMM.
+/* pdl speed --device NAME[:N] (a device backend of the registry): measure_train_speed's step
+ * (forward, then the backward with the momentum update fused, lr 1e-4, mu 0.9) through its table,
+ * parameters, gradients and momentum in its memory; the batch gathered on the device from a
+ * resident copy and the loss left there, as pdl train's resident steps (host_batch: uploaded, and
+ * the loss waited for, every step) -- or, with graph, one captured step is replayed (the batch
+ * resident, the loss left on the device). Beside the device's SGEMM (its fc_forward).
  * Prints the summary line on stderr and the JSON line on stdout. */
-static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int graph, int host_batch, int chunk) {
-#ifndef PDL_HAVE_CUDA
-  (void)net; (void)B; (void)R; (void)profile; (void)graph; (void)host_batch; (void)chunk;
-  die("--device cuda:%d: this pdl was built without CUDA (no nvcc when it was built)", dev);
-  return 1;
-#else
+static int speed_device(const net_t *net, int B, int R, const device_spec_t *dv, int profile, int graph, int host_batch,
+                        int chunk) {
   char desc[256];
-  const kernels_t *k = kernels_for(dev, "--device", desc, sizeof desc);
+  const int dev = kernels_device_index(dv, 0, "--device");
+  const kernels_t *k = kernels_for(dv, dev, "--device", desc, sizeof desc);
+  if (graph && !(k->graph_begin && k->loss_defer && k->lr_resident))
+    die_usage("speed --graph: the %s backend has no graphs of a step", k->name);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long timed = 0;
   g_graph = graph;
@@ -393,27 +379,27 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
   g_chunk = chunk;
   const speed_t sp = measure_train_speed(net, k, B, 1, R, B >= 32 ? 0.5 : 0.25, 1, profile ? prof : NULL, &timed);
   const double img_s = sp.img_s, lo = sp.img_s_min, hi = sp.img_s_max, gflops = sp.gflops;
-  const double sg = measure_cublas_gflops(4096, 5);
-  const char *impl = cuda_conv_impl();
+  const double sg = measure_device_gflops(k, 4096, 5);
+  const char *impl = k->conv_impl ? k->conv_impl() : "";
   const char *conv = !strcmp(impl, "cudnn") ? "cuDNN (FP32, deterministic)"
                      : !strcmp(impl, "auto") ? "auto (the faster of cuDNN and im2col + cuBLAS per shape)" : "im2col + cuBLAS";
   const double per = timed > 0 ? 1.0 / (double)timed : 0.0;
-  const double ops = (double)(g_counts1.ops - g_counts0.ops) * per, syncs = (double)(g_counts1.syncs - g_counts0.syncs) * per;
-  const double h2d = (double)(g_counts1.h2d_bytes - g_counts0.h2d_bytes) * per;
-  fprintf(stderr, "%s batch %d on cuda:%d (%s), conv %s, update fused: %.1f img/s (%.1f-%.1f), %.1f "
+  const double ops = (g_counts1[0] - g_counts0[0]) * per, syncs = (g_counts1[1] - g_counts0[1]) * per;
+  const double h2d = (g_counts1[2] - g_counts0[2]) * per;
+  fprintf(stderr, "%s batch %d on %s:%d (%s), conv %s, update fused: %.1f img/s (%.1f-%.1f), %.1f "
                   "nominal GFLOP/s = %.1f%% of cuBLAS SGEMM %.0f GFLOP/s (4096^3, FP32); per step %.1f GPU ops, "
                   "%.1f host waits, %.0f bytes up%s\n",
-          net->name, B, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d,
+          net->name, B, dv->backend, dev, desc, conv, img_s, lo, hi, gflops, 100 * gflops / sg, sg, ops, syncs, h2d,
           graph ? "; each step one CUDA graph replay, the batch resident"
                 : chunk ? "; pdl train's chunks of --chunk steps (train_state_steps)" : host_batch ? "; the batch uploaded and the loss read back every step" : "; the batch gathered on the device, the loss left there");
-  char algos[4096];
-  cuda_conv_algos(algos, sizeof algos);
+  char algos[4096] = "";
+  if (k->conv_algos) k->conv_algos(algos, sizeof algos);
   const prof_totals_t tot = profile_totals(net, prof, profile ? timed : 0);
   if (profile) print_profile(net, B, 1, prof, timed, &tot);
   json_t j; json_begin(&j);
   json_str(&j, "event", "speed");
   json_str(&j, "net", net->name); json_str(&j, "net_spec", net->spec);
-  json_str(&j, "device", "cuda"); json_int(&j, "cuda_device", dev);
+  json_str(&j, "device", dv->backend); json_int(&j, "cuda_device", dev);
   json_int(&j, "batch", B); json_int(&j, "repeats", R);
   json_num(&j, "img_per_s", img_s); json_num(&j, "img_per_s_min", lo); json_num(&j, "img_per_s_max", hi);
   json_num(&j, "gflops", gflops); json_num(&j, "sgemm_gflops", sg); json_num(&j, "ratio_to_sgemm", gflops / sg);
@@ -433,7 +419,6 @@ static int speed_cuda(const net_t *net, int B, int R, int dev, int profile, int 
   json_meta(&j);
   printf("%s\n", json_end(&j));
   return 0;
-#endif
 }
 
 static void speed_usage(FILE *f, const char *cmd) {
@@ -491,7 +476,7 @@ static void speed_usage(FILE *f, const char *cmd) {
 static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
-  int device = -1; /* --device: -1 cpu, else the CUDA device */
+  device_spec_t device; parse_device("--device", "cpu", &device);   /* --device: the registry's backend */
   int graph = 0, host_batch = 0, chunk = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -514,29 +499,30 @@ static int speed_main(int argc, char **argv, int calibrate) {
       kfac = !strcmp(v, "kfac"); i++;
     }
     else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
-    else if (!strcmp(a, "--device")) { if (!v) die_usage("--device needs a value: cpu or cuda[:N]"); device = parse_device(a, v); i++; }
+    else if (!strcmp(a, "--device")) { if (!v) die_usage("--device needs a value: %s", kernels_device_forms()); parse_device(a, v, &device); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
   }
   net_t net; net_build(&net, netname, c, h, w);
   net_check_memory(&net, B);
-  if (graph && device < 0) die_usage("%s --graph: CUDA graphs need --device cuda[:N]", argv[0]);
-  if (host_batch && (device < 0 || graph))
+  const int on_dev = !kernels_device_is_host(&device);
+  if (graph && !on_dev) die_usage("%s --graph: CUDA graphs need --device cuda[:N]", argv[0]);
+  if (host_batch && (!on_dev || graph))
     die_usage("%s --host-batch: a device's eager step (--device cuda[:N], not --graph)", argv[0]);
-  if (chunk && (device < 0 || graph || host_batch || profile))
+  if (chunk && (!on_dev || graph || host_batch || profile))
     die_usage("%s --chunk: pdl train's resident chunks on a device (--device cuda[:N]; not with --graph, --host-batch or "
               "--profile)", argv[0]);
   if (graph && profile) die_usage("%s --graph: not with --profile (its per-layer timers wait for the device)", argv[0]);
-  if (device >= 0) {
+  if (on_dev) {
     if (calibrate || kfac || !fused)
       die_usage("%s --device cuda: only the plain training step (and --profile) is timed on a GPU yet (no --algo "
                 "kfac, --update separate%s)", argv[0], calibrate ? " or calibrate" : "");
-    return speed_cuda(&net, B, R, device, profile, graph, host_batch, chunk);
+    return speed_device(&net, B, R, &device, profile, graph, host_batch, chunk);
   }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
   long steps = 0;
-  speed_t s = measure_train_speed(&net, kernels_for(-1, NULL, NULL, 0), B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
+  speed_t s = measure_train_speed(&net, kernels_for(NULL, -1, NULL, NULL, 0), B, T, R, B >= 32 ? 0.5 : 0.25, fused, profile ? prof : NULL, &steps);
   double sg2 = measure_sgemm_gflops(1024, T, 5);  /* again after: the machine is noisy */
   double sgm = sg > sg2 ? sg : sg2;
   static const char *const conv_names[] = {"im2col", "auto", "winograd", "winograd4"}; /* by CPU_CONV_* */

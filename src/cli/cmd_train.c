@@ -14,19 +14,28 @@ int cmd_train(int argc, char **argv) {
   if (!A) algo_train(&c);   /* exits 2 with the list of algorithms */
   train_cfg_parse(&c, argc, argv, A->opts, algo_refuse_flag);
   const int one = A->shape == ALGO_ONE_NODE;
-  if (c.cuda_device >= 0) {   /* the node programs that train on a device say so (algo_t.device) */
-    if (!A->device)
-      die_usage("train: --device cuda trains the sequential optimizers (--algo sgd, msgd, nag, adam, asgd, mvasgd), "
-                "ssgd, kfac and kfac-dist, not '%s': its node program runs on the CPU (drop --device)", c.algo);
+  if (!kernels_device_is_host(&c.device)) {   /* the node programs that train on a device say so (algo_t.device) */
+    const char *dv = c.device.backend;
+    if (!A->device) {
+      char list[1024] = "";   /* the descriptors that do, in --help order */
+      int m = 0, i = 0;
+      for (int a = 0; a < algo_count; a++) m += algo_table[a]->device;
+      for (int a = 0; a < algo_count; a++)
+        if (algo_table[a]->device)
+          snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i++ ? (i == m ? " and " : ", ") : "",
+                   algo_table[a]->name);
+      die_usage("train: --device %s trains %s, not '%s': its node program runs on the CPU (drop --device)", dv, list,
+                c.algo);
+    }
     if (strcmp(c.runtime, "real"))
-      die_usage("train: --device cuda: --algo %s trains on GPUs on --runtime real only (the sim runtime charges modelled "
-                "devices)", c.algo);
-    if (c.cuda_device > 0 && !one)
-      die_usage("train: --device cuda:%d: a distributed run puts each rank on its own GPU (NCCL's, or the rank's index on "
-                "its host modulo the GPUs): say --device cuda", c.cuda_device);
+      die_usage("train: --device %s: --algo %s trains on GPUs on --runtime real only (the sim runtime charges modelled "
+                "devices)", dv, c.algo);
+    if (c.device.index >= 0 && strcmp(c.coll, "mpi"))
+      die_usage("train: --device %s:%d: --coll %s sets each rank up on its own GPU (its local rank modulo the host's "
+                "GPUs): say --device %s, or --coll mpi", dv, c.device.index, c.coll, dv);
     if (c.grad_threads != 1)
-      die_usage("train: --device cuda: --algo %s runs one gradient role per rank on its GPU: --grad-threads 1 (not %d)",
-                c.algo, c.grad_threads);
+      die_usage("train: --device %s: --algo %s runs one gradient role per rank on its GPU: --grad-threads 1 (not %d)",
+                dv, c.algo, c.grad_threads);
   }
   if (strcmp(c.coll, "mpi") && one)
     die_usage("train: --coll %s: --algo %s is sequential and makes no collective calls; --coll is for the distributed "

@@ -82,7 +82,8 @@ typedef struct {
   void (*run)(const coll_call_t *c);
   void (*barrier)(void);
   void (*teardown)(void);
-  /* Device backends (NULL for MPI): run_on queues a call on the caller's CUDA stream (a
+  /* Device backends (NULL for a host-memory backend, MPI: coll_seam then hands it the caller's
+   * buffers, else it stages them through alloc'd ones): run_on queues a call on the caller's CUDA stream (a
    * cudaStream_t of the device device() returns, buffers in its memory) and returns without
    * waiting; device() is the CUDA device this rank's backend set up on. */
   void (*run_on)(const coll_call_t *c, void *stream);

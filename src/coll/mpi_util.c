@@ -3,9 +3,6 @@
 #include "coll/mpi_util.h"
 #include <stdio.h>
 #include <stdlib.h>
-#ifdef PDL_HAVE_CUDA
-#include "kernels/cuda/cuda_layers.h"
-#endif
 
 static int g_rank = 0, g_size = 1, g_active = 0;
 
@@ -22,16 +19,6 @@ void pdl_mpi_fail(int rc, const char *call, const char *file, int line) {
   exit(1); /* MPI_Abort does not return; this keeps the noreturn promise if it ever did */
 }
 
-#ifdef PDL_HAVE_CUDA
-/* A failed CUDA call on any rank ends the job, naming the rank and the call (cuda_layers.h). */
-static void cuda_fail_abort(const char *msg) {
-  fflush(stdout);
-  fprintf(stderr, "pdl: rank %d of %d: %s\n", g_rank, g_size, msg);
-  fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  exit(1);
-}
-#endif
 
 int pdl_mpi_init(int *argc, char ***argv, int required) {
   int inited = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
@@ -51,9 +38,6 @@ int pdl_mpi_init(int *argc, char ***argv, int required) {
   CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank));
   CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &g_size));
   g_active = 1;
-#ifdef PDL_HAVE_CUDA
-  cuda_set_fail_handler(cuda_fail_abort);
-#endif
   return provided;
 }
 
@@ -61,16 +45,27 @@ void pdl_mpi_finalize(void) {
   int inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
-#ifdef PDL_HAVE_CUDA
-  cuda_set_fail_handler(NULL);   /* no MPI_Abort after MPI_Finalize */
-#endif
+  g_active = 0;   /* pdl_mpi_fail_abort: no MPI_Abort after MPI_Finalize */
   if (inited && !finalized) MPI_Finalize();
-  g_active = 0;
 }
 #else
 int pdl_mpi_init(int *argc, char ***argv, int required) { (void)argc; (void)argv; return required; }
 void pdl_mpi_finalize(void) {}
 #endif
+
+void pdl_mpi_fail_abort(const char *msg) {
+  fflush(stdout);
+#ifdef PDL_HAVE_MPI
+  if (g_active) {
+    fprintf(stderr, "pdl: rank %d of %d: %s\n", g_rank, g_size, msg);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+#endif
+  fprintf(stderr, "pdl: %s\n", msg);
+  fflush(stderr);
+  exit(1);
+}
 
 /* MPI initialised by someone else (a test, a library) still answers correctly. */
 static int mpi_live(void) {

@@ -23,6 +23,10 @@ int pdl_mpi_init(int *argc, char ***argv, int required);
 void pdl_mpi_finalize(void);   /* idempotent; no-op when MPI was never initialised */
 int pdl_mpi_rank(void);        /* rank in COMM_WORLD; 0 when MPI is not initialised/not built */
 int pdl_mpi_size(void);        /* size of COMM_WORLD; 1 likewise */
+/* A device backend's failure (kernels_set_fail_handler's handler, installed where a run starts MPI):
+ * while MPI is active, "pdl: rank R of N: msg" and MPI_Abort, so every rank ends at once instead of
+ * waiting for the watchdog; otherwise "pdl: msg" and exit(1). Does not return. */
+void pdl_mpi_fail_abort(const char *msg) __attribute__((noreturn));
 int pdl_mpi_active(void);      /* 1 while MPI is initialised and not finalised (any thread may ask) */
 
 #endif

@@ -10,12 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-int parse_device(const char *flag, const char *v) {
-  if (!strcmp(v, "cpu")) return -1;
-  if (!strncmp(v, "cuda", 4) && (v[4] == 0 || v[4] == ':'))
-    return v[4] == ':' ? (int)parse_long(flag, v + 5, 0, 63) : 0;
-  die_usage("%s must be cpu or cuda[:N], not '%s'", flag, v);
-  return -1;
+void parse_device(const char *flag, const char *v, device_spec_t *d) {
+  char why[320];
+  if (kernels_device_parse(d, v, why, sizeof why)) die_usage("%s %s", flag, why);
 }
 
 void train_cfg_defaults(train_cfg_t *c) {
@@ -27,7 +24,8 @@ void train_cfg_defaults(train_cfg_t *c) {
   snprintf(c->coll, sizeof c->coll, "mpi");
   snprintf(c->staleness, sizeof c->staleness, "auto");
   c->batch = 128; c->lr = 0.01f; c->momentum = 0.9f; c->wd = 0; c->warmup = 0;
-  c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3; c->cuda_device = -1;
+  c->epochs = 1; c->seed = 1; c->threads = 0; c->diverge_loss = 1e3; c->device.index = -1;
+  snprintf(c->device.backend, sizeof c->device.backend, "cpu");
   snprintf(c->worker_opt, sizeof c->worker_opt, "adam"); c->gamma = 1e-4f;
   c->grad_threads = 1; c->tau = 1; c->alpha = -1; c->beta = 0.9f; c->delta = 0.99f;
 }
@@ -45,7 +43,7 @@ static void set_seed(const optdef_t *d, void *area, const char *v) {
   ((train_cfg_t *)area)->seed = (uint64_t)parse_long(d->name, v, 0, 1L << 62);
 }
 static void set_device(const optdef_t *d, void *area, const char *v) {
-  ((train_cfg_t *)area)->cuda_device = parse_device(d->name, v);
+  parse_device(d->name, v, &((train_cfg_t *)area)->device);
 }
 static const char *const runtimes[] = {"real", "sim", NULL};
 static const char *const colls[] = {"mpi", "nccl", NULL};
@@ -62,7 +60,7 @@ static const optdef_t
   od_steps = {"--steps", OD_LONG, 1, (double)(1L << 40), NULL, NULL, "K", "updates (overrides --epochs)", CFG(steps), 0, NULL},
   od_seed = {"--seed", OD_LONG, 0, 0, NULL, "1", "S", "seed for init, shuffling, dropout", CFG(seed), 0, set_seed},
   od_threads = {"--threads", OD_INT, 1, 1024, NULL, "cores / replicas", "T", "OpenMP threads per replica", CFG(threads), 0, NULL},
-  od_device = {"--device", OD_INT, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers, the data sets and the evaluation on the device too; ssgd, kfac and kfac-dist with --device cuda, each rank on its own GPU, kfac's factors and preconditioning by cuBLAS and its inversions by cuSOLVER there; conv by cuDNN or im2col + cuBLAS, the faster per shape; PDL_CUDA_CONV=cudnn|im2col forces one; the batches gathered on the device in chunks of up to 64 steps, PDL_TRAIN_RESIDENT=0 uploads each; the chunks replayed as CUDA graphs, PDL_TRAIN_GRAPH=0 runs them eagerly)", CFG(cuda_device), 0, set_device},
+  od_device = {"--device", OD_STR, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers, the data sets and the evaluation on the device too; the distributed algorithms (their descriptors' .device) with --device cuda, each rank on a GPU of its host (its local rank modulo the host's GPUs; cuda:N puts every rank on N): ssgd, kfac and kfac-dist keep their parameters and optimizer state there, the others compute their gradients there and keep the rest on the host (a parameter server's state on its rank's host); kfac's factors and preconditioning by cuBLAS and its inversions by cuSOLVER there; conv by cuDNN or im2col + cuBLAS, the faster per shape; PDL_CUDA_CONV=cudnn|im2col forces one; the batches gathered on the device in chunks of up to 64 steps, PDL_TRAIN_RESIDENT=0 uploads each; the chunks replayed as CUDA graphs, PDL_TRAIN_GRAPH=0 runs them eagerly)", CFG(device), 0, set_device},
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
@@ -174,7 +172,7 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
     r->cfg.eval_every = c->eval_every_examples / examples_per_update;
     if (r->cfg.eval_every < 1) r->cfg.eval_every = 1;
   }
-  ws_init(&r->eval_ws, &r->net, 256, r->threads, kernels_for(-1, NULL, NULL, 0), c->seed);
+  ws_init(&r->eval_ws, &r->net, 256, r->threads, kernels_for(NULL, -1, NULL, NULL, 0), c->seed);
   results_open(&r->res, c->results);
   r->t0 = now_s();
   r->test_err = r->test_loss = r->train_loss = NAN;

@@ -30,7 +30,8 @@ typedef struct {
   char results[1024], checkpoint[1024], tag[128];
   int resume, quiet;
   double timeout;          /* watchdog seconds (0 = off) */
-  int cuda_device;         /* --device: -1 cpu (default), else the CUDA device that trains */
+  device_spec_t device;    /* --device: the backend (contract/kernels.h's registry; "cpu" by default),
+                              its device index (-1: each rank's local rank modulo the devices) */
   /* distributed: the options the algorithm families share (their descriptors, which say which
    * algorithm reads which, are in src/algo/opts.c; an algorithm lists them in algo_t.opts) */
   char runtime[16];        /* "real" | "sim" */
@@ -149,8 +150,9 @@ void resident_set_free(resident_set_t *s);
 void train_state_steps(train_state_t *d, workspace_t *ws, const resident_set_t *s, const int *idx, int K, int B,
                        const float *lr, double *loss);
 
-/* --device cpu|cuda[:N]: -1 for cpu, else N (cuda = cuda:0); bad values die_usage naming flag. */
-int parse_device(const char *flag, const char *v);
+/* --device NAME[:N] (the registry's backends: cpu | cuda[:N] | ...) into d; a bad value dies_usage
+ * (exit 2) naming flag. */
+void parse_device(const char *flag, const char *v, device_spec_t *d);
 /* Evaluates params on the test set, updates r->test_err/test_loss, writes an "eval" line with
  * extra raw JSON pairs (may be NULL, e.g. "\"S_bar\":7.2"), prints progress. Rank 0 only writes. */
 void run_eval(run_t *r, const float *params, double wall_or_sim_time, const char *extra);

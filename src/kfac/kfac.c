@@ -10,10 +10,6 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_layers.h"
 #include "reference/ref.h"
-#ifdef PDL_HAVE_CUSOLVER
-#include "kernels/cuda/cuda_inv.h"
-#include "kernels/cuda/cuda_layers.h"
-#endif
 #include "util/util.h"
 
 static const char *const inv_names[] = {"fast", "ref", "eig", "cuda"};
@@ -92,9 +88,7 @@ void kfac_free(kfac_t *k) {
   if (k->own) xfree(k->own);
   else for (int l = 0; l < k->nl; l++) { xfree(k->A[l]); xfree(k->G[l]); xfree(k->Ai[l]); xfree(k->Gi[l]); }
   xfree(k->part); xfree(k->col); xfree(k->tmp); xfree(k->dmp); xfree(k->inv_scratch);
-#ifdef PDL_HAVE_CUSOLVER
-  if (k->dev_n) { cuda_free(k->dev_a); cuda_free(k->dev_inv); }   /* (no CUDA call without a device) */
-#endif
+  if (k->dev_n) { k->inv_k->release(k->dev_a); k->inv_k->release(k->dev_inv); }   /* (none without a device) */
   memset(k, 0, sizeof *k);
 }
 
@@ -232,22 +226,29 @@ double kfac_pi_diag(const float *A, size_t inca, int da, const float *G, size_t 
   return ta > 0 && tg > 0 && isfinite(pi) && pi > 0 ? pi : 1.0;
 }
 
-#ifdef PDL_HAVE_CUSOLVER
-/* cuSOLVER on host matrices: upload, invert on the device, download; the device buffers are
- * kept in k and grown to the largest factor, so an update allocates nothing. */
-static int cuda_inverse_host(kfac_t *k, float *inv, const float *a, int n) {
-  if (cuda_device_count() < 1) die("--kfac-inverse cuda: no CUDA device (%s)", cuda_no_device_reason());
+/* --kfac-inverse cuda: the registry's cuda backend (its spd_inverse: cuSOLVER) on host matrices:
+ * upload, invert on the device, download; the device buffers are kept in k and grown to the largest
+ * factor, so an update allocates nothing. */
+static int device_inverse_host(kfac_t *k, float *inv, const float *a, int n) {
+  if (!k->inv_k) {
+    device_spec_t d;
+    char why[256];
+    if (kernels_device_parse(&d, "cuda", why, sizeof why)) die("--kfac-inverse cuda: %s", why);
+    const kernels_t *t = kernels_for(&d, kernels_device_index(&d, 0, "--kfac-inverse"), "--kfac-inverse", NULL, 0);
+    if (!t->spd_inverse) die("--kfac-inverse cuda: this build has no cuSOLVER (nvcc and cusolverDn.h not found)");
+    k->inv_k = t;
+  }
+  const kernels_t *t = k->inv_k;
   size_t nn = (size_t)n * n;
   if (nn > k->dev_n) {
-    if (k->dev_n) { cuda_free(k->dev_a); cuda_free(k->dev_inv); }
-    k->dev_a = cuda_alloc_floats(nn); k->dev_inv = cuda_alloc_floats(nn); k->dev_n = nn;
+    if (k->dev_n) { t->release(k->dev_a); t->release(k->dev_inv); }
+    k->dev_a = t->alloc(nn * sizeof(float)); k->dev_inv = t->alloc(nn * sizeof(float)); k->dev_n = nn;
   }
-  cuda_upload(k->dev_a, a, nn);
-  int info = cuda_spd_inverse(k->dev_inv, k->dev_a, n, NULL);
-  if (!info) cuda_download(inv, k->dev_inv, nn);
+  t->upload(k->dev_a, a, nn * sizeof(float));
+  int info = t->spd_inverse(k->dev_inv, k->dev_a, n);
+  if (!info) t->download(inv, k->dev_inv, nn * sizeof(float));
   return info;
 }
-#endif
 
 /* The chosen inversion of the SPD n x n matrix a into inv. */
 int kfac_invert(kfac_t *k, float *inv, const float *a, int n) {
@@ -256,12 +257,7 @@ int kfac_invert(kfac_t *k, float *inv, const float *a, int n) {
   switch (k->cfg.inverse) {
   case KFAC_INV_REF: return ref_spd_inverse(inv, a, n, NULL);
   case KFAC_INV_EIG: return ref_spd_inverse_eig(inv, a, n, NULL);
-  case KFAC_INV_CUDA:
-#ifdef PDL_HAVE_CUSOLVER
-    return cuda_inverse_host(k, inv, a, n);
-#else
-    die("--kfac-inverse cuda: this build has no cuSOLVER (nvcc and cusolverDn.h not found)");
-#endif
+  case KFAC_INV_CUDA: return device_inverse_host(k, inv, a, n);
   default: cpu_set_threads(k->nthreads); return cpu_spd_inverse(inv, a, n, k->inv_scratch);
   }
 }

@@ -72,7 +72,10 @@ typedef struct {
   float *part;                           /* per-thread partial factors */
   float *col;                            /* per-thread im2col patches */
   size_t part_n, col_n;
-  float *dev_a, *dev_inv; size_t dev_n; /* --kfac-inverse cuda: device buffers, grown on demand */
+  /* --kfac-inverse cuda: the registry's cuda table (device 0, opened at the first inversion) and
+   * buffers in its memory, grown on demand */
+  const kernels_t *inv_k;
+  float *dev_a, *dev_inv; size_t dev_n;
   int nthreads;
   kfac_stats_t st;
   /* --kfac-split (src/algo/kfac_split.c): factors of order >= split_min go to split(), which

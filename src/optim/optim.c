@@ -25,7 +25,7 @@ void optim_init_on(optim_t *o, opt_kind_t kind, size_t n, float mu, float wd, co
   if (kind == OPT_NAG) o->what = k->alloc(bytes);
 }
 void optim_init(optim_t *o, opt_kind_t kind, size_t n, float mu, float wd) {
-  optim_init_on(o, kind, n, mu, wd, kernels_for(-1, NULL, NULL, 0));
+  optim_init_on(o, kind, n, mu, wd, kernels_for(NULL, -1, NULL, NULL, 0));
 }
 
 void optim_free(optim_t *o) {

@@ -9,7 +9,7 @@
  * pass the batch mean) and the learning rate of the step as given: the schedule (constant, or a
  * linear warm-up) is the node loop's, loop_lr in src/algo/loop.c.
  * Every update runs through a kernel table (contract/kernels.h: sgd_step, adam_step, nag_point,
- * avg_step, copy): optim_init's is the CPU's (kernels_for(-1)), optim_init_on takes one, e.g. a
+ * avg_step, copy): optim_init's is the CPU's (kernels_for(NULL)), optim_init_on takes one, e.g. a
  * device backend's, whose memory then holds the state vectors and must hold w and g. */
 #ifndef PDL_OPTIM_H
 #define PDL_OPTIM_H

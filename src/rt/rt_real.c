@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "contract/kernels.h"
 #include "coll/coll.h"
 #include "coll/mpi_util.h"
 #include "rt/rt.h"
@@ -182,7 +183,8 @@ static void r_reduce_scatterv(rt_t *rt, const float *buf, float *mine, const siz
 static void r_barrier(rt_t *rt) { (void)rt; }
 #endif
 
-static int g_local_rank;   /* this rank's index among the ranks of its host (rt_real_run) */
+static int g_local_rank;   /* this rank's index among the ranks of its host (rt_real_run: MPI's shared-memory
+                              split; without MPI OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID) */
 static int r_gpu(rt_t *rt, int ndev) {
   (void)rt;
 #ifdef PDL_HAVE_MPI
@@ -216,7 +218,9 @@ int rt_real_mpi_comm_f(void) {
 int rt_real_init(int roles_talk) {
 #ifdef PDL_HAVE_MPI
   int need = roles_talk ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
-  return pdl_mpi_init(NULL, NULL, need) < need ? -1 : 0;
+  if (pdl_mpi_init(NULL, NULL, need) < need) return -1;
+  kernels_set_fail_handler(pdl_mpi_fail_abort);   /* a device's failure on one rank ends every rank */
+  return 0;
 #else
   (void)roles_talk;
   return 0;
@@ -252,6 +256,11 @@ int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
   }
 #else
   (void)argc; (void)argv;
+  {   /* no MPI: the launcher's own word for this process's index on its host, if any */
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!lr) lr = getenv("SLURM_LOCALID");
+    g_local_rank = lr ? atoi(lr) : 0;
+  }
   if (strcmp(g_coll_name, "mpi")) die_usage("--coll %s: this build has no MPI (built with NO_MPI=1), so no NCCL bootstrap", g_coll_name);
 #endif
   rt_t rt = {&real_ops, pdl_mpi_rank(), pdl_mpi_size(), -1, 1, NULL};
