@@ -30,7 +30,7 @@ v=$("$PDL" train "${COMMON[@]}" --train-subset 256 --val 64 --steps 2 | tail -1)
 # (all of them: cmd_train refuses the others, exit 2 naming the flag); and a GPU run does not take
 # ssgd's sim runtime or several grad threads
 n=0; refused=""
-for a in $("$PDL" train --help | sed -n '/^distributed algorithms/,/^the distributed/p' | grep -o '^  [a-z][a-z0-9-]*'); do
+for a in $("$PDL" train --help | sed -n '/^algorithms (--algo/,/^the algorithms/p' | grep -o '^  [a-z][a-z0-9-]*'); do
   out=$("$PDL" train "${COMMON[@]}" --algo $a --device cuda --steps 1 2>&1); n=$((n + 1))
   grep -q "runs on the CPU (drop --device)" <<<"$out" && refused+=" $a"
 done

@@ -142,7 +142,13 @@ int algo_train(const train_cfg_t *c) {
   if (A->shape == ALGO_ONE_NODE) {   /* one process, no MPI (a one-node run makes no collective call) */
     const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
     if (!ranks) ranks = getenv("PMI_SIZE");
-    if (ranks && atoi(ranks) > 1) die_usage("train: --algo %s runs on one node: one process (no mpirun -np %s)", cf.algo, ranks);
+    if (ranks && atoi(ranks) > 1) {
+      char dist[64];   /* its distributed form, where the table has one (kfac -> kfac-dist) */
+      snprintf(dist, sizeof dist, "%.50s-dist", cf.algo);
+      const int has = algo_find(dist) != NULL;
+      die_usage("train: --algo %s runs on one node: one process (no mpirun -np %s)%s%s", cf.algo, ranks,
+                has ? "; its distributed form is --algo " : "", has ? dist : "");
+    }
     if (cf.timeout > 0) watchdog_start(cf.timeout);
     watchdog_context("%s: loading data and building the net", cf.algo);
     job->nnodes = 1;
