@@ -88,7 +88,8 @@ LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard base/*/*.c src/*/*.c k
 LIB_CU := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
 LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 SIM_C := $(wildcard src/sim/*.c)
-SIM_OBJ := $(SIM_C:%.c=$(BUILD)/obj/%.pic.o)
+# base/util/env.c (the environment variables' table, libc only) goes into the .so too: src/sim reads PDL_SIM_*
+SIM_OBJ := $(SIM_C:%.c=$(BUILD)/obj/%.pic.o) $(BUILD)/obj/base/util/env.pic.o
 TEST_C := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
 LIBPDL := $(BUILD)/libpdl.a

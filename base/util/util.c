@@ -1,5 +1,6 @@
 /* util.c — see util.h. */
 #include "util/util.h"
+#include "util/env.h"
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -315,7 +316,7 @@ void json_meta_set_gpu(const char *desc) { snprintf(g_gpu, sizeof g_gpu, "%s", d
 
 void json_meta(json_t *j) {
   if (!g_git_rev[0]) {
-    const char *env = getenv("PDL_GIT_REV");
+    const char *env = env_get("PDL_GIT_REV");
     snprintf(g_git_rev, sizeof g_git_rev, "%s", env && *env ? env : PDL_GIT_REV_DEFAULT);
     if (gethostname(g_host, sizeof g_host) != 0) snprintf(g_host, sizeof g_host, "unknown");
     read_cpu();
@@ -331,7 +332,7 @@ void json_meta(json_t *j) {
 static int g_progress_tty = -1;
 static int g_progress_active;
 void progress(const char *fmt, ...) {
-  if (g_progress_tty < 0) g_progress_tty = isatty(fileno(stderr)) && !getenv("PDL_NO_PROGRESS");
+  if (g_progress_tty < 0) g_progress_tty = isatty(fileno(stderr)) && !env_get("PDL_NO_PROGRESS");
   if (!g_progress_tty) return;
   va_list ap; va_start(ap, fmt);
   fputs("\r\033[K", stderr); vfprintf(stderr, fmt, ap); fflush(stderr);

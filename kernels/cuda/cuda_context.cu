@@ -8,6 +8,7 @@
 #include <cstring>
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_layers.h"
+#include "util/env.h"
 
 static void (*g_fail_handler)(const char *msg);
 
@@ -26,7 +27,7 @@ void pdl_cuda_fail(const char *what, const char *errname, const char *errstr, co
 
 bool pdl_cuda_sync_launches() {
   static const bool on = [] {
-    const char *s = getenv("PDL_CUDA_SYNC");
+    const char *s = env_get("PDL_CUDA_SYNC");
     return s && *s && strcmp(s, "0") != 0;
   }();
   return on;
