@@ -63,8 +63,6 @@ NCCL_BACKEND = {"src/coll/coll_nccl.c"}
 # (including file, included header): the debt it stands for
 KNOWN = {
     ("src/kfac/kfac.c", "reference/ref.h"): "backend chosen in kfac.c (--kfac-inverse ref, eig: the oracle's inversions)",
-    # core -> runtime: the watchdog calls MPI_Abort, so it lives in rt/
-    ("src/core/train_seq.c", "rt/watchdog.h"): "the sequential trainer's watchdog lives in rt/",
 }
 
 # Files that still name CUDA (a CUDA header, kernels/cuda, a CUDA symbol) outside the places above:

@@ -10,7 +10,7 @@ source tests/lib.sh
 n_def=$(grep -c '^ALGO(' src/algo/algos.def)
 help=$("$PDL" train --help 2>&1)
 # the algorithm list of --help: after its header, "  NAME  help" lines (each followed by "[roles; flags]")
-mapfile -t names < <(sed -n '/^distributed algorithms/,$p' <<<"$help" | grep -E '^  [a-z][a-z0-9-]+ +[^ []' | awk '{print $1}')
+mapfile -t names < <(sed -n '/^algorithms (--algo/,$p' <<<"$help" | grep -E '^  [a-z][a-z0-9-]+ +[^ []' | awk '{print $1}')
 [ "${#names[@]}" -eq "$n_def" ] && ok "pdl train --help lists one algorithm per algos.def line ($n_def)" \
   || notok "help vs algos.def" "${#names[@]} listed, $n_def lines: ${names[*]}"
 dup=$(printf '%s\n' "${names[@]}" | sort | uniq -d)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # t_train_cli.sh — `pdl train` / `pdl speed` / `pdl nets` from the command line: help, bad flags
 # (exit 2), broken data (exit 1 naming the file), learning on synthetic data, bit-identical
-# repeats, checkpoint/resume and SIGINT give the same final parameters as an uninterrupted run.
+# repeats, checkpoint/resume and SIGINT give the same final parameters as an uninterrupted run;
+# the hang hook (PDL_TEST_HANG_STEP) read strictly and ended by SIGTERM; a checkpoint of another
+# format version, or with a crafted progress, refused naming the file.
 # pdl-test: cpu=10
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -108,6 +110,37 @@ cmp -s "$T/full.bin" "$T/res.bin" && ok "SIGINT + resume == uninterrupted" || no
 out=$(PDL_TEST_HANG_STEP=5 timeout 60 "$PDL" train "${COMMON[@]}" --steps 50 --timeout 2 2>&1); rc=$?
 [ $rc -eq 124 ] && grep -q "watchdog: no progress for 2 s while sequential nag: step 5 of 50" <<<"$out" \
   && ok "sequential --timeout: a hang exits 124 naming the step" || notok "sequential watchdog" "rc=$rc $out"
+
+# the hook is read strictly (garbage: exit 2 naming it), and a hang ends on SIGTERM with the state saved
+expect_exit 2 "PDL_TEST_HANG_STEP=abc: refused" env PDL_TEST_HANG_STEP=abc timeout -k 5 60 "$PDL" train "${COMMON[@]}" --steps 2
+grep -q "PDL_TEST_HANG_STEP" <<<"$out" && ok "the message names PDL_TEST_HANG_STEP" || notok "hang hook message" "$out"
+rm -f "$T/ckh"
+PDL_TEST_HANG_STEP=3 "$PDL" train "${COMMON[@]}" --steps 50 --eval-every 1 --results "$T/h.jsonl" --checkpoint "$T/ckh" \
+  > "$T/h.out" 2>&1 & pid=$!
+for _ in $(seq 3000); do grep -q '"updates":3,' "$T/h.jsonl" 2>/dev/null || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
+sleep 1; kill -TERM $pid   # (update 3 evaluated: the next one hangs, and does by now)
+for _ in $(seq 1000); do kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+kill -KILL $pid 2>/dev/null; wait $pid; rc=$?   # (137: SIGTERM did not end it within 10 s)
+[ $rc -eq 143 ] && grep -q "checkpoint saved to $T/ckh at update 3" "$T/h.out" && ok "SIGTERM ends a hang (exit 143, saved at update 3)" \
+  || notok "SIGTERM during the test hang" "rc=$rc $(tail -2 "$T/h.out")"
+
+# checkpoints: one format (version 5); another version, or a crafted progress behind a valid
+# checksum, is refused naming the file
+python3 - "$T/ckh" "$T/ck4" "$T/ckneg" <<'PY'
+import struct, sys, zlib
+b = bytearray(open(sys.argv[1], "rb").read())
+v4 = bytearray(b); struct.pack_into("<I", v4, 8, 4); open(sys.argv[2], "wb").write(v4)
+assert b[3200:3204] == b"loop"            # the first section, the loop's: its update count first
+struct.pack_into("<q", b, 3248, -1)
+struct.pack_into("<I", b, len(b) - 4, zlib.crc32(bytes(b[:-4])) & 0xffffffff)
+open(sys.argv[3], "wb").write(b)
+PY
+out=$("$PDL" train "${COMMON[@]}" --steps 50 --checkpoint "$T/ck4" --resume 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "checkpoint $T/ck4: format version 4, written by an older pdl; this pdl reads version 5" <<<"$out" \
+  && ok "a version-4 checkpoint: refused naming the file and both versions" || notok "old checkpoint" "rc=$rc $out"
+out=$(timeout 20 "$PDL" train "${COMMON[@]}" --steps 50 --checkpoint "$T/ckneg" --resume 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "checkpoint $T/ckneg: its progress (update -1" <<<"$out" \
+  && ok "a crafted negative update count: refused naming the file" || notok "negative progress" "rc=$rc $out"
 
 out=$("$PDL" nets); echo "$out" | grep -q ppasgd-cifar && ok "nets lists presets" || notok "nets" "$out"
 finish

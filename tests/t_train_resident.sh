@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_train_resident.sh — pdl train's resident-batch loop (issue 35 B/F; src/core/train_seq.c), which
+# t_train_resident.sh — pdl train's resident-batch loop (issue 35 B/F; src/algo/seq.c), which
 # a CUDA device runs by default: the data sets kept in the backend's memory, chunks of up to 64
 # steps gathered there from one upload of their indices, the losses read back per chunk, the
 # evaluation there too. PDL_TRAIN_RESIDENT=1 runs that loop on the CPU, so that its bookkeeping
@@ -44,7 +44,7 @@ cmp -s "$T/full" "$T/res" && ok "resident: checkpoint after epoch 1 + resume = u
   || notok "resident checkpoint/resume" "final parameters differ"
 
 # divergence: reported at the same step as the step-by-step loop (the parameters evaluated after
-# it are the chunk end's: documented in train_seq.c)
+# it are the chunk end's: documented in src/algo/seq.c)
 for m in 0 1; do
   PDL_TRAIN_RESIDENT=$m "$PDL" train "${COMMON[@]}" --algo nag --lr 0.05 --steps 120 > "$T/div$m" 2>/dev/null
 done

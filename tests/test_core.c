@@ -10,6 +10,7 @@
 #include "optim/optim.h"
 #include "util/vec.h"
 #include "util/util.h"
+#include "algo/algo.h"
 
 static void fill(float *v, size_t n, uint64_t seed, float scale) {
   rng_t r; rng_seed(&r, seed, 3);
@@ -216,8 +217,18 @@ static void test_optimizers(void) {
   g[0] = 1; optim_step(&o, w, g, 0.1f); g[0] = 2; optim_step(&o, w, g, 0.1f);  /* z: 0.9, 0.8 */
   EXPECT_NEAR(optim_eval_point(&o, w)[0], 0.8, 1e-6, "float rounding");
   optim_free(&o);
-  EXPECT_NEAR(lr_at(1.0f, 0, 4), 0.25, 0, "exact"); EXPECT_NEAR(lr_at(1.0f, 3, 4), 1.0, 0, "exact");
-  EXPECT_NEAR(lr_at(1.0f, 9, 4), 1.0, 0, "exact"); EXPECT_NEAR(lr_at(1.0f, 0, 0), 1.0, 0, "exact");
+}
+
+/* The learning-rate schedule (the node loop's loop_lr, the only one): a linear warm-up, then held. */
+static float warm_lr(float lr, long step, long warmup) {   /* a loop's loop_lr at that --lr and --warmup */
+  run_t r; memset(&r, 0, sizeof r); r.cfg.lr = lr; r.cfg.warmup = warmup;
+  loop_t L; memset(&L, 0, sizeof L); L.r = &r;
+  return loop_lr(&L, step);
+}
+static void test_lr_schedule(void) {
+  EXPECT_NEAR(warm_lr(1.0f, 0, 4), 0.25, 0, "exact"); EXPECT_NEAR(warm_lr(1.0f, 3, 4), 1.0, 0, "exact");
+  EXPECT_NEAR(warm_lr(1.0f, 9, 4), 1.0, 0, "exact"); EXPECT_NEAR(warm_lr(1.0f, 0, 0), 1.0, 0, "exact");
+  EXPECT_NEAR(warm_lr(0.05f, 1, 3), 0.05f * 2.0f / 3.0f, 0, "exact: lr (step + 1) / warmup in float");
 }
 
 /* optim_step's results, hashed: every kind with and without weight decay, 5 steps of 1001
@@ -238,7 +249,7 @@ static uint64_t optim_hash(opt_kind_t kind, float wd) {
   const float lr = kind == OPT_ADAM ? 1e-3f : 0.05f;
   for (int t = 0; t < 5; t++) {
     fill(g, N, 20 + t, t % 2 ? 1e-2f : 1e-7f);
-    optim_step(&o, w, g, lr_at(lr, t, 3));
+    optim_step(&o, w, g, warm_lr(lr, t, 3));
   }
   uint64_t h = 1469598103934665603ull;
   h = fnv_bits(h, w, N); h = fnv_bits(h, optim_eval_point(&o, w), N); h = fnv_bits(h, optim_grad_point(&o, w), N);
@@ -421,6 +432,7 @@ int main(void) {
   RUN(test_kernel_table_seam);
   RUN(test_backward_step);
   RUN(test_optimizers);
+  RUN(test_lr_schedule);
   RUN(test_optim_golden);
   RUN(test_bit_identical);
   return harness_exit();

@@ -190,7 +190,7 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
     double lsum = 0; int ls = 0, bad = 0;
     for (int j = 0; j < lambda && t < K; j++, t++) {       /* lambda local steps with the worker's optimizer */
       double loss = replica_grad_on_device(&rep, rt, 0, optim_grad_point(&o, W), g);
-      optim_step(&o, W, g, lr_at(c->lr, t, c->warmup));
+      optim_step(&o, W, g, loop_lr(&L, t));
       rt->ops->work(rt, 4.0 * n * 6);
       lsum += loss; ls++;
       if (!isfinite(loss) || loss > c->diverge_loss) { bad = 1; t++; break; }

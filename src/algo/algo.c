@@ -33,7 +33,7 @@ static const char *shape_name(algo_shape_t s) {
 }
 
 void algo_usage(FILE *f) {
-  fprintf(f, "distributed algorithms (--algo; roles; the options each reads beyond the common ones):\n");
+  fprintf(f, "algorithms (--algo; roles; the options each reads beyond the common ones):\n");
   for (int i = 0; i < algo_count; i++) {
     const algo_t *a = algo_table[i];
     fprintf(f, "  %-12s %s\n", a->name, a->help);
@@ -42,7 +42,7 @@ void algo_usage(FILE *f) {
     if (a->momentum != 0) fprintf(f, "; default --momentum %g", a->momentum < 0 ? 0 : a->momentum);
     fprintf(f, "]\n");
   }
-  fprintf(f, "the distributed algorithms' options (each reads those listed beside it):\n");
+  fprintf(f, "the algorithms' options (each reads those listed beside it):\n");
   for (int i = 0; i < algo_count; i++)   /* each descriptor once, in table order */
     for (int o = 0; algo_table[i]->opts && algo_table[i]->opts[o]; o++) {
       const optdef_t *d = algo_table[i]->opts[o];
@@ -101,17 +101,14 @@ static int examples_per_update(const algo_t *A, const train_cfg_t *c, int G, int
 int algo_train(const train_cfg_t *c) {
   const algo_t *A = algo_find(c->algo);
   if (!A) {
-    char names[1024], seq[256]; algo_names(names, sizeof names);
-    size_t k = 0; seq[0] = 0;
-    for (int o = OPT_SGD; o <= OPT_MVASGD; o++) k += (size_t)snprintf(seq + k, sizeof seq - k, "%s%s", k ? " " : "", optim_name((opt_kind_t)o));
-    die_usage("train: unknown --algo '%s'; sequential: %s; distributed: %s (pdl train --help)", c->algo, seq, names);
+    char names[1024]; algo_names(names, sizeof names);
+    die_usage("train: unknown --algo '%s'; the algorithms: %s (pdl train --help)", c->algo, names);
   }
   if (c->checkpoint[0] && !A->checkpoint) {
     char names[1024]; size_t k = 0; names[0] = 0;
     for (int i = 0; i < algo_count; i++)
       if (algo_table[i]->checkpoint) k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? " " : "", algo_table[i]->name);
-    die_usage("train: --algo %s does not save checkpoints (--checkpoint); distributed algorithms that do: %s; "
-              "sequential ones all do", c->algo, names);
+    die_usage("train: --algo %s does not save checkpoints (--checkpoint); the algorithms that do: %s", c->algo, names);
   }
   job_t *job = xcalloc(1, sizeof *job);
   job->algo = A;
@@ -141,6 +138,23 @@ int algo_train(const train_cfg_t *c) {
     run_free(&job->r);
     xfree(job);
     return rc == 0 && pdl_stop_signal ? 128 + pdl_stop_signal : rc;
+  }
+  if (A->shape == ALGO_ONE_NODE) {   /* one process, no MPI (a one-node run makes no collective call) */
+    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!ranks) ranks = getenv("PMI_SIZE");
+    if (ranks && atoi(ranks) > 1) die_usage("train: --algo %s runs on one node: one process (no mpirun -np %s)", cf.algo, ranks);
+    if (cf.timeout > 0) watchdog_start(cf.timeout);
+    watchdog_context("%s: loading data and building the net", cf.algo);
+    job->nnodes = 1;
+    run_setup(&job->r, &cf, examples_per_update(A, &cf, job->G, 1));
+    install_stop_handlers();
+    rt_t self = {rt_real_ops(), 0, 1, -1, 1, NULL};
+    rt_real_clock_start();
+    A->node(&self, job);
+    watchdog_stop();
+    run_free(&job->r);
+    xfree(job);
+    return pdl_stop_signal ? 128 + pdl_stop_signal : 0;
   }
   int argc = 0; char **argv = NULL;
   if (rt_real_init(A->roles_talk) != 0)

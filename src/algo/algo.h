@@ -21,7 +21,8 @@
 typedef enum {
   ALGO_PEERS,      /* every node runs the same roles; examples per update = b x devices x nodes */
   ALGO_SERVER,     /* node 0 is a parameter server, nodes 1..N-1 workers; examples/update = b x workers */
-  ALGO_ONE_NODE,   /* one node (the p = 1 comparators); examples per update = b */
+  ALGO_ONE_NODE,   /* one node (the sequential optimizers, the p = 1 comparators); examples per update = b;
+                      on the real runtime one process without MPI */
 } algo_shape_t;
 
 typedef struct job job_t;
@@ -128,6 +129,10 @@ struct loop {
   double t_node;             /* this node's time at its latest progress (its end, once it stops) */
   struct loop_local { double diverged; } local;   /* saved: this node's loss left the range at some step */
   double t_end;              /* loop_finish: the run's time, for the summary hook */
+  int keep_diverged;         /* set by the node: a diverged run ends without evaluating the diverged
+                                parameters (its summary keeps the last evaluation's test figures, with
+                                the updates and train loss up to the divergence: pdl train's
+                                sequential optimizers, as they always reported) */
   /* checkpoints */
   snap_t snap;               /* this node's state: the loop's own section, then the algorithm's */
   long gen;                  /* generation of the last snapshot saved or resumed (0: none) */
@@ -151,6 +156,10 @@ void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn
 /* OpenMP threads per role so that roles x threads fit this machine's cores (printed on real);
  * 1 on sim unless --threads is given (actors run one at a time). Sets the "threads" figure. */
 int loop_threads(loop_t *L, int roles_per_rank);
+/* The learning rate of the update at `step` (0-based; the node program says what its steps count:
+ * updates, a worker's local steps, SSGD-equivalent steps): --lr, linearly warmed up over the first
+ * --warmup steps (run_setup resolved 'epoch'), then held. Every node program takes its lr here. */
+float loop_lr(const loop_t *L, long step);
 /* Seconds for reporting: simulated, or wall minus the reporter's evaluation time. */
 double loop_time(const loop_t *L);
 /* A train-loss sample (mean loss of a mini-batch, or a sum over count mini-batches). */

@@ -225,7 +225,7 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
       rt->ops->work(rt, 4.0 * n * 5);
     }
     double loss = replica_grad_on_device(&rep, rt, 0, optim_grad_point(&o, x), g);
-    float lr = lr_at(c->lr, t, c->warmup);
+    float lr = loop_lr(&L, t);
     if (dp) {            /* x_i -= eta g; a_i -= eta g (the core's SGD step, accumulated) */
       if (c->wd != 0) vec_axpy(g, c->wd, x, n);
       vec_axpy(buf, -lr, g, n);
@@ -299,7 +299,7 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
       double lsum = 0;
       for (long j = 0; j < steps; j++, t++) {         /* x_i -= eta g(x_i) + d_i (both at the old x_i) */
         double loss = replica_grad_on_device(&rep, rt, 0, x, g);
-        optim_step(&o, x, g, lr_at(c->lr, t, c->warmup));
+        optim_step(&o, x, g, loop_lr(&L, t));
         if (j == 0) for (size_t i = 0; i < n; i++) x[i] -= d[i];
         rt->ops->work(rt, 4.0 * n * (j == 0 ? 8 : 4));
         lsum += loss;

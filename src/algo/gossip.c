@@ -338,7 +338,7 @@ static void gossip_node(rt_t *rt, void *arg) {
     double loss = replica_grad_on_device(&rep, rt, 0, at, g);   /* grad F_i(w_{t,i}; x) */
     M.st.G_sum += o->now(rt) - t0;
     o->mutex_lock(rt, Nd.mw);
-    optim_step(&opt, Nd.w, g, lr_at(c->lr, t, c->warmup));    /* w_{t+1,i} = w_{t,i} - alpha grad */
+    optim_step(&opt, Nd.w, g, loop_lr(&L, t));    /* w_{t+1,i} = w_{t,i} - alpha grad */
     o->mutex_unlock(rt, Nd.mw);
     o->work(rt, 4.0 * n * 4);
     M.st.steps = ++t;

@@ -488,7 +488,7 @@ static void kfac_node(rt_t *rt, void *arg) {
       if (D.k) kfac_to_flat_dev(&k, l, D.upd + B.off_w[l], D.dw);
       else kfac_to_flat(&k, l, upd + B.off_w[l], dw);
     }
-    optim_step(O, W, D.k ? D.dw : dw, lr_at(c->lr, step, c->warmup));   /* v = mu v - lr (ΔW + wd w); w += v */
+    optim_step(O, W, D.k ? D.dw : dw, loop_lr(&L, step));   /* v = mu v - lr (ΔW + wd w); w += v */
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
     st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;

@@ -1,6 +1,7 @@
 /* loop.c — the node loop every node program calls (algo.h): thread budget, stop and divergence
- * agreement, the evaluation schedule, the eval and summary lines (through the JSON writer, with
- * the algorithm's hooks), the parameter dump, checkpoints, and the control floats. */
+ * agreement, the learning-rate schedule, the evaluation schedule, the eval and summary lines
+ * (through the JSON writer, with the algorithm's hooks), the parameter dump, checkpoints, and the
+ * control floats. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,6 +56,14 @@ int loop_threads(loop_t *L, int roles_per_rank) {
   return t;
 }
 
+
+/* The learning-rate schedule, the only one: lr, or a linear warm-up from lr/warmup to lr over the
+ * first `warmup` steps, then held. */
+static float lr_at(float lr, long step, long warmup) {
+  if (warmup <= 0 || step >= warmup) return lr;
+  return lr * (float)(step + 1) / (float)warmup;
+}
+float loop_lr(const loop_t *L, long step) { return lr_at(L->r->cfg.lr, step, L->r->cfg.warmup); }
 
 double loop_time(const loop_t *L) {
   return L->time_base + L->rt->ops->now(L->rt) - (L->rt->ops->simulated ? 0 : L->job->eval_time);
@@ -282,7 +291,10 @@ void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
   if (!L->reporter) return;
   run_t *r = L->r; const train_cfg_t *c = &r->cfg;
   if (L->sched != LOOP_LOCAL) {
-    if (L->updates != L->last_eval) evaluate(L, w_eval);
+    if (L->updates != L->last_eval && L->keep_diverged && r->diverged) {   /* no evaluation of the diverged point */
+      r->updates = L->updates; r->epochs_done = epochs_of(L);
+      if (L->loss_n) r->train_loss = L->loss_acc / (double)L->loss_n;
+    } else if (L->updates != L->last_eval) evaluate(L, w_eval);
     L->t_end = loop_time(L);
   }
   json_t x; json_frag_begin(&x);
@@ -388,6 +400,9 @@ int loop_resume(loop_t *L) {
   snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
   L->gen = best;
   persist_in(L);
+  if (L->updates < 0 || !(L->examples >= 0))   /* a checksummed file can still be crafted */
+    die("checkpoint %s: its progress (update %ld, %g examples) is out of range: a damaged or crafted file; start "
+        "over without --resume", best == gc ? cur : prev, L->updates, L->examples);
   if (L->sched == LOOP_LOCAL) {
     /* the cut again: the nodes leave an allreduce of an agreed evaluation's size together, as they
      * left the one they saved after (the sim's small allreduce ends with a bcast from node 0, so

@@ -27,7 +27,6 @@ const optdef_t
 
 void algo_refuse_flag(const char *flag, const char *algo) {
   char who[1024]; size_t k = 0; who[0] = 0;
-  if (optdef_find(train_seq_opts, flag)) k += (size_t)snprintf(who, sizeof who, "sgd msgd nag adam asgd mvasgd");
   for (int i = 0; i < algo_count && k < sizeof who; i++)
     if (optdef_find(algo_table[i]->opts, flag))
       k += (size_t)snprintf(who + k, sizeof who - k, "%s%s", k ? " " : "", algo_table[i]->name);

@@ -241,7 +241,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
      * thread last had (after an evaluation: all cores), which stalled every update ~10x; the
      * setting of the optimizer's backend (optim_t.k: the CPU's) */
     if (o.k->set_threads) o.k->set_threads(threads);
-    optim_step(&o, w, buf, lr_at(c->lr, eq_step, c->warmup));   /* M = mu M - lambda D_A; w += M */
+    optim_step(&o, w, buf, loop_lr(&L, eq_step));   /* M = mu M - lambda D_A; w += M */
     if (st.local_sub > 0) st.S_bar = 1.0 + (double)(t + 1) / (st.local_sub / G);   /* eq. 1 */
     if (!st.fixed) st.S = (int)floor(st.S_bar);
     /* w_hat = f_S(w, M) (eq. 2), built aside and published by a pointer swap under W */
@@ -314,7 +314,7 @@ static int pp_emulate(job_t *job, int S, int predict) {
     /* slot (step+1) mod (S+1) holds the w_hat published after update step-S (or w_0) */
     float *slot = hist + (size_t)((step + 1) % (S + 1)) * n;
     double loss = replica_grad(&rep, &self, slot, g, 1.0f / (float)c->batch) / c->batch;
-    optim_step(&o, w, g, lr_at(c->lr, step, c->warmup));
+    optim_step(&o, w, g, loop_lr(&L, step));
     if (predict) pp_predict(slot, w, o.M, coef, n); else vec_copy(slot, w, n);
     pp_probe_step(&e.probe, step, w, o.M);
     loop_loss(&L, loss, 1);

@@ -115,7 +115,7 @@ static void ssgd_node(rt_t *rt, void *arg) {
     ctl_t x = ctl_unpack(buf + n);
     if (x.stop > 0) break;
     double loss = x.loss / (double)(c->batch * G * N);
-    optim_step(O, W, Dg, lr_at(c->lr, step, c->warmup));              /* M = mu M - lambda D_A; w += M */
+    optim_step(O, W, Dg, loop_lr(&L, step));              /* M = mu M - lambda D_A; w += M */
     rt->ops->work(rt, 4.0 * n * 6);
     loop_loss(&L, loss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, loss, step);

@@ -1,10 +1,9 @@
-/* run.c — configuration parsing, set-up, evaluation and summary shared by every training run
- * (see run.h; checkpoints are snap.c's). */
+/* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
+ * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
 #include <stddef.h>
 #include "util/optdef.h"
 #include <sys/stat.h>
-#include <zlib.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -93,8 +92,6 @@ void train_usage(FILE *f) {
   fprintf(f, "usage: pdl train [options]   (common options; an algorithm's own are listed below it, and\n"
              "                              a flag the chosen --algo does not read is refused)\n");
   for (int i = 0; train_opts[i]; i++) optdef_usage(f, train_opts[i]);
-  fprintf(f, " sequential optimizers (sgd msgd nag adam asgd mvasgd) also read:\n");
-  for (int i = 0; train_seq_opts[i]; i++) optdef_usage(f, train_seq_opts[i]);
   fprintf(f, "Prints a progress line on a terminal; the last stdout line is a JSON summary.\n");
 }
 

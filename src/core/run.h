@@ -1,6 +1,6 @@
 /* run.h — what every training run shares, sequential or distributed: the parsed
- * configuration, data, net, the results file, evaluation, the last-line JSON summary and
- * checkpoints. Distributed algorithms (src/algo) receive a run_t and report through it. */
+ * configuration, data, net, the results file, evaluation and the last-line JSON summary. The
+ * algorithms (src/algo, every one on the node loop) receive a run_t and report through it. */
 #ifndef PDL_RUN_H
 #define PDL_RUN_H
 #include <stdint.h>
@@ -163,6 +163,4 @@ void run_dump_params(const float *w, size_t n);
 /* Records divergence: returns 1 if loss is NaN/Inf or above cfg.diverge_loss. */
 int run_check_diverged(run_t *r, double loss, long step);
 
-/* Sequential training (sgd, msgd, nag, adam, asgd, mvasgd). */
-int train_sequential(run_t *r);
 #endif

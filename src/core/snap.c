@@ -1,4 +1,4 @@
-/* snap.c — checkpoint files, format version 4 (snap.h). */
+/* snap.c — checkpoint files, format version 5 (snap.h). */
 #include "core/snap.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #define SNAP_MAGIC "PDLCKPT1"
-#define SNAP_VERSION 4
+#define SNAP_VERSION 5
 
 typedef struct {
   char magic[8]; uint32_t version; uint32_t batch;
@@ -169,7 +169,8 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
   if (memcmp(buf, SNAP_MAGIC, 8)) die("checkpoint %s: not a pdl checkpoint (bad magic)", path);
   uint32_t version; memcpy(&version, buf + 8, 4);
   if (version != SNAP_VERSION)
-    die("checkpoint %s: format version %u, this pdl reads version %d (start over without --resume)", path, version, SNAP_VERSION);
+    die("checkpoint %s: format version %u, written by %s pdl; this pdl reads version %d only (start over without "
+        "--resume)", path, version, version < SNAP_VERSION ? "an older" : "a newer", SNAP_VERSION);
   if (len < sizeof(snap_hdr_t) + 4) die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len);
   uint32_t crc; memcpy(&crc, buf + len - 4, 4);
   if (crc != (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)(len - 4)))
@@ -238,25 +239,4 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
   if (off != end) die("checkpoint %s: %zu trailing bytes", path, end - off);
   xfree(buf);
   return (long)h.gen;
-}
-
-/* ---- the sequential trainer's checkpoint (one node's file) ---- */
-static void seq_snap(snap_t *s, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
-  snap_init(s);
-  snap_add(s, "position", pos, sizeof *pos);
-  snap_add(s, "params", w, r->net.nparams * sizeof(float));
-  snap_add_optim(s, "optimizer", o);
-}
-
-void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos) {
-  snap_t s; seq_snap(&s, r, (float *)w, (optim_t *)o, (ckpt_pos_t *)pos);   /* only read */
-  snap_save(path, r, 0, 1, pos->step, &s, 0);
-}
-
-int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos) {
-  snap_t s; seq_snap(&s, r, w, o, pos);
-  if (snap_read(path, r, 0, 1, &s, 0) < 0) return -1;   /* everything checked before anything changes */
-  snap_read(path, r, 0, 1, &s, 1);
-  optim_refresh(o, w);
-  return 0;
 }

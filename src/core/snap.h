@@ -1,4 +1,7 @@
-/* snap.h — checkpoint files (format version 4), for sequential and distributed runs alike.
+/* snap.h — checkpoint files (format version 5), the one format of every run (the node loop's
+ * snapshot, algo/loop.c). Version 5: the sequential optimizers run on the loop and save its
+ * sections (version 4 had their own "position" section); a file of another version is refused,
+ * naming the file and both versions.
  *
  * A snapshot is a list of named sections that point at the caller's live state: raw memory
  * (parameters, centers, counters), an optimizer (its step count and state vectors) or a data
@@ -41,13 +44,4 @@ void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen,
  * if the file does not exist; dies (exit 1) naming the file and the field otherwise. */
 long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply);
 
-/* The sequential trainer's checkpoint (train_seq.c): one node's file of three sections, the
- * position (step, sampler position, rngs, loss sums), the parameters and the optimizer. */
-typedef struct {
-  long step; long sampler_epoch; int sampler_pos; rng_t sampler_rng, ws_rng;
-  double train_loss_acc; long train_loss_n;
-} ckpt_pos_t;
-void checkpoint_save(const char *path, const run_t *r, const float *w, const optim_t *o, const ckpt_pos_t *pos);
-/* Returns 0 and fills w, o, pos if the file exists and matches this run; dies on a mismatch. */
-int checkpoint_load(const char *path, const run_t *r, float *w, optim_t *o, ckpt_pos_t *pos);
 #endif

@@ -61,11 +61,6 @@ void optim_refresh(optim_t *o, const float *w) {
   o->k->nag_point(o->what, w, o->M, o->n, o->mu);
 }
 
-float lr_at(float lr, long step, long warmup) {
-  if (warmup <= 0 || step >= warmup) return lr;
-  return lr * (float)(step + 1) / (float)warmup;
-}
-
 int optim_fused_step(optim_t *o, net_step_t *st, float lr) {
   if (o->kind != OPT_SGD && o->kind != OPT_MSGD) return 0;
   st->lr = lr; st->mu = o->mu; st->wd = o->wd;

@@ -6,8 +6,8 @@
  *   asgd    SGD + Polyak averaging z += (w - z)/(t+1); evaluated at z
  *   mvasgd  SGD + constant moving-rate averaging z = (1-a) z + a w; evaluated at z
  * L2 weight decay wd adds wd*w to the gradient. The gradient g is used as given (callers
- * pass the batch mean). Learning rate per step from lr_at(): constant, or linearly warmed
- * up from lr/warmup to lr over the first `warmup` steps, then held.
+ * pass the batch mean) and the learning rate of the step as given: the schedule (constant, or a
+ * linear warm-up) is the node loop's, loop_lr in src/algo/loop.c.
  * Every update runs through a kernel table (contract/kernels.h: sgd_step, adam_step, nag_point,
  * avg_step, copy): optim_init's is the CPU's (kernels_for(-1)), optim_init_on takes one, e.g. a
  * device backend's, whose memory then holds the state vectors and must hold w and g. */
@@ -62,7 +62,6 @@ struct net_step;
 int optim_fused_step(optim_t *o, struct net_step *st, float lr);
 /* Re-derive w_hat after w or M were loaded from a checkpoint. */
 void optim_refresh(optim_t *o, const float *w);
-float lr_at(float lr, long step, long warmup);
 
 /* Checkpoint I/O of the state vectors that exist for this kind (fwrite/fread, checked); host
  * memory only (optim_transfer a device optimizer's state first). */

@@ -13,8 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 0;  /* prints and exits 0 */
   static train_cfg_t c;
   /* as cmd_train: the algorithm first, then its table and the common one */
-  FUZZ_CALL(train_cfg_defaults(&c); train_cfg_algo(&c, argc, argv); opt_kind_t k; const algo_t *A = algo_find(c.algo);
-            train_cfg_parse(&c, argc, argv, optim_parse(c.algo, &k) == 0 ? train_seq_opts : A ? A->opts : NULL,
-                            algo_refuse_flag));
+  FUZZ_CALL(train_cfg_defaults(&c); train_cfg_algo(&c, argc, argv); const algo_t *A = algo_find(c.algo);
+            train_cfg_parse(&c, argc, argv, A ? A->opts : NULL, algo_refuse_flag));
   return 0;
 }
