@@ -58,16 +58,16 @@ static const env_row_t ROWS[] = {
    "1: PP-ASGD writes its per-phase timing (src/algo/ppasgd.c)"},
   {"PDL_SIM_OVERLAP", ENV_FLAG, 0, 1, NULL, "1",
    "0: the sim runtime computes the replicas' gradients one after another, not on helper threads (src/algo/replica.c)"},
-  {"PDL_DUMP_PARAMS", ENV_OUTPATH, 0, 0, NULL, "unset: none",
+  {"PDL_DUMP_PARAMS", ENV_OUTPATH, 0, 0, NULL, "none",
    "a file to which the final parameters are written as raw float32 (tests compare runs bit for bit)"},
   {"PDL_DATA_CACHE", ENV_PATH, 0, 0, "off|0", "$XDG_CACHE_HOME/pdlbench/data or ~/.cache/pdlbench/data",
    "the folder of decompressed data sets; off or 0: no cache (the .gz read every time)"},
   /* ---- test hooks: unset = off ---- */
-  {"PDL_TEST_HANG_STEP", ENV_INT, 0, LONG_MAX, NULL, "unset: off",
+  {"PDL_TEST_HANG_STEP", ENV_INT, 0, LONG_MAX, NULL, "off",
    "test hook: update N hangs until a signal (tests/t_train_cli.sh: the watchdog)"},
-  {"PDL_COLL_TEST_HANG", ENV_INT, 0, 1L << 24, NULL, "unset: off",
+  {"PDL_COLL_TEST_HANG", ENV_INT, 0, 1L << 24, NULL, "off",
    "test hook of pdl coll: that rank hangs (tests/t_coll.sh: the watchdog)"},
-  {"PDL_COLL_INJECT", ENV_RANKELEM, 0, 0, NULL, "unset: off",
+  {"PDL_COLL_INJECT", ENV_RANKELEM, 0, 0, NULL, "off",
    "test hook of pdl coll: RANK:ELEMENT, that rank corrupts that element (its checks must fail)"},
   /* ---- the sim runtime (SimGrid) ---- */
   {"PDL_SIMLIB", ENV_PATH, 0, 0, NULL, "next to pdl: build/libpdlsim.so",
@@ -75,15 +75,16 @@ static const env_row_t ROWS[] = {
   {"PDL_SIM_LOG", ENV_XBT, 0, 0, NULL, "root.thresh:warning",
    "SimGrid's log control: space-separated CATEGORY.thresh:LEVEL, LEVEL one of trace, debug, verbose, info, "
    "warning, error, critical"},
-  {"PDL_SIM_STACK_KB", ENV_INT, 64, 1L << 20, NULL, "8192",
-   "KiB of stack for each simulated actor (SimGrid's contexts/stack-size): below 64 the actors overflow "
-   "their stacks, above 1 GiB SimGrid cannot map them"},
-  {"PDL_SIM_CONTEXTS", ENV_CHOICE, 0, 0, "thread|raw|ucontext|boost", "SimGrid's (raw)",
+  /* lower bound: vgg-small's ppasgd and gossip actors overflow 64 KiB (segfault) and run in 256; 4x that
+   * margin. Upper: 1 GiB ran 64 actors (virtual memory, mapped lazily); 99999999999 aborts in SimGrid */
+  {"PDL_SIM_STACK_KB", ENV_INT, 1024, 1L << 20, NULL, "8192",
+   "KiB of stack for each simulated actor (SimGrid's contexts/stack-size)"},
+  {"PDL_SIM_CONTEXTS", ENV_CHOICE, 0, 0, "thread|raw|ucontext|boost", "raw, SimGrid's",
    "SimGrid's context factory; thread runs each actor on an OS thread (ThreadSanitizer follows it)"},
   /* ---- output ---- */
   {"PDL_GIT_REV", ENV_TEXT, 0, 63, NULL, "the build's git revision",
    "the revision recorded in results lines (\"git\")"},
-  {"PDL_NO_PROGRESS", ENV_SET, 0, 0, NULL, "unset: a progress line on a terminal",
+  {"PDL_NO_PROGRESS", ENV_SET, 0, 0, NULL, "a progress line on a terminal",
    "set (any value): no progress line on stderr"},
   /* ---- set by others ---- */
   {"OMPI_COMM_WORLD_LOCAL_SIZE", ENV_INT, 1, 1L << 20, NULL, "1",

@@ -2,6 +2,8 @@
 #include "util/util.h"
 #include "util/env.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -126,11 +128,32 @@ static void japp(json_t *j, const char *fmt, ...) {
 }
 static void jkey(json_t *j, const char *key) { japp(j, "%s\"%s\":", j->first ? "" : ",", key); j->first = 0; }
 void json_begin(json_t *j) { j->len = 0; j->first = 1; j->buf[0] = 0; japp(j, "{"); }
+/* The length of the valid UTF-8 sequence at p (1-4), or 0 when p starts an invalid one. */
+static int utf8_seq(const unsigned char *p) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  for (int i = 1; i < n; i++) if ((p[i] & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))) return 0;   /* overlong; surrogates */
+  if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))) return 0;   /* overlong; > U+10FFFF */
+  return n;
+}
+int utf8_valid(const char *s, size_t *bad) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n = utf8_seq(p);
+    if (!n) { if (bad) *bad = (size_t)(p - (const unsigned char *)s); return 0; }
+    p += n;
+  }
+  return 1;
+}
 void json_str(json_t *j, const char *key, const char *val) {
   jkey(j, key); japp(j, "\"");
   for (const char *p = val ? val : ""; *p; p++) {
     unsigned char c = (unsigned char)*p;
-    if (c == '"' || c == '\\') japp(j, "\\%c", c);
+    int n = utf8_seq((const unsigned char *)p);
+    if (!n) japp(j, "\\ufffd");   /* JSON text is UTF-8: a stray byte becomes the replacement character */
+    else if (n > 1) { japp(j, "%.*s", n, p); p += n - 1; }
+    else if (c == '"' || c == '\\') japp(j, "\\%c", c);
     else if (c < 0x20) japp(j, "\\u%04x", c);
     else japp(j, "%c", c);
   }
@@ -255,25 +278,65 @@ void outfile_commit_keep(outfile_t *o, const char *suffix) {
 
 void outfile_abort(outfile_t *o) { if (o->f) { fclose(o->f); o->f = NULL; } if (o->tmp[0]) unlink(o->tmp); }
 
+/* A last line without its newline is a torn write (pdl writes a line and its newline in one
+ * write(2)): cut it off, saying so, so the next line starts on a line of its own. Lock held. */
+static void results_cut_torn_tail(results_t *r) {
+  struct stat st;
+  if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+  char tail[65536];
+  off_t from = st.st_size > (off_t)sizeof tail ? st.st_size - (off_t)sizeof tail : 0;
+  ssize_t n = pread(r->fd, tail, (size_t)(st.st_size - from), from);
+  if (n <= 0 || tail[n - 1] == '\n') return;
+  ssize_t k = n - 1;
+  while (k >= 0 && tail[k] != '\n') k--;
+  if (k < 0 && from > 0) die("results file %s: its last line is longer than %zu bytes and has no newline; "
+                             "repair or move the file", r->path, sizeof tail);
+  off_t keep = from + k + 1;
+  fprintf(stderr, "pdl: warning: results file %s: its last line (%lld bytes from byte %lld, no newline) was torn by an "
+          "interrupted write; cutting it off so the lines appended now stay readable: %.60s%s\n", r->path,
+          (long long)(st.st_size - keep), (long long)keep, tail + k + 1, n - (k + 1) > 60 ? "..." : "");
+  if (ftruncate(r->fd, keep) != 0) die("cannot cut the torn last line of results file %s: %s", r->path, strerror(errno));
+}
+
 void results_open(results_t *r, const char *path) {
-  r->f = NULL; r->path[0] = 0;
+  r->on = 0; r->fd = -1; r->path[0] = 0;
   if (!path || !*path) return;
   snprintf(r->path, sizeof r->path, "%s", path);
   char dir[1024]; snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
   path_refuse_special(path, "results file");
-  r->f = fopen(path, "a");
-  if (!r->f) die("cannot open results file %s: %s", path, strerror(errno));
+  r->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (r->fd < 0) die("cannot open results file %s: %s", path, strerror(errno));
+  if (flock(r->fd, LOCK_EX) != 0) die("cannot lock results file %s: %s", path, strerror(errno));
+  results_cut_torn_tail(r);
+  flock(r->fd, LOCK_UN);
+  r->on = 1;
 }
 
 void results_write(results_t *r, const char *line) {
-  if (!r->f) return;
-  if (fprintf(r->f, "%s\n", line) < 0 || fflush(r->f) != 0) die("cannot write results file %s: %s", r->path, strerror(errno));
-  fsync(fileno(r->f));
+  if (!r->on) return;
+  size_t len = strlen(line);
+  char *buf = xmalloc(len + 1);
+  memcpy(buf, line, len); buf[len] = '\n';
+  if (flock(r->fd, LOCK_EX) != 0) die("cannot lock results file %s: %s", r->path, strerror(errno));
+  struct stat st;
+  if (fstat(r->fd, &st) != 0) die("cannot stat results file %s: %s", r->path, strerror(errno));
+  ssize_t n;
+  do n = write(r->fd, buf, len + 1); while (n < 0 && errno == EINTR);
+  int e = n < 0 ? errno : ENOSPC;   /* a short write: the file system is full */
+  if (n == (ssize_t)(len + 1) && fsync(r->fd) != 0 && (errno == ENOSPC || errno == EDQUOT || errno == EIO)) { e = errno; n = -1; }
+  xfree(buf);
+  if (n != (ssize_t)(len + 1)) {
+    int cut = ftruncate(r->fd, st.st_size) == 0;
+    die("cannot write results file %s: %s; %s", r->path, strerror(e),
+        cut ? "the partial line was removed, the earlier lines are intact"
+            : "the partial line could not be removed: the file's last line is torn");
+  }
+  flock(r->fd, LOCK_UN);
 }
 
-void results_close(results_t *r) { if (r->f) fclose(r->f); r->f = NULL; }
+void results_close(results_t *r) { if (r->on) close(r->fd); r->on = 0; r->fd = -1; }
 
 static char g_git_rev[64];
 static char g_host[256];

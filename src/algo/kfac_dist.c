@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/algo.h"
+#include "util/env.h"
 #include "algo/kfac_split.h"
 #include "kfac/kfac.h"
 #include "rt/watchdog.h"
@@ -395,7 +396,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
   kdev_t D; memset(&D, 0, sizeof D);
-  const char *kd = getenv("PDL_KFAC_DEV");
+  const char *kd = env_get("PDL_KFAC_DEV");
   st.on = "host";
   if (c->cuda_device >= 0 || (kd && !strcmp(kd, "1"))) {
     if (rt->ops->simulated) die_usage("train: PDL_KFAC_DEV=1: the device path of --algo %s runs on --runtime real only", c->algo);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include "algo/algo.h"
+#include "util/env.h"
 
 /* Workers whose local steps a LOOP_CLOCK sums: all but the server. */
 static int clock_workers(const loop_t *L) {
@@ -44,7 +45,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
   if (L->rt->ops->simulated) t = c->threads > 0 ? c->threads : 1;   /* actors run one at a time */
   else {
     long cores = sysconf(_SC_NPROCESSORS_ONLN); if (cores < 1) cores = 1;
-    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *ls = env_get("OMPI_COMM_WORLD_LOCAL_SIZE");
     int local = ls ? atoi(ls) : 1; if (local < 1) local = 1;
     t = c->threads > 0 ? c->threads : (int)(cores / (local * roles_per_rank));
     if (t < 1) t = 1;

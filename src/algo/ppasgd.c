@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/algo.h"
+#include "util/env.h"
 #include "algo/pp.h"
 #include "algo/pp_probe.h"
 #include "rt/watchdog.h"
@@ -201,7 +202,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   pp_stats_t st; memset(&st, 0, sizeof st);
   st.N = N; st.G = G; st.fixed = job->param >= 0; st.S = st.fixed ? (int)job->param : 0; st.S_bar = 1;
   st.probe_skipped = -1;
-  { const char *e = getenv("PDL_PP_PHASES"); st.ph_on = e && *e && strcmp(e, "0"); }
+  { const char *e = env_get("PDL_PP_PHASES"); st.ph_on = e && *e && strcmp(e, "0"); }
   loop_t L; loop_init(&L, rt, job, LOOP_EXAMPLES, pp_eval_json, pp_summary_json, &st);
   int threads = loop_threads(&L, G + 1);
   float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));

@@ -1,6 +1,7 @@
 /* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
  * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
+#include "util/env.h"
 #include <stddef.h>
 #include "util/optdef.h"
 #include <sys/stat.h>
@@ -259,7 +260,7 @@ void run_summary(run_t *r, double time_s, const char *extra) {
 }
 
 void run_dump_params(const float *w, size_t n) {
-  const char *p = getenv("PDL_DUMP_PARAMS");
+  const char *p = env_get("PDL_DUMP_PARAMS");
   if (!p) return;
   FILE *f = fopen(p, "wb");
   if (!f || fwrite(w, sizeof(float), n, f) != n || fclose(f)) die("cannot write %s", p);
