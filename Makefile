@@ -256,10 +256,11 @@ plots:
 
 # The one report page (bench/report.py): every claim, verdict, rule and its history, seeds and
 # spread, plot and provenance in results/report/index.html, self-contained (plots inlined), from
-# the same engine rows as docs/REPRODUCTION.md, which it regenerates first. Works with no results.
+# the same engine rows as docs/REPRODUCTION.md, which it regenerates first. Works with no results;
+# exits 1 when the page has error rows (the page is still written).
 report:
 	@bash plots/render.sh >/dev/null || echo "pdlbench: plots not rendered (make deps installs gnuplot-nox); the page says which are missing" >&2
-	@bash bench/reproduction.sh; rc=$$?; python3 bench/report.py && exit $$rc
+	@bash bench/reproduction.sh; rc=$$?; python3 bench/report.py --fail-on-errors && exit $$rc
 
 regress: build
 	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh

@@ -67,7 +67,7 @@ int cuda_kernels_devices(void) { return cuda_device_count(); }
 
 const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len) {
   const int nd = cuda_device_count();
-  if (nd <= 0) die("%s: no CUDA device (%s)", flag, cuda_no_device_reason());
+  if (nd <= 0) die_usage("%s: no CUDA device found (%s)", flag, cuda_no_device_reason());   /* exit 2, as --coll nccl */
   if (dev < 0 || dev >= nd) die("%s: this machine has %d CUDA device(s) (0..%d)", flag, nd, nd - 1);
   const char *impl = env_get("PDL_CUDA_CONV");
   if (impl && *impl && cuda_conv_set_impl(impl) != 0)

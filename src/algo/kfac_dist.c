@@ -25,6 +25,7 @@
  * calibration file's kfac_rel_* figures, the inversions scaled to the calibration's own K-FAC step
  * (load_rates); with no calibration, at the device's training rate, and the summary says so).
  * The summary gives node 0's time per update phase by phase on either runtime (kfac_summary). */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -532,13 +533,23 @@ static const optdef_t
   od_fisher = {"--kfac-fisher", OD_ENUM, 0, 0, fishers, "empirical", "F",
                "G factors from: empirical (the data's labels, the paper's eq. 4) | sampled (y ~ the model, Martens & Grosse)",
                KO(fisher_sampled), 1, NULL};
-static void set_split(const optdef_t *d, void *area, const char *v) {   /* off | auto | N; "0" and "-1" are how the
-                                                                            checkpoint header and a rewrite store off and auto */
-  *(int *)((char *)area + d->off) = !strcmp(v, "off") || !strcmp(v, "0") ? KFAC_SPLIT_OFF
-                                    : !strcmp(v, "auto") || !strcmp(v, "-1") ? KFAC_SPLIT_AUTO : (int)parse_long(d->name, v, 2, 1 << 20);
+/* off | auto | S. "0" and "-1" are the documented numeric spellings of off and auto, accepted on the
+ * command line too: the checkpoint header stores the option as an integer (optdef_format) and a resume
+ * reads it back through this same setter, so refusing them here alone would take a second parser; every
+ * other integer below 2 (-5, 1) is refused naming the flag and the three forms. */
+static void set_split(const optdef_t *d, void *area, const char *v) {
+  int *out = (int *)((char *)area + d->off);
+  if (!v) die_usage("train: %s needs a value", d->name);
+  if (!strcmp(v, "off") || !strcmp(v, "0")) { *out = KFAC_SPLIT_OFF; return; }
+  if (!strcmp(v, "auto") || !strcmp(v, "-1")) { *out = KFAC_SPLIT_AUTO; return; }
+  char *end; errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < 2 || x > (1 << 20))
+    die_usage("train: %s: '%s': give off (or 0), auto (or -1) or a factor order S in [2, %d]", d->name, v, 1 << 20);
+  *out = (int)x;
 }
 static const optdef_t od_split = {"--kfac-split", OD_INT, 2, 1 << 20, NULL, "off", "S",
-  "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim)",
+  "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim); off = 0, auto = -1",
   KO(split), 1, set_split};
 /* (new options go last: a checkpoint written before one existed is then refused naming it) */
 static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
