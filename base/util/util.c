@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -236,6 +238,74 @@ static void output_target(const char *path, const char *what, char *out, size_t 
 
 void outfile_check(const char *path, const char *what) { char t[4096]; output_target(path, what, t, sizeof t); }
 
+void outfile_probe(const char *path, const char *what) {
+  char t[4096], tmp[4200];
+  output_target(path, what, t, sizeof t);
+  const char *slash = strrchr(t, '/');
+  size_t dl = slash ? (size_t)(slash - t) + 1 : 0;
+  if (dl > 1) { char dir[4096]; memcpy(dir, t, dl - 1); dir[dl - 1] = 0; mkdir_p(dir); }
+  snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)dl, t, t + dl);
+  int fd = mkstemp(tmp);
+  if (fd < 0) die("cannot write %s %s: %s (checked before the first step)", what, path, strerror(errno));
+  close(fd);
+  unlink(tmp);
+}
+
+int outfile_sweep(const char *path, const char *what) {
+  char t[4096];
+  output_target(path, what, t, sizeof t);
+  const char *slash = strrchr(t, '/');
+  char dir[4096];
+  if (slash) { snprintf(dir, sizeof dir, "%.*s", slash == t ? 1 : (int)(slash - t), t); }
+  else snprintf(dir, sizeof dir, ".");
+  const char *base = slash ? slash + 1 : t;
+  size_t bl = strlen(base);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {   /* ".<base>.XXXXXX": mkstemp's six letters or digits */
+    const char *nm = e->d_name;
+    if (nm[0] != '.' || strncmp(nm + 1, base, bl) || nm[1 + bl] != '.' || strlen(nm + 2 + bl) != 6) continue;
+    int ok = 1;
+    for (const char *c = nm + 2 + bl; *c; c++) ok &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9');
+    char full[8300];
+    snprintf(full, sizeof full, "%s/%s", dir, nm);
+    struct stat st;
+    if (!ok || lstat(full, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (unlink(full) == 0) {
+      n++;
+      fprintf(stderr, "pdl: removed %s, a temporary %s file left by an interrupted save (%lld bytes)\n", full, what,
+              (long long)st.st_size);
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+void path_canonical(const char *path, char *out, size_t n) {
+  char t[4096];
+  path_resolve(path, t, sizeof t);
+  char rp[PATH_MAX];
+  if (realpath(t, rp)) { snprintf(out, n, "%s", rp); return; }
+  /* absent: its folder resolved, then the name */
+  char dir[4096];
+  const char *slash = strrchr(t, '/');
+  if (slash) snprintf(dir, sizeof dir, "%.*s", slash == t ? 1 : (int)(slash - t), t);
+  else snprintf(dir, sizeof dir, ".");
+  const char *base = slash ? slash + 1 : t;
+  if (realpath(dir, rp)) snprintf(out, n, "%s%s%s", rp, strcmp(rp, "/") ? "/" : "", base);
+  else snprintf(out, n, "%s", t);
+}
+
+int path_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char ca[4096], cb[4096];
+  path_canonical(a, ca, sizeof ca); path_canonical(b, cb, sizeof cb);
+  return !strcmp(ca, cb);
+}
+
 void outfile_open(outfile_t *o, const char *path, const char *what) {
   memset(o, 0, sizeof *o);
   o->what = what;
@@ -407,7 +477,11 @@ void progress_done(void) {
 }
 
 volatile int pdl_stop_signal;
-static void on_stop(int sig) { pdl_stop_signal = sig; }
+static volatile sig_atomic_t g_stops;
+static void on_stop(int sig) {
+  if (g_stops++) { signal(sig, SIG_DFL); raise(sig); return; }   /* the second one: at once */
+  pdl_stop_signal = sig;
+}
 void install_stop_handlers(void) {
   struct sigaction sa; memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop; sigemptyset(&sa.sa_mask);

@@ -96,6 +96,19 @@ void outfile_commit_keep(outfile_t *o, const char *suffix);
 void path_resolve(const char *path, char *out, size_t n);
 /* The same refusal, up front (before a long run ever reaches its first write). */
 void outfile_check(const char *path, const char *what);
+/* outfile_check, and the file can be written: a temp file is created beside it and removed (exit 1
+ * naming `what` and the path when not, e.g. a read-only folder), so a long run learns it before
+ * its first step instead of at its first save. */
+void outfile_probe(const char *path, const char *what);
+/* Removes the temp files an interrupted outfile_open/commit of `path` left beside it (".<name>.XXXXXX",
+ * exactly outfile_open's pattern, regular files only), saying so on stderr. A save calls it first, so
+ * kill -9 during saves never piles up checkpoint-sized files. Returns how many it removed. */
+int outfile_sweep(const char *path, const char *what);
+/* 1 when a and b name the same file: the same inode where both exist, else the same canonical path
+ * (symlinks followed, the folder resolved); 0 otherwise. */
+int path_same_file(const char *a, const char *b);
+/* The canonical form path_same_file compares (absolute, symlinks and the folder resolved). */
+void path_canonical(const char *path, char *out, size_t n);
 /* An input or append path that must not block or be a directory: refuses (exit 1) a FIFO, a
  * socket or a directory; a missing path is allowed (the caller creates or reports it). */
 void path_refuse_special(const char *path, const char *what);
@@ -109,7 +122,9 @@ void json_meta_set_gpu(const char *desc);
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
 
-/* Signal handling for long runs: SIGINT/SIGTERM set the flag; loops poll it. */
+/* Signal handling for long runs: SIGINT/SIGTERM set the flag; loops poll it (a graceful stop: state
+ * saved, summary written). A second SIGINT/SIGTERM ends the process at once with the signal's default
+ * action, so a stop never depends on a loop reaching its next poll. */
 extern volatile int pdl_stop_signal;
 void install_stop_handlers(void);
 
