@@ -141,7 +141,7 @@ out=$("$PDL" train "${COMMON[@]}" --steps 50 --checkpoint "$T/ck4" --resume 2>&1
 [ $rc -eq 1 ] && grep -q "checkpoint $T/ck4: format version 4, written by an older pdl; this pdl reads version 5" <<<"$out" \
   && ok "a version-4 checkpoint: refused naming the file and both versions" || notok "old checkpoint" "rc=$rc $out"
 out=$(timeout 20 "$PDL" train "${COMMON[@]}" --steps 50 --checkpoint "$T/ckneg" --resume 2>&1); rc=$?
-[ $rc -eq 1 ] && grep -q "checkpoint $T/ckneg: its progress (update -1" <<<"$out" \
+[ $rc -eq 1 ] && grep -q "checkpoint $T/ckneg: field 'updates' of section 'loop' is -1" <<<"$out" \
   && ok "a crafted negative update count: refused naming the file" || notok "negative progress" "rc=$rc $out"
 
 out=$("$PDL" nets); echo "$out" | grep -q ppasgd-cifar && ok "nets lists presets" || notok "nets" "$out"

@@ -376,7 +376,7 @@ void results_open(results_t *r, const char *path) {
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
   path_refuse_special(path, "results file");
-  r->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  r->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);   /* read: the tail check */
   if (r->fd < 0) die("cannot open results file %s: %s", path, strerror(errno));
   if (flock(r->fd, LOCK_EX) != 0) die("cannot lock results file %s: %s", path, strerror(errno));
   results_cut_torn_tail(r);

@@ -185,9 +185,9 @@ static void outputs_check(const train_cfg_t *c) {
     for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
       char p[1100]; struct stat st;
       snprintf(p, sizeof p, "%s%s", c->checkpoint, sfx[i]);
-      if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-        die_usage("train: --checkpoint %s exists (%s: a saved run); give --resume to continue it, or --overwrite to start "
-                  "over and replace it", c->checkpoint, p);
+      if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)   /* (an empty file holds nothing to lose) */
+        die_usage("train: --checkpoint %s exists (%s, %lld bytes: a saved run); give --resume to continue it, or "
+                  "--overwrite to start over and replace it", c->checkpoint, p, (long long)st.st_size);
     }
   }
 }
