@@ -20,6 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     train_cfg_t c; train_cfg_defaults(&c);
     snprintf(c.data, sizeof c.data, "synthetic:n=64"); snprintf(c.net, sizeof c.net, "F2 S10");   /* as fuzz_checkpoint.c */
     c.quiet = 1; c.threads = 1; c.algo_optdefs = train_seq_opts;
+    c.steps = 1 << 20;   /* the seed (at update 2) resumes, so mutations reach the loop's figures */
     run_setup(&job.r, &c, c.batch);
     snprintf(path, sizeof path, "%s/r.ck", fuzz_dir());
     snprintf(prev, sizeof prev, "%s.prev", path);
