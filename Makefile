@@ -103,7 +103,7 @@ CUDA_EMU_PDL := $(if $(NVCC),$(if $(HAVE_MPI),$(BUILD)/cuda-emu/pdl))
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
-        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac bench-gpu plots report regress regress-update cuda-emu \
+        bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac bench-gpu bench-scaling plots report regress regress-update cuda-emu \
         nccl-emu cuda-emu-pdl fuzz FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
@@ -245,11 +245,11 @@ cuda-emu:
 	@BUILD=$(BUILD) bash kernels/cuda/emu/run.sh
 
 # ---- benches, plots, regression (each bench folder has its own driver) ----------------------
-bench-core bench-ppasgd bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac bench-gpu: bench-%: deps
+bench-core bench-ppasgd bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac bench-gpu bench-scaling: bench-%: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@PDL=$(PDL) QUICK=$(QUICK) FORCE=$(FORCE) ONLY="$(ONLY)" DATA=$(DATA) ISA=$(ISA) bash bench/$*/run.sh
 
-bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench-gossip bench-kfac bench-gpu
+bench: bench-core bench-collectives bench-ppasgd bench-easgd bench-hermans bench-gossip bench-kfac bench-gpu bench-scaling
 
 plots:
 	@bash plots/render.sh

@@ -32,10 +32,16 @@ mkdir -p "$T/empty" "$T/bad"
 out=$(python3 bench/gpu/summarize.py "$T/empty" 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -q "empty/speed.jsonl not found" <<<"$out" && ! grep -q Traceback <<<"$out" \
   && ok "summarize: missing results named" || notok "summarize: missing results" "rc $rc: $out"
-printf '{"side":"pdl","mode":"eager","batch":1,"img_per_s":1,"img_per_s_min":1,"img_per_s_max":1}\nnot json\n' > "$T/bad/speed.jsonl"
+# a bad line before the last: exit 1 naming file and line (the engine's read_jsonl); a torn last line
+# (a run killed mid-write) is skipped with a warning naming it
+printf 'not json\n{"side":"pdl","mode":"eager","batch":1,"img_per_s":1,"img_per_s_min":1,"img_per_s_max":1}\n' > "$T/bad/speed.jsonl"
 out=$(python3 bench/gpu/summarize.py "$T/bad" 2>&1); rc=$?
-[ $rc -ne 0 ] && grep -q "bad/speed.jsonl:2: not JSON" <<<"$out" && ! grep -q Traceback <<<"$out" \
+[ $rc -ne 0 ] && grep -q "bad/speed.jsonl line 1: not JSON" <<<"$out" && ! grep -q Traceback <<<"$out" \
   && ok "summarize: a bad line named by file and line" || notok "summarize: bad line" "rc $rc: $out"
+printf '{"side":"pdl","mode":"eager","batch":1,"img_per_s":1,"img_per_s_min":1,"img_per_s_max":1}\n{"side":"pd' > "$T/bad/speed.jsonl"
+out=$(python3 bench/gpu/summarize.py "$T/bad" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "bad/speed.jsonl line 2: torn last line skipped" <<<"$out" && ! grep -q Traceback <<<"$out" \
+  && ok "summarize: a torn last line skipped with a warning naming it" || notok "summarize: torn last line" "rc $rc: $out"
 # no CUDA device here (dev machines and CI): the bench skips, exit 0, nothing written
 if ! "$PDL" speed --device cuda --batch 1 --repeats 1 >/dev/null 2>&1; then
   out=$(PDL_RESULTS="$T/res" PDL="$PDL" bash bench/gpu/run.sh 2>&1); rc=$?

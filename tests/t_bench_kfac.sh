@@ -81,7 +81,7 @@ PY
 # three seeds (issue 31): the QUICK K3 runs copied as seeds 2 and 3 (k3-kfac-s2.jsonl, as the full
 # bench names them; seed 3's K-FAC is Adam's run, so it ties Adam at every evaluation) and K4's lines
 # as seeds 2 and 3 (seed 3's largest msgd batch with a lower loss); the summarizer given K3_SEEDS
-# "1 2 3" hands K3a and K4 three seeds each, with mean and min-max; K3b stays at seed 1
+# "1 2 3" hands K3a, K3b and K4 three seeds each, with mean and min-max
 R3=$T/seeds/kfac; mkdir -p "$R3"; cp "$T"/results/kfac/*.jsonl "$R3/"
 cp "$R3/k3-kfac.jsonl" "$R3/k3-kfac-s2.jsonl"; cp "$R3/k3-adam.jsonl" "$R3/k3-adam-s2.jsonl"
 cp "$R3/k3-adam.jsonl" "$R3/k3-kfac-s3.jsonl"; cp "$R3/k3-adam.jsonl" "$R3/k3-adam-s3.jsonl"
@@ -100,22 +100,22 @@ with open(sys.argv[1], "w") as f:
 PY
 if python3 bench/kfac/summarize.py "$R3" quick "1 2 3" > "$T/s3.out" 2>&1; then ok "summarize.py over seeds 1 2 3"
 else notok "summarize.py over seeds 1 2 3" "$(tail -3 "$T/s3.out")"; fi
-python3 - "$R3/verdicts.json" "$T/results/kfac/verdicts.json" <<'PY' && ok "3 seeds: K3a and K4 have 3 with mean/min-max, K3b seed 1 only" || notok "3 seeds" "see above"
+python3 - "$R3/verdicts.json" "$T/results/kfac/verdicts.json" <<'PY' && ok "3 seeds: K3a, K3b and K4 have 3 with mean/min-max" || notok "3 seeds" "see above"
 import json, sys
 r = {x["id"]: x for x in json.load(open(sys.argv[1]))}
 one = {x["id"]: x for x in json.load(open(sys.argv[2]))}
 bad = []
-for cid in ("K3a", "K3a-sampled", "K3a-alg1", "K4"):
+for cid in ("K3a", "K3a-sampled", "K3a-alg1", "K3b", "K4"):
     if [s["seed"] for s in r[cid]["seeds"]] != [1, 2, 3]:
         bad.append("%s: seeds %s" % (cid, [s["seed"] for s in r[cid]["seeds"]]))
 k = r["K3a"]; v = [s["value"] for s in k["seeds"]]
 if not (v[0] == v[1] == one["K3a"]["mean"] and v[2] == 1.0 and k["min"] == min(v) and k["max"] == max(v)
-        and abs(k["mean"] - sum(v) / 3) < 1e-12 and "K-FAC >= Adam at" in k["ours"] and "(seeds 1 2 3)" in k["ours"]):
+        and abs(k["mean"] - sum(v) / 3) < 1e-12 and "K-FAC vs Adam, epochs to" in k["ours"] and "(seeds 1 2 3)" in k["ours"]):
     bad.append("K3a: %s (%s to %s) over %s; %r" % (k["mean"], k["min"], k["max"], v, k["ours"]))
 if [s["holds"] for s in r["K4"]["seeds"]][:2] != [one["K4"]["seeds"][0]["holds"]] * 2 or r["K4"]["seeds"][2]["holds"] is not False:
     bad.append("K4 per seed: %s" % [s["holds"] for s in r["K4"]["seeds"]])
-if len(r["K3b"]["seeds"]) != 1 or r["K3b"]["verdict"] != one["K3b"]["verdict"]:
-    bad.append("K3b changed with the extra seeds")
+if [s["holds"] for s in r["K3b"]["seeds"]][:2] != [one["K3b"]["seeds"][0]["holds"]] * 2 or r["K3b"]["seeds"][2]["holds"] is not False:
+    bad.append("K3b per seed (seed 3's K-FAC is Adam's run: not slower): %s" % [s["holds"] for s in r["K3b"]["seeds"]])
 if bad:
     print("\n".join(bad))
 sys.exit(1 if bad else 0)

@@ -105,7 +105,7 @@ else echo "[collectives] algorithms: not Open MPI (no ompi_info): cannot tell"; 
 # --- summary, plot data, plots, table ---
 python3 bench/collectives/summary.py "$RES" || rc=1
 render_plot plots/collectives.gp || rc=1
-table_row K1 "Fig. 4: NCCL beats MPI for large Reduce/Allgather (2 nodes, TSUBAME3.0)" \
+table_row K1 "Fig. 4: NCCL beats MPI for large Reduce/Allgather (2 nodes, TSUBAME3.0; ours: 2 ranks on one node)" \
   "$(cat "$RES/k1.txt" 2>/dev/null || echo "no data")" "synthetic validated buffers" real \
   "$(cat "$RES/k1-verdict.txt" 2>/dev/null || echo "n/a")"
 table_print

@@ -12,7 +12,7 @@ size = our bytes_per_rank. Exit 1 when any row has wrong elements or an input is
 The K1 verdict comes from bench/verdict.py (bench/claims/collectives.toml); this script derives
 the metrics only.
 """
-import glob, json, os, re, statistics, sys
+import glob, os, re, statistics, sys
 
 if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
     print(__doc__.strip())
@@ -25,12 +25,13 @@ ok = True
 
 
 def load(path):
-    err = verdict.check_jsonl(path)
-    if err:
-        print("summary.py: %s" % err, file=sys.stderr)
+    """path's JSON lines through the engine's one loader (verdict.read_jsonl); exit 1 naming the
+    file and line of a bad one (a torn last line is skipped with a warning)."""
+    try:
+        return verdict.read_jsonl(path)
+    except verdict.VerdictError as e:
+        print("summary.py: %s" % e, file=sys.stderr)
         sys.exit(1)
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
 
 
 def human(b):
@@ -183,11 +184,14 @@ if big:
     red, ag = at("mpi", "reduce", 2, big), at("mpi", "allgather", 2, big)
     k1 += " at %s: reduce %.0f us%s" % (human(big), red, ", allgather %.0f us" % ag if ag else "")
 nccl_red = at("nccl", "reduce", 2, big) if big else None
+# allgather at the same total bytes as the largest reduce (its sweep's sizes are totals too)
+nccl_ag = at("nccl", "allgather", 2, big) if big else None
 V = verdict.Session("collectives", res)
 if ("nccl", "reduce", 2) in runs and nccl_red is not None:
-    k1 += "; NCCL reduce %.0f us" % nccl_red
-    cell = V.claim("K1", {"mpi_reduce_us": red, "nccl_reduce_us": nccl_red}, ours=k1, data_set="synthetic validated buffers",
-                   mode="real", flags=["one node, not the paper's 2"], plot="plots/out/collectives-reduce.png")
+    k1 += "; NCCL reduce %.0f us%s" % (nccl_red, ", allgather %.0f us" % nccl_ag if nccl_ag else "")
+    cell = V.claim("K1", {"mpi_reduce_us": red, "nccl_reduce_us": nccl_red, "mpi_allgather_us": ag,
+                          "nccl_allgather_us": nccl_ag}, ours=k1, data_set="synthetic validated buffers",
+                   mode="real, one node", flags=["one node, not the paper's 2"], plot="plots/out/collectives-reduce.png")
 else:
     if ("nccl", "reduce", 2) not in runs:
         k1 += "; NCCL %s" % nccl

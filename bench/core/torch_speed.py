@@ -7,16 +7,20 @@ import json, statistics, sys, time
 import torch
 import torch.nn as nn
 
-def main():
-    batch, threads, repeats = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    torch.set_num_threads(threads)
-    torch.manual_seed(1)
+def build_net():
+    """the speed reference net (pdl's ppasgd-cifar preset); also bench/scaling/torch_ddp.py's"""
     act = lambda: nn.LeakyReLU(0.01)
-    net = nn.Sequential(
+    return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), act(), nn.Conv2d(32, 32, 3, padding=1), act(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), act(), nn.MaxPool2d(2),
         nn.Conv2d(64, 128, 3, padding=1), act(), nn.MaxPool2d(2), nn.Flatten(),
         nn.Linear(128 * 3 * 3, 256), act(), nn.Linear(256, 256), act(), nn.Linear(256, 10))
+
+def main():
+    batch, threads, repeats = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    net = build_net()
     opt = torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     x = torch.randn(batch, 1, 28, 28)

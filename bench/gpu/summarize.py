@@ -9,7 +9,10 @@ Issue 35's targets: pdl (its faster mode, the CUDA graph) at least PyTorch with 
 the other side's fastest, "not met" when pdl's fastest is below the other's slowest, else "within
 the noise" (the windows overlap). The roofline is cuBLAS SGEMM 4096^3 FP32 measured by pdl speed in
 the same run. Exit 1 when RES/speed.jsonl is missing or holds no pdl result."""
-import json, math, os, sys
+import math, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict as engine  # noqa: E402  (the engine's one JSONL loader: engine.read_jsonl)
 
 TARGET = {1: ("torch", "graph"), 16: ("torch", "graph"), 128: ("torch", "graph"), 512: ("torch", "eager")}
 NAMES = {("pdl", "eager"): "pdl eager", ("pdl", "graph"): "pdl CUDA graph", ("torch", "eager"): "PyTorch eager",
@@ -22,22 +25,18 @@ COLS = (("pdl", "eager"), ("pdl", "graph"), ("torch", "eager"), ("torch", "graph
 
 def load(path):
     runs = {}
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                j = json.loads(line)
-            except ValueError:
-                sys.exit("%s:%d: not JSON: %.60s" % (path, n, line))
-            key = (j.get("side"), j.get("mode"), j.get("batch"))
-            if None in key:
-                sys.exit("%s:%d: no side, mode or batch" % (path, n))
-            if not j.get("failed") and isinstance(j.get("img_per_s"), (int, float)):
-                runs[key] = j
-            else:
-                runs.setdefault(key, None)
+    try:
+        lines = engine.read_jsonl(path)
+    except engine.VerdictError as e:
+        sys.exit("summarize.py: %s" % e)
+    for n, j in enumerate(lines, 1):
+        key = (j.get("side"), j.get("mode"), j.get("batch"))
+        if None in key:
+            sys.exit("%s: run %d: no side, mode or batch" % (path, n))
+        if not j.get("failed") and isinstance(j.get("img_per_s"), (int, float)):
+            runs[key] = j
+        else:
+            runs.setdefault(key, None)
     return runs
 
 

@@ -19,6 +19,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import verdict  # noqa: E402
+
 LR = {"msgd": [0.003, 0.01, 0.03], "adam": [0.0003, 0.001, 0.003], "kfac": [0.001, 0.003, 0.01]}
 EXTEND = {"msgd": (0.001, 0.1), "adam": (0.0001, 0.01), "kfac": (0.0003, 0.03)}
 DAMP0, DAMPS = 0.03, [0.01, 0.1]
@@ -35,16 +38,15 @@ def score(res, o, lr, d):
     if not os.path.exists(p):
         return "missing", None
     ev, summ = [], None
-    with open(p) as f:
-        for line in f:
-            try:
-                x = json.loads(line)
-            except ValueError:
-                continue
-            if x.get("event") == "eval":
-                ev.append(x)
-            elif x.get("event") == "summary":
-                summ = x
+    try:
+        rows = verdict.read_jsonl(p)   # the engine's one JSONL loader: a torn last line is skipped, any other bad line named
+    except verdict.VerdictError as e:
+        sys.exit("k3grid.py: %s" % e)
+    for x in rows:
+        if x.get("event") == "eval":
+            ev.append(x)
+        elif x.get("event") == "summary":
+            summ = x
     if summ is None or summ.get("interrupted_by_signal"):
         return "missing", None
     if summ.get("eval_set") != "validation":

@@ -18,7 +18,11 @@
 #            that the 2-rank point K2 judges is not 4 updates' setup and noise; the real allreduce
 #            runs, read by no claim, K2_STEPS), sim at K2_SIM devices (K2_STEPS: the sim's clock is
 #            exact from the first update), owners by layer (the paper) and by cost (lpt, ours), both
-#            communication schemes;
+#            communication schemes; the real 1- and 2-rank timings K2 judges are repeated (K2_REPEATS,
+#            full 5, QUICK 2; issue 45: one timing sat at the 2x threshold, 1.99 / 2.26 / 2.08x across
+#            runs), each repeat's two runs back to back, and K2 is judged on their spread: every
+#            repeat a "seed" of the registry (k2.jsonl's "rep"). Cost: ~15 s per extra repeat (two
+#            30-update runs at ~0.18 s per update plus start-up), ~1 min in the full bench;
 #   k2m      K2-phases: the real 2-rank point against the sim of this machine, phase by phase
 #            (machine: platform; 1-thread calibration, a real MPI reduce-scatter of the bundles);
 #   k2p      K2-paper, K2-sgd: K-FAC and data-parallel SGD (--algo ssgd) at K2P_SIM devices on a
@@ -68,7 +72,7 @@ bench_init kfac
 if [ -n "$QUICK" ]; then
   INV_SIZES=${INV_SIZES:-257,1024}; INV_REPS=${INV_REPS:-3}
   K2_REAL=${K2_REAL:-"1 2"}; K2_SIM=${K2_SIM:-"1 2"}; K2_STEPS=${K2_STEPS:-2}; CAL_REPEATS=${CAL_REPEATS:-1}
-  K2_REAL_STEPS=${K2_REAL_STEPS:-2}; K2_REAL_AR=${K2_REAL_AR-}; K2M_ITERS=${K2M_ITERS:-3}; K2P_SIM=${K2P_SIM:-"1 2"}
+  K2_REAL_STEPS=${K2_REAL_STEPS:-2}; K2_REPEATS=${K2_REPEATS:-2}; K2_REAL_AR=${K2_REAL_AR-}; K2M_ITERS=${K2M_ITERS:-3}; K2P_SIM=${K2P_SIM:-"1 2"}
   K2M_PROCS=${K2M_PROCS:-2}; K2M_AG=${K2M_AG-}
   K2P_COMMS=${K2P_COMMS:-allreduce}
   K3_EPOCHS=${K3_EPOCHS:-1}; K3_TRAIN=${K3_TRAIN:-128}; K3_SEEDS=${K3_SEEDS:-1}; K3_VAL=${K3_VAL:-128}; K4_BATCHES=${K4_BATCHES:-"32 256"}; K4_SEEDS=${K4_SEEDS:-1}
@@ -76,7 +80,7 @@ if [ -n "$QUICK" ]; then
 else
   INV_SIZES=${INV_SIZES:-257,1024,1153,2048}; INV_REPS=${INV_REPS:-5}
   K2_REAL=${K2_REAL:-"1 2 4"}; K2_SIM=${K2_SIM:-"1 2 4 8 16 32 64"}; K2_STEPS=${K2_STEPS:-4}
-  K2_REAL_STEPS=${K2_REAL_STEPS:-30}; K2_REAL_AR=${K2_REAL_AR-1}; K2M_ITERS=${K2M_ITERS:-20}; K2P_SIM=${K2P_SIM:-$K2_SIM}
+  K2_REAL_STEPS=${K2_REAL_STEPS:-30}; K2_REPEATS=${K2_REPEATS:-5}; K2_REAL_AR=${K2_REAL_AR-1}; K2M_ITERS=${K2M_ITERS:-20}; K2P_SIM=${K2P_SIM:-$K2_SIM}
   K2M_PROCS=${K2M_PROCS:-"1 2"}; K2M_AG=${K2M_AG-1}
   K2P_COMMS=${K2P_COMMS:-"allreduce reduce-scatterv"}
   K3_EPOCHS=${K3_EPOCHS:-4}; K3_TRAIN=${K3_TRAIN:-6000}; K3_SEEDS=${K3_SEEDS:-"1 2 3"}; K3_VAL=${K3_VAL:-2000}; K4_BATCHES=${K4_BATCHES:-"32 128 512 2048"}
@@ -111,15 +115,15 @@ k2_run() {
   else
     line=$("$PDL" "${args[@]}" --runtime sim --platform "$plat" --device-rate "calibrated:$cal" 2>>"$RES/k2.log" | tail -1) || return 1
   fi
-  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(mode=sys.argv[2], procs=int(sys.argv[3])); print(json.dumps(d))' \
-    "$line" "$mode" "$p" >> "$f"
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(mode=sys.argv[2], procs=int(sys.argv[3]), rep=int(sys.argv[4])); print(json.dumps(d))' \
+    "$line" "$mode" "$p" "${K2_REP:-1}" >> "$f"
 }
-# one line per run in k2.jsonl, tagged mode=real|sim, procs, assign, comm
+# one line per run in k2.jsonl, tagged mode=real|sim, procs, assign, comm, rep (K2_REP: the repeat of a real timing)
 k2_one() {   # k2_one MODE PROCS ASSIGN COMM [STEPS]
   local mode=$1 p=$2 a=$3 c=$4 plat=-
   [ "$mode" = sim ] && plat="cluster:nodes=$p,gpus=1"
   k2_run "$RES/k2.jsonl.tmp" "$mode" "$p" "${5:-$K2_STEPS}" "$plat" "$RES/calibration.json" --algo kfac-dist \
-    --lr "$LR_KFAC" --kfac-damping "$DAMP" --kfac-assign "$a" --kfac-comm "$c" --tag "k2-$mode-$p-$a-$c"
+    --lr "$LR_KFAC" --kfac-damping "$DAMP" --kfac-assign "$a" --kfac-comm "$c" --tag "k2-$mode-$p-$a-$c${K2_REP:+-r$K2_REP}"
 }
 run_k2() {
   : > "$RES/k2.jsonl.tmp"; : > "$RES/k2.log"
@@ -128,6 +132,12 @@ run_k2() {
     k2_one real "$p" layer reduce-scatterv "$K2_REAL_STEPS" || return 1
     [ "$p" -gt 1 ] && [ -n "$K2_REAL_AR" ] && { k2_one real "$p" layer allreduce || return 1; }
   done
+  local r   # K2's real point repeated (issue 45): the 1- and 2-rank timings again, back to back, K2_REPEATS in all
+  for ((r = 2; r <= K2_REPEATS; r++)); do for p in 1 2; do
+    [[ " $K2_REAL " == *" $p "* ]] || continue
+    echo "  k2 real: $p rank(s), repeat $r of $K2_REPEATS" >&2
+    K2_REP=$r k2_one real "$p" layer reduce-scatterv "$K2_REAL_STEPS" || return 1
+  done; done
   for a in layer lpt; do for p in $K2_SIM; do
     [ "$a" = lpt ] && [ "$p" = 1 ] && continue   # one device owns every layer either way: the layer run's time
     echo "  k2 sim: $p devices, owners by $a" >&2

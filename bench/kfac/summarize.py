@@ -4,9 +4,11 @@ writes the plots' data files (RES/kfac-*.dat), RES/analysis.json and the table r
 appended; bench/lib.sh's table_print renders them). It derives metrics only: every verdict comes from
 bench/verdict.py applying bench/claims/kfac.toml (verdicts.json / verdicts.md beside the table).
 K3_SEEDS ("1 2 3"; default "1"): the seeds of K3's runs at the picks (seed s > 1: k3-kfac-sS.jsonl);
-K3a, K3a-sampled and K3a-alg1 get one set of metrics per seed, K3b and the plot read seed 1; the
-grid and the picks (k3-picks.json) become RES/k3-grid.md. K4's seeds are
-the summary lines of k4.jsonl."""
+K3a, K3a-sampled, K3a-alg1 and K3b get one set of metrics per seed (epochs and seconds to accuracy
+targets), the plot reads seed 1; the grid and the picks (k3-picks.json) become RES/k3-grid.md. K4's
+seeds are the summary lines of k4.jsonl. K2's "seeds" are the repeats of the real 1- and 2-rank
+timings (k2.jsonl lines with "rep"; run.sh K2_REPEATS). Metrics are numbers and lists of numbers
+only: the rules in the TOML decide (issue 45)."""
 import json, math, os, statistics, sys
 
 if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
@@ -22,18 +24,16 @@ V = verdict.Session("kfac", res, quick=quick)
 
 
 def lines(name):
+    """RES/name's JSON lines through the engine's one loader (verdict.read_jsonl); a malformed file
+    gives [] here and an error row from the engine (V.write scans every results file)."""
     p = os.path.join(res, name)
     if not os.path.exists(p):
         return []
-    out = []
-    for ln in open(p):
-        ln = ln.strip()
-        if ln.startswith("{"):
-            try:
-                out.append(json.loads(ln))
-            except ValueError:
-                pass
-    return out
+    try:
+        return verdict.read_jsonl(p)
+    except verdict.VerdictError as e:
+        print("summarize: %s" % e, file=sys.stderr)
+        return []
 
 
 rows, analysis = [], {}
@@ -84,8 +84,19 @@ k2 = lines("k2.jsonl")
 
 
 def k2t(mode, assign, comm):
+    """{procs: time per update} of one series (the real series: repeat 1, the runs every other row reads)."""
     return {d["procs"]: d["time_per_update_s"] for d in k2
-            if d["mode"] == mode and d["kfac_assign"] == assign and d["kfac_comm"] == comm}
+            if d["mode"] == mode and d["kfac_assign"] == assign and d["kfac_comm"] == comm and d.get("rep", 1) == 1}
+
+
+def k2_reps():
+    """[(repeat, 2 x T1 / T2)]: the real 2-rank speed-up of each repeat of the real 1- and 2-rank
+    timings (bench/kfac/run.sh K2_REPEATS; a repeat ran its two runs back to back)."""
+    t = {}
+    for d in k2:
+        if d["mode"] == "real" and d["kfac_assign"] == "layer" and d["kfac_comm"] == "reduce-scatterv" and d["procs"] in (1, 2):
+            t.setdefault(d.get("rep", 1), {})[d["procs"]] = d["time_per_update_s"]
+    return [(r, 2 * x[1] / x[2]) for r, x in sorted(t.items()) if 1 in x and 2 in x]
 
 
 sim_l, sim_p, sim_ar = k2t("sim", "layer", "reduce-scatterv"), k2t("sim", "lpt", "reduce-scatterv"), k2t("sim", "layer", "allreduce")
@@ -111,27 +122,27 @@ if sim_l and 1 in sim_l:
     sp_l = {p: p * sim_l[1] / sim_l[p] for p in sim_l}
     eff = {p: sp_l[p] / p for p in sp_l}
     knee = max(eff, key=lambda p: (eff[p], -p))
-    upto = [p for p in sp_l if 1 < p <= nl]
-    after = [p for p in sp_l if p > nl]
-    superlin = all(sp_l[p] > p for p in upto) if upto else False
-    flat_after = all(eff[p] <= eff[max(upto)] + 1e-9 for p in after) if upto and after else None
     txt = ", ".join("%d: %.2fx" % (p, sp_l[p]) for p in sorted(sp_l))
     real = ", ".join("%d: %.2fx" % (p, p * real_l[1] / real_l[p]) for p in sorted(real_l) if 1 in real_l)
     upd2 = [d["updates"] for d in k2 if d["mode"] == "real" and d["procs"] == 2 and d["kfac_comm"] == "reduce-scatterv"]
     if real and upd2:
         real += " (%d updates per run)" % upd2[0]
+    reps = k2_reps()
+    if len(reps) > 1:
+        real += "; 2 ranks over %d repeats: %s" % (len(reps), ", ".join("%.2fx" % v for _, v in reps))
     analysis["k2"] = {"speedup_sim_layer": sp_l, "efficiency": eff, "knee": knee, "layers": nl,
-                      "speedup_sim_lpt": {p: p * sim_p[1] / sim_p[p] for p in sim_p if 1 in sim_p}}
-    row("K2", "speed-up vs processes better than linear while processes <= layers, then like data-parallel SGD",
+                      "speedup_sim_lpt": {p: p * sim_p[1] / sim_p[p] for p in sim_p if 1 in sim_p},
+                      "real_sp2_repeats": [v for _, v in reps]}
+    procs = sorted(sp_l)
+    sim_m = {"sim_procs": procs, "sim_speedup": [sp_l[p] for p in procs], "layers": nl}
+    row("K2", V.reg["_by_id"]["K2"]["statement"],
         "weak scaling, batch %d/process, %d K-FAC layers; SIMULATED speed-up %s (efficiency peaks at %d); real (2 cores, "
         "ranks beyond 2 oversubscribed) %s" % (k2[0]["batch"], nl, txt, knee, real or "-"),
         "Fashion-MNIST, vgg-small", "SIMULATED (calibrated per kind) + real",
-        V.claim("K2", {"superlinear_sim": superlin, "flat_after_sim": flat_after,
-                       "real_sp2": 2 * real_l[1] / real_l[2] if 1 in real_l and 2 in real_l else None},
+        V.claim("K2", [dict(sim_m, real_sp2=v) for _, v in reps] or None, seeds=[r for r, _ in reps] or None,
                 mode="SIMULATED (calibrated per kind) + real", data_set="Fashion-MNIST, vgg-small", simulated=True,
-                plot="plots/out/kfac-k2.png",
-                flags=([] if (1 in real_l and 2 in real_l) else ["no real 2-rank point in these results"]) +
-                      (["the real 2-rank point ran %d updates (issue 33 asks >= 30)" % upd2[0]]
+                plot="plots/out/kfac-k2.png", why="no real 2-rank point in these results",
+                flags=(["the real 2-rank point ran %d updates (issue 33 asks >= 30)" % upd2[0]]
                        if upd2 and upd2[0] < 30 and not quick else [])))
     ratios = {p: sim_l[p] / sim_p[p] for p in sim_p if p in sim_l and p > 1}
     if ratios:
@@ -169,7 +180,8 @@ def phase_ms(d):
 
 k2m = {d["procs"]: d for d in lines("k2-match.jsonl")}
 coll = {d["op"]: d for d in lines("k2-coll.jsonl")}
-real_rs = {d["procs"]: d for d in k2 if d["mode"] == "real" and d["kfac_assign"] == "layer" and d["kfac_comm"] == "reduce-scatterv"}
+real_rs = {d["procs"]: d for d in k2 if d["mode"] == "real" and d["kfac_assign"] == "layer" and d["kfac_comm"] == "reduce-scatterv"
+           and d.get("rep", 1) == 1}
 cols = [("real_1", real_rs.get(1)), ("sim_1", k2m.get(1)), ("real_2", real_rs.get(2)), ("sim_2", k2m.get(2)),
         ("cluster_2", brk.get(2) if k2 else None)]
 if any(d for _, d in cols):
@@ -198,7 +210,7 @@ if 2 in real_rs and 2 in k2m:
             real_rs[2]["updates"], ", ".join("%s %.1f / %.1f" % (n, rph[k], sph[k]) for k, n in PHASES),
             rtot, stot, sp(real_rs), sp(k2m), sp_l.get(2, float("nan")) if sim_l and 1 in sim_l else float("nan"), ctxt),
         "Fashion-MNIST, vgg-small", "SIMULATED (machine:, calibrated per phase) + real",
-        V.claim("K2-phases", {"phases": [k for k, _ in PHASES], "real_ms": [rph[k] for k, _ in PHASES],
+        V.claim("K2-phases", {"real_ms": [rph[k] for k, _ in PHASES],
                               "sim_ms": [sph[k] for k, _ in PHASES], "real_total_ms": rtot, "sim_total_ms": stot},
                 mode="SIMULATED (machine:, calibrated per phase) + real", data_set="Fashion-MNIST, vgg-small",
                 plot="plots/out/kfac-k2-paper.png",
@@ -225,11 +237,6 @@ if kp and sim_l and 1 in sim_l:
             g = lambda m, q: m.get(q, float("nan"))
             f.write("%d %.4g %.4g %.4g %d %.5g %.5g %.5g\n" % (p, g(s_ar, p), g(s_rs, p), g(s_sg, p), p, g(pk_ar, p),
                                                                g(pk_rs, p), g(ps, p)))
-    upto = [p for p in s_ar if 1 < p <= nl]
-    after = [p for p in s_ar if p > nl]
-    eff = {p: s_ar[p] / p for p in s_ar}
-    superlin = all(s_ar[p] > p for p in upto) if upto else False
-    flat_after = all(eff[p] <= eff[max(upto)] + 1e-9 for p in after) if upto and after else None
     # what 2 devices would need to beat linear: the communication (node 0's comm phases less its wait
     # for the slowest owner) at most T1 less the rest of T2, i.e. links r x faster next to compute
     be = ""
@@ -255,7 +262,7 @@ if kp and sim_l and 1 in sim_l:
            "implementation) %s; reduce-scatterv %s; data-parallel SGD %s%s" % (link, fmt(s_ar), fmt(s_rs) or "-", fmt(s_sg) or "-", be)
     row("K2-paper", V.reg["_by_id"]["K2-paper"]["statement"], ours, "Fashion-MNIST, vgg-small",
         "SIMULATED (paper's ratio, calibrated per kind)",
-        V.claim("K2-paper", {"superlinear": superlin, "flat_after": flat_after, "sp2": s_ar.get(2)},
+        V.claim("K2-paper", {"procs": sorted(s_ar), "speedup": [s_ar[p] for p in sorted(s_ar)], "layers": nl, "sp2": s_ar.get(2)},
                 mode="SIMULATED (paper's ratio, calibrated per kind)", data_set="Fashion-MNIST, vgg-small",
                 plot="plots/out/kfac-k2-paper.png"))
     big = [p for p in sorted(s_ar) if p > nl and p in s_sg]
@@ -275,6 +282,7 @@ if kp and sim_l and 1 in sim_l:
 # the validation split; k3-O[-sS].jsonl are the runs at the picks on the test set, seeds K3_SEEDS,
 # O = kfac, adam, msgd and K-FAC's variants kfac-sampled and kfac-alg1.
 K3_RUNS = ("kfac", "adam", "msgd", "kfac-sampled", "kfac-alg1")
+TARGETS = (0.90, 0.95, 0.98)   # K3a/K3b's accuracy targets: fractions of the lower final accuracy of the two runs
 picks = None
 if os.path.exists(os.path.join(res, "k3-picks.json")):
     picks = json.load(open(os.path.join(res, "k3-picks.json")))
@@ -316,17 +324,35 @@ if all(curves[o] for o in ("kfac", "adam", "msgd")):
     tk = curves["kfac"][-1]["time_s"] / curves["kfac"][-1]["epoch"]
     ta = curves["adam"][-1]["time_s"] / curves["adam"][-1]["epoch"]
 
+    def reach(ev, target, x):
+        """x ("epoch" or "time_s") at which the test accuracy first reaches target, linearly interpolated
+        between evaluations from (0, 10%) before the first one; inf when never."""
+        x0, a0 = 0.0, 0.1
+        for d in ev:
+            a = 1 - d["test_err"]
+            if a >= target:
+                return x0 + (d[x] - x0) * (target - a0) / (a - a0) if a > a0 else d[x]
+            x0, a0 = d[x], a
+        return math.inf
+
     def vs_adam(o, sd):
-        """K3a's metrics for run o (kfac or a variant) at seed sd against Adam's pick at that seed."""
+        """K3a's and K3b's raw numbers for run o (kfac or a variant) at seed sd against Adam's pick at
+        that seed: epochs and seconds to the accuracy targets (TARGETS x the lower of the two final
+        accuracies at their last common evaluation), the final accuracies, seconds per epoch."""
         ek, ea = k3_evals(o, sd), k3_evals("adam", sd)
         if not ek or not ea:
             return None
         k, a = at_epochs(ek), at_epochs(ea)
         cs = [e for e in common if e in k and e in a]
-        fin = lambda c: 1 - c[cs[-1]]["test_err"]
-        return {"kfac_ge_adam": sum(1 - k[e]["test_err"] >= 1 - a[e]["test_err"] for e in cs), "evals": len(cs),
-                "kfac_acc_last": fin(k), "adam_acc_last": fin(a),   # kfac_slower: the history's old K3a rule reads it
-                "kfac_slower": ek[-1]["time_s"] / ek[-1]["epoch"] > ea[-1]["time_s"] / ea[-1]["epoch"]}
+        if not cs:
+            return None
+        ek, ea = [k[e] for e in cs], [a[e] for e in cs]
+        fk, fa = 1 - ek[-1]["test_err"], 1 - ea[-1]["test_err"]
+        tg = [f * min(fk, fa) for f in TARGETS]
+        return {"kfac_epochs_to": [reach(ek, t, "epoch") for t in tg], "adam_epochs_to": [reach(ea, t, "epoch") for t in tg],
+                "kfac_s_to": [reach(ek, t, "time_s") for t in tg], "adam_s_to": [reach(ea, t, "time_s") for t in tg],
+                "kfac_acc_last": fk, "adam_acc_last": fa, "targets": tg,
+                "kfac_s_per_epoch": ek[-1]["time_s"] / ek[-1]["epoch"], "adam_s_per_epoch": ea[-1]["time_s"] / ea[-1]["epoch"]}
 
     def final_accs(o):
         out = []
@@ -354,17 +380,27 @@ if all(curves[o] for o in ("kfac", "adam", "msgd")):
         per = [(sd, m) for sd, m in per if m is not None]
         if not per:
             continue
-        txt = "%s >= Adam at %s evaluations (seeds %s)" % (
-            what, ", ".join("%d of %d" % (m["kfac_ge_adam"], m["evals"]) for _, m in per), " ".join(str(sd) for sd, _ in per))
+        ep = lambda xs: "/".join("%.2f" % x if math.isfinite(x) else "never" for x in xs)
+        txt = "%s vs Adam, epochs to %s of the lower final accuracy: %s (seeds %s)" % (
+            what, "/".join("%g" % t for t in TARGETS), "; ".join("%s vs %s" % (ep(m["kfac_epochs_to"]), ep(m["adam_epochs_to"]))
+                                                                for _, m in per), " ".join(str(sd) for sd, _ in per))
         if cid != "K3a":
             txt += "; after %g epochs %s vs Adam %s" % (last, spread(final_accs(o)), spread(final_accs("adam")))
+        keep = ("kfac_epochs_to", "adam_epochs_to", "kfac_acc_last", "adam_acc_last", "targets")
         row(cid, V.reg["_by_id"][cid]["statement"], (ours3 + "; " if cid == "K3a" else "") + txt, data_k3, "real, 1 process",
-            V.claim(cid, [m for _, m in per], seeds=[sd for sd, _ in per], mode="real, 1 process", data_set=data_k3,
-                    plot="plots/out/kfac-k3.png"))
-    row("K3b", "one device: per second K-FAC is slower than Adam", "%.1f s/epoch vs Adam %.1f s/epoch (seed 1, %d threads)" % (
-        tk, ta, next((d.get("threads", 0) for d in lines("k3-kfac.jsonl") if d.get("event") == "summary"), 0)), data_k3, "real, 1 process",
-        V.claim("K3b", {"kfac_s_per_epoch": tk, "adam_s_per_epoch": ta}, mode="real, 1 process",
-                data_set=data_k3, plot="plots/out/kfac-k3.png"))
+            V.claim(cid, [{x: m[x] for x in keep} for _, m in per], seeds=[sd for sd, _ in per], mode="real, 1 process",
+                    data_set=data_k3, plot="plots/out/kfac-k3.png"))
+    per = [(sd, vs_adam("kfac", sd)) for sd in K3_SEEDS]
+    per = [(sd, m) for sd, m in per if m is not None]
+    sec = lambda xs: "/".join("%.0f" % x if math.isfinite(x) else "never" for x in xs)
+    keep = ("kfac_s_to", "adam_s_to", "kfac_s_per_epoch", "adam_s_per_epoch", "targets")
+    row("K3b", V.reg["_by_id"]["K3b"]["statement"],
+        "seconds to %s of the lower final accuracy, K-FAC vs Adam: %s (seeds %s); %.1f s/epoch vs Adam %.1f s/epoch (seed 1, %d threads)" % (
+            "/".join("%g" % t for t in TARGETS), "; ".join("%s vs %s" % (sec(m["kfac_s_to"]), sec(m["adam_s_to"])) for _, m in per),
+            " ".join(str(sd) for sd, _ in per), tk, ta,
+            next((d.get("threads", 0) for d in lines("k3-kfac.jsonl") if d.get("event") == "summary"), 0)), data_k3, "real, 1 process",
+        V.claim("K3b", [{x: m[x] for x in keep} for _, m in per] or None, seeds=[sd for sd, _ in per] or None, mode="real, 1 process",
+                data_set=data_k3, plot="plots/out/kfac-k3.png", why="no K-FAC and Adam runs at a common evaluation"))
 
 # ---- K4 -----------------------------------------------------------------------------------------
 k4 = [d for d in lines("k4.jsonl") if d.get("event") == "summary"]
@@ -403,6 +439,12 @@ if k4:
 
 # ---- beyond the paper: the split inversion (bench/kfac/split.sh, issue 33 item 4) ------------------
 sm = [d for d in lines("split.jsonl") if d.get("event") == "split_metrics"]
+def by_procs(what, d):
+    """{what_procs: [p, ...], what_speedups: [x, ...]} from a {"p": x} table (metrics are lists, not tables)."""
+    ps = sorted(int(k) for k in (d or {}))
+    return {what + "_procs": ps, what + "_speedups": [d[str(p)] if str(p) in d else d[p] for p in ps]}
+
+
 if sm:
     m = sm[-1]
     fmt = lambda d: ", ".join("%s: %.2fx" % (p, v) for p, v in sorted(((int(k), v) for k, v in (d or {}).items()))) or "-"
@@ -411,8 +453,8 @@ if sm:
         "real %s (ranks on this machine's 2 cores: a figure, not the claim)"
         % (fmt(m.get("sim_speedup_by_procs")), m.get("sim_best_speedup") or 0, m.get("sim_best_procs"), fmt(m.get("real_speedup_by_procs"))),
         "Fashion-MNIST, vgg-small", "SIMULATED (+ real)",
-        V.claim("K2-split", {k: m.get(k) for k in ("sim_best_speedup", "sim_min_speedup", "sim_best_procs",
-                                                     "sim_speedup_by_procs", "real_speedup_by_procs")},
+        V.claim("K2-split", dict({k: m.get(k) for k in ("sim_best_speedup", "sim_min_speedup", "sim_best_procs")},
+                                 **by_procs("sim", m.get("sim_speedup_by_procs")), **by_procs("real", m.get("real_speedup_by_procs"))),
                 mode="SIMULATED", data_set="Fashion-MNIST, vgg-small"))
 
 for cid in ("inv", "speed", "K2", "K2-lb", "K2-comm", "K2-phases", "K2-paper", "K2-sgd", "K2-split", "K3a", "K3a-sampled", "K3a-alg1", "K3b", "K4"):

@@ -2,8 +2,10 @@
  * agreement, the learning-rate schedule, the evaluation schedule, the eval and summary lines
  * (through the JSON writer, with the algorithm's hooks), the parameter dump, checkpoints, and the
  * control floats. */
+#include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -49,9 +51,28 @@ int loop_threads(loop_t *L, int roles_per_rank) {
     int local = ls ? atoi(ls) : 1; if (local < 1) local = 1;
     t = c->threads > 0 ? c->threads : (int)(cores / (local * roles_per_rank));
     if (t < 1) t = 1;
-    if (rt_real_node() == 0 && L->reporter && !c->quiet)
-      fprintf(stderr, "pdl: thread budget: %ld cores for %d rank(s) here x %d role(s) x %d OpenMP thread(s)%s\n",
-              cores, local, roles_per_rank, t, (long)local * roles_per_rank * t > cores ? " -- OVERSUBSCRIBED" : "");
+    /* The share, applied in this thread (the node's main role): OpenMP's count, which is per
+     * thread (a role started from here inherits it: rt_real.c's thread_start), the CPU kernels'
+     * own per-thread count (which also switches OpenBLAS to one thread, once: cpu_threads.c),
+     * and the evaluations' workspace (sized for r->threads >= t at run set-up; evaluation
+     * results do not depend on its thread count: the forward pass has no reduction across
+     * threads, kernels/cpu). */
+    omp_set_num_threads(t);
+    const kernels_t *k = kernels_for(-1, NULL, NULL, 0);
+    if (k->set_threads) k->set_threads(t);
+    if (t < L->r->eval_ws.nthreads) L->r->eval_ws.nthreads = t;
+    if (rt_real_node() == 0 && L->reporter && !c->quiet) {
+      /* BLAS: Debian's OpenBLAS pthreads build has one thread count for the whole process (no
+       * per-thread setting), kept at 1: the kernels call it from their own OpenMP regions. An
+       * OpenMP build would follow each calling thread's OpenMP count, the share, instead. */
+      const int bp = openblas_get_parallel();
+      const char *wp = getenv("OMP_WAIT_POLICY");
+      fprintf(stderr, "pdl: thread budget: %ld cores for %d rank(s) here x %d role(s) x %d OpenMP thread(s)%s; "
+              "set in every role's thread; BLAS %d thread(s) (OpenBLAS %s); OMP_WAIT_POLICY %s\n",
+              cores, local, roles_per_rank, t, (long)local * roles_per_rank * t > cores ? " -- OVERSUBSCRIBED" : "",
+              openblas_get_num_threads(), bp == 0 ? "sequential" : bp == 1 ? "pthreads: one count per process" :
+              "OpenMP: each thread's OpenMP count", wp && *wp ? wp : "unset (libgomp: spin briefly, then sleep)");
+    }
   }
   if (L->reporter) L->r->threads = t;   /* the "threads" figure: what each role uses */
   return t;

@@ -1,10 +1,12 @@
 /* rt.h — the runtime seam. Every distributed algorithm is written once, as the programs of
  * its roles, against these operations; two runtimes implement them:
  *   real (src/rt/rt_real.c): a node is an MPI rank (or the only process without mpirun);
- *        roles inside a node are pthreads; collectives go through the collective layer's seam
- *        (src/coll/coll.h: MPI on host memory, or NCCL staged through device memory, chosen by
- *        --coll), point-to-point maps to MPI; time is the wall clock; rt_compute() is a no-op
- *        (the work already took its time).
+ *        roles inside a node are pthreads of a pool kept for the run (thread_start hands the
+ *        role to an idle one; none is created per update), each running with its starter's
+ *        OpenMP thread count (loop_threads sets the main role's to its share); collectives go
+ *        through the collective layer's seam (src/coll/coll.h: MPI on host memory, or NCCL
+ *        staged through device memory, chosen by --coll), point-to-point maps to MPI; time is
+ *        the wall clock; rt_compute() is a no-op (the work already took its time).
  *   sim  (src/sim, libpdlsim.so, dlopen'ed): a node is a SimGrid host; roles are S4U actors on
  *        that node's hosts (device d of node i is its own host, with the device's FLOP rate);
  *        messages take the network model's time with contention; rt_compute(flops) advances the

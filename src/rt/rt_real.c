@@ -7,6 +7,7 @@
  * MPI_Reduce, MPI_Bcast, MPI_Allgatherv, MPI_Reduce_scatter), nccl stages them through device
  * buffers and runs NCCL; either is the backend->run() that pdl coll times. The parameter server
  * of the algorithms is point-to-point (send/recv/recv_any), MPI always, see src/algo/ps.c. */
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -28,15 +29,100 @@ void rt_real_clock_start(void) { g_t0 = now_s(); }
 static void r_compute(rt_t *rt, double flops) { (void)rt; (void)flops; }
 static void r_work(rt_t *rt, double bytes) { (void)rt; (void)bytes; }
 
-typedef struct { pthread_t th; rt_t rt; rt_fn fn; void *arg; } rthread_t;
-static void *r_tramp(void *p) { rthread_t *t = p; t->fn(&t->rt, t->arg); return NULL; }
-static void *r_thread_start(rt_t *rt, int device, rt_fn fn, void *arg) {
-  rthread_t *t = xmalloc(sizeof *t);
-  t->rt = *rt; t->rt.device = device; t->fn = fn; t->arg = arg;
-  if (pthread_create(&t->th, NULL, r_tramp, t)) die("pthread_create failed on rank %d", rt->node);
-  return t;
+/* Roles: a pool of pthreads kept for the run, so that starting a role on the hot path (ssgd's
+ * grad roles every update, replica_grad_on_device every gradient) creates no thread and
+ * allocates nothing (rt.h). thread_start hands (rt, fn, arg) to an idle pool thread under that
+ * thread's mutex (it creates one only when none is idle: the first update that starts that many
+ * roles at once); thread_join waits until fn has returned and gives the thread back. The pool
+ * ends with rt_real_run (pool_end joins every thread).
+ * Thread budget: OpenMP's thread count (nthreads-var) is per thread, and a new pthread starts with
+ * the default (every core, or OMP_NUM_THREADS) whatever its starter set; so the started role's
+ * thread runs with its starter's count (omp_get_max_threads() when thread_start was called, which
+ * loop_threads set to the role's share of the budget), applied with omp_set_num_threads in the
+ * role's own thread before fn. */
+enum { SLOT_IDLE, SLOT_RUN, SLOT_DONE, SLOT_QUIT };
+typedef struct {
+  pthread_t th; pthread_mutex_t mu; pthread_cond_t cv;
+  int state;     /* SLOT_*, under mu */
+  int busy;      /* handed out by thread_start and not yet joined, under g_pool_mu */
+  int omp;       /* the starter's OpenMP thread count */
+  rt_t rt; rt_fn fn; void *arg;
+} rslot_t;
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static rslot_t **g_pool;
+static int g_npool, g_pool_cap;
+
+static void *r_role_thread(void *p) {
+  rslot_t *s = p;
+  int omp = 0;   /* the count this thread has now: 0 = OpenMP's default */
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (s->state != SLOT_RUN && s->state != SLOT_QUIT) pthread_cond_wait(&s->cv, &s->mu);
+    if (s->state == SLOT_QUIT) break;
+    pthread_mutex_unlock(&s->mu);
+    if (s->omp != omp) { omp_set_num_threads(s->omp); omp = s->omp; }
+    s->fn(&s->rt, s->arg);
+    pthread_mutex_lock(&s->mu);
+    s->state = SLOT_DONE;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
 }
-static void r_thread_join(rt_t *rt, void *th) { (void)rt; rthread_t *t = th; pthread_join(t->th, NULL); xfree(t); }
+static void *r_thread_start(rt_t *rt, int device, rt_fn fn, void *arg) {
+  const int omp = omp_get_max_threads();
+  rslot_t *s = NULL;
+  pthread_mutex_lock(&g_pool_mu);
+  for (int i = 0; i < g_npool && !s; i++) if (!g_pool[i]->busy) s = g_pool[i];
+  if (!s) {   /* none idle: one more thread for the rest of the run */
+    if (g_npool == g_pool_cap) {
+      g_pool_cap = g_pool_cap ? 2 * g_pool_cap : 8;
+      rslot_t **grown = xmalloc((size_t)g_pool_cap * sizeof *grown);
+      if (g_npool) memcpy(grown, g_pool, (size_t)g_npool * sizeof *grown);
+      xfree(g_pool); g_pool = grown;
+    }
+    s = xcalloc(1, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL); pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->th, NULL, r_role_thread, s)) die("pthread_create failed on rank %d", rt->node);
+    g_pool[g_npool++] = s;
+  }
+  s->busy = 1;
+  pthread_mutex_unlock(&g_pool_mu);
+  pthread_mutex_lock(&s->mu);
+  s->rt = *rt; s->rt.device = device; s->fn = fn; s->arg = arg; s->omp = omp;
+  s->state = SLOT_RUN;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  return s;
+}
+static void r_thread_join(rt_t *rt, void *th) {
+  (void)rt;
+  rslot_t *s = th;
+  pthread_mutex_lock(&s->mu);
+  while (s->state != SLOT_DONE) pthread_cond_wait(&s->cv, &s->mu);
+  s->state = SLOT_IDLE;
+  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_lock(&g_pool_mu);
+  s->busy = 0;
+  pthread_mutex_unlock(&g_pool_mu);
+}
+static void pool_end(void) {
+  pthread_mutex_lock(&g_pool_mu);
+  for (int i = 0; i < g_npool; i++) {
+    rslot_t *s = g_pool[i];
+    if (s->busy) die("internal: a role started on rank %d was never joined", pdl_mpi_rank());
+    pthread_mutex_lock(&s->mu);
+    s->state = SLOT_QUIT;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+    pthread_mutex_destroy(&s->mu); pthread_cond_destroy(&s->cv);
+    xfree(s);
+  }
+  xfree(g_pool);
+  g_pool = NULL; g_npool = g_pool_cap = 0;
+  pthread_mutex_unlock(&g_pool_mu);
+}
 static void *r_mutex_new(rt_t *rt) { (void)rt; pthread_mutex_t *m = xmalloc(sizeof *m); pthread_mutex_init(m, NULL); return m; }
 static void r_mutex_lock(rt_t *rt, void *m) { (void)rt; pthread_mutex_lock(m); }
 static void r_mutex_unlock(rt_t *rt, void *m) { (void)rt; pthread_mutex_unlock(m); }
@@ -172,6 +258,7 @@ int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
   rt.ops->barrier(&rt);
   g_t0 = now_s();
   node_main(&rt, arg);
+  pool_end();
   rt.ops->barrier(&rt);
 #ifdef PDL_HAVE_MPI
   coll_seam_close(g_coll);
