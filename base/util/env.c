@@ -96,6 +96,7 @@ static const env_row_t ROWS[] = {
   {"TMPDIR", ENV_EXTERNAL, 0, 0, NULL, "/tmp", "the sim runtime's temporary platform files"},
   {"LIBXSMM_TARGET", ENV_EXTERNAL, 0, 0, NULL, NULL, "libxsmm's own; pdl sets it on AVX2 machines unless given"},
   {"CUDA_VISIBLE_DEVICES", ENV_EXTERNAL, 0, 0, NULL, NULL, "CUDA's own; empty hides every GPU"},
+  {"OMP_WAIT_POLICY", ENV_EXTERNAL, 0, 0, NULL, NULL, "OpenMP's own; pdl only reports it in the thread budget line"},
   TABLE_END,
 };
 

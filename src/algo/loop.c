@@ -66,7 +66,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
        * per-thread setting), kept at 1: the kernels call it from their own OpenMP regions. An
        * OpenMP build would follow each calling thread's OpenMP count, the share, instead. */
       const int bp = openblas_get_parallel();
-      const char *wp = getenv("OMP_WAIT_POLICY");
+      const char *wp = env_get("OMP_WAIT_POLICY");
       fprintf(stderr, "pdl: thread budget: %ld cores for %d rank(s) here x %d role(s) x %d OpenMP thread(s)%s; "
               "set in every role's thread; BLAS %d thread(s) (OpenBLAS %s); OMP_WAIT_POLICY %s\n",
               cores, local, roles_per_rank, t, (long)local * roles_per_rank * t > cores ? " -- OVERSUBSCRIBED" : "",

@@ -1,11 +1,12 @@
 /* fuzz_resume.c — the whole resume path of a checkpoint (loop_resume, src/algo/loop.c: snap_probe of
  * the file and its .prev, the fall-back to .prev, snap_read, then the range checks of every saved
  * figure) on hostile files, for the run fuzz_checkpoint.c uses (msgd on one node, a two-layer net on
- * synthetic data; the seed corpus holds a real version-5 checkpoint of it). The checksum is
- * recomputed after mutation (first byte even), so the fuzzer reaches the fields behind it: the
- * header, the sections' sizes, and the loop's figures (update counts, positions, flags) that a
- * crafted but checksummed file can set to anything. An input whose second byte is odd is also kept
- * as the .prev of a file with a broken checksum, so the fall-back reads it. */
+ * synthetic data). An input is a mode byte, then the file: mode bit 0 clear recomputes the file's
+ * checksum after mutation, so the fuzzer reaches the fields behind it (the header, the sections'
+ * sizes, and the loop's figures -- update counts, positions, flags -- that a crafted but
+ * checksummed file can set to anything); bit 1 set keeps the file as the .prev of a newest file
+ * that fails its checksum, so the fall-back reads it. Seeds (tests/fuzz/corpus/resume): a real
+ * version-5 checkpoint of the run in both modes. */
 #include "tests/fuzz/fuzz.h"
 #include <zlib.h>
 #include "algo/algo.h"
@@ -34,16 +35,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     self = s;
     ready = 1;
   }
+  if (n < 1) return 0;
+  const int mode = d[0];
+  d++; n--;
   static uint8_t *buf; static size_t cap;
   const uint8_t *file = d;
-  if (n >= 8 && !(d[0] & 1)) {   /* the checksum recomputed: the fields behind it are reached */
+  if (n >= 8 && !(mode & 1)) {   /* the checksum recomputed: the fields behind it are reached */
     if (n > cap) { free(buf); buf = malloc(n); cap = n; }
     memcpy(buf, d, n);
     uint32_t crc = (uint32_t)crc32(0L, buf, (uInt)(n - 4));
     memcpy(buf + n - 4, &crc, 4);
     file = buf;
   }
-  if (n >= 2 && (d[1] & 1)) {   /* this input as the .prev of a newest file that fails its checksum */
+  if (mode & 2) {   /* this file as the .prev of a newest file that fails its checksum */
     fuzz_write(prev, file, n);
     static const uint8_t broken[16] = {'P', 'D', 'L', 'C', 'K', 'P', 'T', '1', 5, 0, 0, 0, 1, 2, 3, 4};
     fuzz_write(path, broken, sizeof broken);
