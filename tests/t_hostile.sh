@@ -13,7 +13,8 @@
 #     without --resume (left byte for byte), a read-only checkpoint folder (refused before the
 #     first step, no eval line written);
 #   checkpoints: crafted but checksummed fields (updates -5 and -1e12, generation 0, optimizer
-#     step count, sampler epoch, a flag) refused naming file and field; a corrupt newest file falls
+#     step count, sampler epoch, a flag, PP-ASGD's staleness, AGN's pull clocks) refused naming
+#     file and field; a corrupt newest file falls
 #     back to .prev saying so (one node, and two MPI ranks); an interrupted save's temp file is
 #     removed by the next save; SIGTERM ends a test hang (the hook hung and ignored it);
 #   small ones: --tag not UTF-8; a read-only PDL_PLOTS_OUT fails the hermans bench up front and a
@@ -160,6 +161,18 @@ craft "crafted flag 'reached' 7" loop 128 i 7 x "field 'reached' of section 'loo
 craft "crafted examples NaN" loop 72 d nan x "field 'examples' of section 'loop' is nan"
 craft "crafted optimizer step count" optimizer 0 q -3 x "field 'step count' of section 'optimizer' is -3"
 craft "crafted sampler epoch 2^50" sampler 0 q 1125899906842624 x "section 'sampler': sampler at epoch 1125899906842624"
+# an algorithm's own figures: PP-ASGD's staleness; AGN's pull clocks (a pull after the master clock
+# indexed the staleness histogram below 0)
+P=(train --algo ppasgd --data synthetic:n=256,seed=3 --net tiny --lr 0.02 --threads 1 --quiet --batch 16)
+"$PDL" "${P[@]}" --epochs 1 --checkpoint "$T/pp.ck" >/dev/null 2>&1; patch "$T/pp.ck" S_bar 0 d 1e12
+case_ "crafted PP-ASGD S_bar 1e12" 1 "checkpoint $T/pp.ck: PP-ASGD's fields 'S' [0-9]+, 'S_bar' 1e\+12" \
+  "$PDL" "${P[@]}" --epochs 2 --checkpoint "$T/pp.ck" --resume
+if command -v mpirun >/dev/null 2>&1; then
+  A=(train --algo agn --data synthetic:n=256,seed=3 --net tiny --lr 0.02 --threads 1 --quiet --batch 16 --tau 1)
+  "${MPI[@]}" -np 3 "$PDL" "${A[@]}" --epochs 1 --checkpoint "$T/agn.ck" >/dev/null 2>&1; patch "$T/agn.ck" pulled_at 8 q 999999
+  case_ "crafted AGN pulled_at past the master clock" 1 "checkpoint $T/agn.ck: field 'pulled_at\[1\]' is 999999, out of range" \
+    "${MPI[@]}" -np 3 "$PDL" "${A[@]}" --epochs 2 --checkpoint "$T/agn.ck" --resume
+else skip "crafted AGN checkpoint" "no mpirun"; fi
 cp "$T/base.ck" "$T/fb.ck"; cp "$T/base.ck.prev" "$T/fb.ck.prev"
 python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[5000] ^= 0xff; open(p, "wb").write(b)' "$T/fb.ck"
 case_ "a corrupt newest checkpoint falls back to its .prev" 0 "checkpoint $T/fb.ck: checksum mismatch .*falling back to the kept previous generation $T/fb.ck.prev" \
