@@ -13,7 +13,7 @@
 #     without --resume (left byte for byte), a read-only checkpoint folder (refused before the
 #     first step, no eval line written);
 #   checkpoints: crafted but checksummed fields (updates -5 and -1e12, generation 0, optimizer
-#     step count, sampler epoch, a flag, PP-ASGD's staleness, AGN's pull clocks) refused naming
+#     step count, sampler epoch, a flag, PP-ASGD's staleness, AGN's pull clocks, EASGD's round) refused naming
 #     file and field; a corrupt newest file falls
 #     back to .prev saying so (one node, and two MPI ranks); an interrupted save's temp file is
 #     removed by the next save; SIGTERM ends a test hang (the hook hung and ignored it);
@@ -172,7 +172,11 @@ if command -v mpirun >/dev/null 2>&1; then
   "${MPI[@]}" -np 3 "$PDL" "${A[@]}" --epochs 1 --checkpoint "$T/agn.ck" >/dev/null 2>&1; patch "$T/agn.ck" pulled_at 8 q 999999
   case_ "crafted AGN pulled_at past the master clock" 1 "checkpoint $T/agn.ck: field 'pulled_at\[1\]' is 999999, out of range" \
     "${MPI[@]}" -np 3 "$PDL" "${A[@]}" --epochs 2 --checkpoint "$T/agn.ck" --resume
-else skip "crafted AGN checkpoint" "no mpirun"; fi
+  E=(train --algo easgd-sync --data synthetic:n=256,seed=3 --net tiny --lr 0.02 --threads 1 --quiet --batch 16)
+  "${MPI[@]}" -np 3 "$PDL" "${E[@]}" --epochs 1 --checkpoint "$T/es.ck" >/dev/null 2>&1; patch "$T/es.ck.node1" round 0 q -1000000000000
+  case_ "crafted EASGD round -1e12 in node 1's file (would run 1e12 rounds)" 1 "checkpoint $T/es.ck.node1: field 'round' -1000000000000" \
+    "${MPI[@]}" -np 3 "$PDL" "${E[@]}" --epochs 2 --checkpoint "$T/es.ck" --resume
+else skip "crafted AGN and EASGD checkpoints" "no mpirun"; fi
 cp "$T/base.ck" "$T/fb.ck"; cp "$T/base.ck.prev" "$T/fb.ck.prev"
 python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[5000] ^= 0xff; open(p, "wb").write(b)' "$T/fb.ck"
 case_ "a corrupt newest checkpoint falls back to its .prev" 0 "checkpoint $T/fb.ck: checksum mismatch .*falling back to the kept previous generation $T/fb.ck.prev" \

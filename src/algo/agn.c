@@ -121,11 +121,11 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
   if (loop_resume(&L)) {   /* a crafted pulled_at > commits would index the histogram below 0 */
     if (H->commits < 0 || H->total < 0 || H->pulls < 0)
       die("checkpoint %s: field 'commits', 'total' or 'pulls' is negative (%ld, %ld, %ld): a damaged or crafted file; "
-          "start over without --resume", c->checkpoint, H->commits, H->total, H->pulls);
+          "start over without --resume", loop_node_file(&L), H->commits, H->total, H->pulls);
     for (int i = 0; i <= p; i++)
       if (pulled_at[i] < 0 || pulled_at[i] > H->commits)
         die("checkpoint %s: field 'pulled_at[%d]' is %ld, out of range [0, %ld] (the master clock): a damaged or crafted "
-            "file; start over without --resume", c->checkpoint, i, pulled_at[i], H->commits);
+            "file; start over without --resume", loop_node_file(&L), i, pulled_at[i], H->commits);
   }
   loop_begin(&L, x);
   while (ps_server_active(&s)) {

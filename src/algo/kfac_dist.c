@@ -423,7 +423,14 @@ static void kfac_node(rt_t *rt, void *arg) {
   kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
   if (D.k) kfac_on_device(&k, D.k, b);
   long step = 0;
-  if (loop_resume(&L)) step = L.updates;
+  if (loop_resume(&L)) {
+    step = L.updates;
+    for (int l = 0; l < k.nl; l++)   /* a crafted file: counts and update numbers within the run's */
+      if (k.folded[l] < 0 || k.inverted_at[l] < -1 || k.inverted_at[l] > step)
+        die("checkpoint %s: field 'kfac.folded[%d]' %ld or 'kfac.inverted_at[%d]' %ld is out of range (>= 0; -1 to the update "
+            "count %ld): a damaged or crafted file; start over without --resume", loop_node_file(&L), l, k.folded[l], l,
+            k.inverted_at[l], step);
+  }
   if (D.k) { train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1); }
   optim_t *const O = D.k ? D.d.o : &o;
   float *const W = D.k ? D.d.w : w;

@@ -495,6 +495,12 @@ int loop_resume(loop_t *L) {
   return 1;
 }
 
+const char *loop_node_file(const loop_t *L) {
+  static char path[4200];   /* (sim: actors run one at a time; real: one node per process) */
+  snap_path(path, sizeof path, L->r->cfg.checkpoint, L->rt->node, L->rt->nnodes, 0);
+  return path;
+}
+
 int loop_checkpoint(loop_t *L, int now) {
   const train_cfg_t *c = &L->r->cfg;
   if (!c->checkpoint[0]) return 0;

@@ -219,7 +219,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   if (loop_resume(&L)) {   /* the saved staleness, range-checked as --staleness is (a crafted file) */
     if (st.S < 0 || st.S > 4096 || !(st.S_bar >= 0 && st.S_bar <= 4096) || !(st.total_sub >= 0 && st.total_sub < 1e18))
       die("checkpoint %s: PP-ASGD's fields 'S' %d, 'S_bar' %g or 'total_sub' %g are out of range ([0, 4096], [0, 4096], "
-          "[0, 1e18)): a damaged or crafted file; start over without --resume", c->checkpoint, st.S, st.S_bar, st.total_sub);
+          "[0, 1e18)): a damaged or crafted file; start over without --resume", loop_node_file(&L), st.S, st.S_bar, st.total_sub);
     if (!st.fixed) st.S = (int)floor(st.S_bar);
   }
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
