@@ -88,7 +88,8 @@ LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard base/*/*.c src/*/*.c k
 LIB_CU := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
 LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 SIM_C := $(wildcard src/sim/*.c)
-SIM_OBJ := $(SIM_C:%.c=$(BUILD)/obj/%.pic.o)
+# base/util/env.c (the environment variables' table, libc only) goes into the .so too: src/sim reads PDL_SIM_*
+SIM_OBJ := $(SIM_C:%.c=$(BUILD)/obj/%.pic.o) $(BUILD)/obj/base/util/env.pic.o
 TEST_C := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_C:tests/%.c=$(BUILD)/tests/%)
 LIBPDL := $(BUILD)/libpdl.a
@@ -255,10 +256,11 @@ plots:
 
 # The one report page (bench/report.py): every claim, verdict, rule and its history, seeds and
 # spread, plot and provenance in results/report/index.html, self-contained (plots inlined), from
-# the same engine rows as docs/REPRODUCTION.md, which it regenerates first. Works with no results.
+# the same engine rows as docs/REPRODUCTION.md, which it regenerates first. Works with no results;
+# exits 1 when the page has error rows (the page is still written).
 report:
 	@bash plots/render.sh >/dev/null || echo "pdlbench: plots not rendered (make deps installs gnuplot-nox); the page says which are missing" >&2
-	@bash bench/reproduction.sh; rc=$$?; python3 bench/report.py && exit $$rc
+	@bash bench/reproduction.sh; rc=$$?; python3 bench/report.py --fail-on-errors && exit $$rc
 
 regress: build
 	@PDL=$(PDL) BUILD=$(BUILD) bash ci/regress.sh

@@ -40,6 +40,7 @@ BENCH_FAILED=
 bench_init() {
   PAPER=$1; RES=$RESROOT/$PAPER; TABLE=$RES/table.tsv
   mkdir -p "$RES" "$OUTDIR" "$RES/.progress"
+  plots_writable || exit 1   # up front: a bench must not run for hours and then lose its figures
   : > "$TABLE.tmp"
   BENCH_STAMP=$RES/.bench-start; touch "$BENCH_STAMP"
   local real bdir; real=$(readlink -f "$PDL" 2>/dev/null || echo "$PDL"); bdir=$(dirname "$real")
@@ -146,7 +147,27 @@ write_record() {
     || { echo "[$PAPER] the results of record could not be written" >&2; return 1; }
 }
 source "$(dirname "${BASH_SOURCE[0]}")/launch.sh"   # mpirun_cmd: LAUNCH=mpirun|slurm, HOSTFILE, DRY_RUN
-render_plot() { # render_plot plots/NAME.gp : PNG + PDF into $OUTDIR (skipped without gnuplot)
+# plots_writable: the plots' folder $OUTDIR takes a file (where gnuplot is installed; without it no
+# plot is written anyway); else a message naming the folder and status 1
+plots_writable() {
+  command -v gnuplot >/dev/null 2>&1 || return 0
+  local probe=$OUTDIR/.pdl-write-test.$$ err
+  if ! err=$( { : > "$probe"; } 2>&1 ); then
+    echo "[${PAPER:-bench}] the plots' folder $OUTDIR (PDL_PLOTS_OUT) cannot be written: ${err##*: }" >&2; return 1
+  fi
+  rm -f "$probe"
+}
+# render_plot plots/NAME.gp : PNG + PDF into $OUTDIR (skipped without gnuplot). Its status is gnuplot's
+# (a plot without its data fails and the driver decides); a plot that cannot be WRITTEN ends the bench
+# (exit 1 naming the folder): the figures are the bench's output, never lost without a word.
+render_plot() {
   command -v gnuplot >/dev/null 2>&1 || { echo "gnuplot not found: skipping $1" >&2; return 0; }
-  gnuplot -e "resdir='$RESROOT'; outdir='$OUTDIR'" "$1"
+  local errf rc; errf=$(mktemp)
+  gnuplot -e "resdir='$RESROOT'; outdir='$OUTDIR'" "$1" 2>"$errf"; rc=$?
+  cat "$errf" >&2
+  if grep -q "cannot open file; output not changed" "$errf"; then
+    echo "[${PAPER:-bench}] $1: the plot could not be written to $OUTDIR (PDL_PLOTS_OUT): $(grep -m1 -o 'system error: .*' "$errf")" >&2
+    rm -f "$errf"; exit 1
+  fi
+  rm -f "$errf"; return $rc
 }

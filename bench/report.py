@@ -21,7 +21,8 @@ script, after load, writes "images=N decoded=N claims=N errors=N" into the eleme
 
 Nothing here crashes on bad input: an engine that fails, prints bad JSON or is missing, a results
 line that is not JSON, an unreadable or broken PNG, each becomes an error row naming the file.
-`make report` runs plots/render.sh and bench/reproduction.sh (docs/REPRODUCTION.md) first.
+`make report` runs plots/render.sh and bench/reproduction.sh (docs/REPRODUCTION.md) first, and
+this script with --fail-on-errors: the page is written either way, and error rows make the exit 1.
 Stdlib only."""
 import argparse
 import base64
@@ -777,6 +778,8 @@ def main(argv=None):
                          "instead of running bench/verdict.py")
     ap.add_argument("--engine", default=os.path.join(ROOT, "bench", "verdict.py"), metavar="FILE",
                     help="the verdict engine to run (default: bench/verdict.py; tests give a broken one)")
+    ap.add_argument("--fail-on-errors", action="store_true",
+                    help="exit 1 when the page has error rows (it is still written); `make report` uses it")
     a = ap.parse_args(argv)
     out = a.out or os.path.join(ROOT, "results", "report", "index.html")
     rc = 0
@@ -816,6 +819,10 @@ def main(argv=None):
         return 1
     nerr = page.count('data-error="1"')
     print("wrote %s (%d claims, %d error rows)" % (rel(os.path.abspath(out)), len(rows), nerr))
+    if a.fail_on_errors and nerr:
+        print("bench/report.py: %s has %d error row%s (each names its file); exit 1"
+              % (rel(os.path.abspath(out)), nerr, "" if nerr == 1 else "s"), file=sys.stderr)
+        rc = 1
     return rc
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/t_fuzz.sh — the libFuzzer targets (tests/fuzz/: net spec, flags, sim platform incl. file:
-# XML, idx/gzip and CIFAR loaders, checkpoint loader) under ASan + UBSan, 2000 inputs each from the
+# XML, idx/gzip and CIFAR loaders, checkpoint loader, the resume path) under ASan + UBSan, 2000 inputs each from the
 # seed corpus with a fixed seed: deterministic, so a finding fails here and on every re-run.
 # Longer, randomised runs: make fuzz FUZZ_S=N.
 # The targets' scratch files go to a private directory on /dev/shm (a tmpfs) where there is one:

@@ -53,6 +53,6 @@ d0=$(jget diverged_at < "$T/div0" 2>/dev/null); d1=$(jget diverged_at < "$T/div1
   && ok "divergence: resident reports the same step ($d0) and update count as step by step" \
   || notok "divergence step, resident" "step by step: $d0, resident: $d1"
 
-expect_exit 1 "PDL_TRAIN_RESIDENT=2: refused, naming it" env PDL_TRAIN_RESIDENT=2 "$PDL" train "${COMMON[@]}" --steps 1
-grep -q "PDL_TRAIN_RESIDENT=2" <<<"$out" && ok "the message names PDL_TRAIN_RESIDENT" || notok "message" "$out"
+expect_exit 2 "PDL_TRAIN_RESIDENT=2: refused (exit 2, base/util/env.c's table), naming it" env PDL_TRAIN_RESIDENT=2 "$PDL" train "${COMMON[@]}" --steps 1
+grep -q "PDL_TRAIN_RESIDENT='2'" <<<"$out" && ok "the message names PDL_TRAIN_RESIDENT" || notok "message" "$out"
 finish

@@ -27,10 +27,15 @@ void optdef_set(const optdef_t *d, void *area, const char *val) {
       if (val && strcmp(val, "1") && strcmp(val, "0")) die_usage("train: %s takes no value, not '%s'", d->name, val);
       *(int *)p = !val || !strcmp(val, "1");
       break;
-    case OD_STR:
+    case OD_STR: {
+      size_t bad = 0;
+      if (!utf8_valid(val, &bad))
+        die_usage("train: %s: not valid UTF-8 (byte 0x%02x at offset %zu); it goes into JSON lines, which are UTF-8",
+                  d->name, (unsigned char)val[bad], bad);
       if (strlen(val) >= d->size) die_usage("train: %s: %zu characters; at most %zu are allowed", d->name, strlen(val), d->size - 1);
       snprintf(p, d->size, "%s", val);
       break;
+    }
     case OD_ENUM: {
       char list[256]; size_t k = 0; list[0] = 0;
       for (int i = 0; d->choices[i]; i++) {

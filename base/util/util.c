@@ -1,6 +1,11 @@
 /* util.c — see util.h. */
 #include "util/util.h"
+#include "util/env.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -125,11 +130,32 @@ static void japp(json_t *j, const char *fmt, ...) {
 }
 static void jkey(json_t *j, const char *key) { japp(j, "%s\"%s\":", j->first ? "" : ",", key); j->first = 0; }
 void json_begin(json_t *j) { j->len = 0; j->first = 1; j->buf[0] = 0; japp(j, "{"); }
+/* The length of the valid UTF-8 sequence at p (1-4), or 0 when p starts an invalid one. */
+static int utf8_seq(const unsigned char *p) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  for (int i = 1; i < n; i++) if ((p[i] & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))) return 0;   /* overlong; surrogates */
+  if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))) return 0;   /* overlong; > U+10FFFF */
+  return n;
+}
+int utf8_valid(const char *s, size_t *bad) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n = utf8_seq(p);
+    if (!n) { if (bad) *bad = (size_t)(p - (const unsigned char *)s); return 0; }
+    p += n;
+  }
+  return 1;
+}
 void json_str(json_t *j, const char *key, const char *val) {
   jkey(j, key); japp(j, "\"");
   for (const char *p = val ? val : ""; *p; p++) {
     unsigned char c = (unsigned char)*p;
-    if (c == '"' || c == '\\') japp(j, "\\%c", c);
+    int n = utf8_seq((const unsigned char *)p);
+    if (!n) japp(j, "\\ufffd");   /* JSON text is UTF-8: a stray byte becomes the replacement character */
+    else if (n > 1) { japp(j, "%.*s", n, p); p += n - 1; }
+    else if (c == '"' || c == '\\') japp(j, "\\%c", c);
     else if (c < 0x20) japp(j, "\\u%04x", c);
     else japp(j, "%c", c);
   }
@@ -212,6 +238,74 @@ static void output_target(const char *path, const char *what, char *out, size_t 
 
 void outfile_check(const char *path, const char *what) { char t[4096]; output_target(path, what, t, sizeof t); }
 
+void outfile_probe(const char *path, const char *what) {
+  char t[4096], tmp[4200];
+  output_target(path, what, t, sizeof t);
+  const char *slash = strrchr(t, '/');
+  size_t dl = slash ? (size_t)(slash - t) + 1 : 0;
+  if (dl > 1) { char dir[4096]; memcpy(dir, t, dl - 1); dir[dl - 1] = 0; mkdir_p(dir); }
+  snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)dl, t, t + dl);
+  int fd = mkstemp(tmp);
+  if (fd < 0) die("cannot write %s %s: %s (checked before the first step)", what, path, strerror(errno));
+  close(fd);
+  unlink(tmp);
+}
+
+int outfile_sweep(const char *path, const char *what) {
+  char t[4096];
+  output_target(path, what, t, sizeof t);
+  const char *slash = strrchr(t, '/');
+  char dir[4096];
+  if (slash) { snprintf(dir, sizeof dir, "%.*s", slash == t ? 1 : (int)(slash - t), t); }
+  else snprintf(dir, sizeof dir, ".");
+  const char *base = slash ? slash + 1 : t;
+  size_t bl = strlen(base);
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {   /* ".<base>.XXXXXX": mkstemp's six letters or digits */
+    const char *nm = e->d_name;
+    if (nm[0] != '.' || strncmp(nm + 1, base, bl) || nm[1 + bl] != '.' || strlen(nm + 2 + bl) != 6) continue;
+    int ok = 1;
+    for (const char *c = nm + 2 + bl; *c; c++) ok &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9');
+    char full[8300];
+    snprintf(full, sizeof full, "%s/%s", dir, nm);
+    struct stat st;
+    if (!ok || lstat(full, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (unlink(full) == 0) {
+      n++;
+      fprintf(stderr, "pdl: removed %s, a temporary %s file left by an interrupted save (%lld bytes)\n", full, what,
+              (long long)st.st_size);
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+void path_canonical(const char *path, char *out, size_t n) {
+  char t[4096];
+  path_resolve(path, t, sizeof t);
+  char rp[PATH_MAX];
+  if (realpath(t, rp)) { snprintf(out, n, "%s", rp); return; }
+  /* absent: its folder resolved, then the name */
+  char dir[4096];
+  const char *slash = strrchr(t, '/');
+  if (slash) snprintf(dir, sizeof dir, "%.*s", slash == t ? 1 : (int)(slash - t), t);
+  else snprintf(dir, sizeof dir, ".");
+  const char *base = slash ? slash + 1 : t;
+  if (realpath(dir, rp)) snprintf(out, n, "%s%s%s", rp, strcmp(rp, "/") ? "/" : "", base);
+  else snprintf(out, n, "%s", t);
+}
+
+int path_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char ca[4096], cb[4096];
+  path_canonical(a, ca, sizeof ca); path_canonical(b, cb, sizeof cb);
+  return !strcmp(ca, cb);
+}
+
 void outfile_open(outfile_t *o, const char *path, const char *what) {
   memset(o, 0, sizeof *o);
   o->what = what;
@@ -254,25 +348,68 @@ void outfile_commit_keep(outfile_t *o, const char *suffix) {
 
 void outfile_abort(outfile_t *o) { if (o->f) { fclose(o->f); o->f = NULL; } if (o->tmp[0]) unlink(o->tmp); }
 
+/* A last line without its newline is a torn write (pdl writes a line and its newline in one
+ * write(2)): cut it off, saying so, so the next line starts on a line of its own. Lock held. */
+static void results_cut_torn_tail(results_t *r) {
+  struct stat st;
+  if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+  char tail[65536];
+  off_t from = st.st_size > (off_t)sizeof tail ? st.st_size - (off_t)sizeof tail : 0;
+  ssize_t n = pread(r->fd, tail, (size_t)(st.st_size - from), from);
+  if (n <= 0 || tail[n - 1] == '\n') return;
+  ssize_t k = n - 1;
+  while (k >= 0 && tail[k] != '\n') k--;
+  if (k < 0 && from > 0) die("results file %s: its last line is longer than %zu bytes and has no newline; "
+                             "repair or move the file", r->path, sizeof tail);
+  off_t keep = from + k + 1;
+  fprintf(stderr, "pdl: warning: results file %s: its last line (%lld bytes from byte %lld, no newline) was torn by an "
+          "interrupted write; cutting it off so the lines appended now stay readable: %.60s%s\n", r->path,
+          (long long)(st.st_size - keep), (long long)keep, tail + k + 1, n - (k + 1) > 60 ? "..." : "");
+  if (ftruncate(r->fd, keep) != 0) die("cannot cut the torn last line of results file %s: %s", r->path, strerror(errno));
+}
+
 void results_open(results_t *r, const char *path) {
-  r->f = NULL; r->path[0] = 0;
+  r->on = 0; r->fd = -1; r->path[0] = 0;
   if (!path || !*path) return;
   snprintf(r->path, sizeof r->path, "%s", path);
   char dir[1024]; snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
   path_refuse_special(path, "results file");
-  r->f = fopen(path, "a");
-  if (!r->f) die("cannot open results file %s: %s", path, strerror(errno));
+  r->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);   /* read: the tail check */
+  int readable = r->fd >= 0;
+  if (r->fd < 0 && errno == EACCES) r->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);   /* a write-only file */
+  if (r->fd < 0) die("cannot open results file %s: %s", path, strerror(errno));
+  /* the lock is best effort (a file system without locks still gets whole lines: one write(2) each) */
+  int locked = flock(r->fd, LOCK_EX) == 0;
+  if (readable) results_cut_torn_tail(r);
+  if (locked) flock(r->fd, LOCK_UN);
+  r->on = 1;
 }
 
 void results_write(results_t *r, const char *line) {
-  if (!r->f) return;
-  if (fprintf(r->f, "%s\n", line) < 0 || fflush(r->f) != 0) die("cannot write results file %s: %s", r->path, strerror(errno));
-  fsync(fileno(r->f));
+  if (!r->on) return;
+  size_t len = strlen(line);
+  char *buf = xmalloc(len + 1);
+  memcpy(buf, line, len); buf[len] = '\n';
+  int locked = flock(r->fd, LOCK_EX) == 0;   /* best effort, as in results_open */
+  struct stat st;
+  if (fstat(r->fd, &st) != 0) die("cannot stat results file %s: %s", r->path, strerror(errno));
+  ssize_t n;
+  do n = write(r->fd, buf, len + 1); while (n < 0 && errno == EINTR);
+  int e = n < 0 ? errno : ENOSPC;   /* a short write: the file system is full */
+  if (n == (ssize_t)(len + 1) && fsync(r->fd) != 0 && (errno == ENOSPC || errno == EDQUOT || errno == EIO)) { e = errno; n = -1; }
+  xfree(buf);
+  if (n != (ssize_t)(len + 1)) {
+    int cut = ftruncate(r->fd, st.st_size) == 0;
+    die("cannot write results file %s: %s; %s", r->path, strerror(e),
+        cut ? "the partial line was removed, the earlier lines are intact"
+            : "the partial line could not be removed: the file's last line is torn");
+  }
+  if (locked) flock(r->fd, LOCK_UN);
 }
 
-void results_close(results_t *r) { if (r->f) fclose(r->f); r->f = NULL; }
+void results_close(results_t *r) { if (r->on) close(r->fd); r->on = 0; r->fd = -1; }
 
 static char g_git_rev[64];
 static char g_host[256];
@@ -315,7 +452,7 @@ void json_meta_set_gpu(const char *desc) { snprintf(g_gpu, sizeof g_gpu, "%s", d
 
 void json_meta(json_t *j) {
   if (!g_git_rev[0]) {
-    const char *env = getenv("PDL_GIT_REV");
+    const char *env = env_get("PDL_GIT_REV");
     snprintf(g_git_rev, sizeof g_git_rev, "%s", env && *env ? env : PDL_GIT_REV_DEFAULT);
     if (gethostname(g_host, sizeof g_host) != 0) snprintf(g_host, sizeof g_host, "unknown");
     read_cpu();
@@ -331,7 +468,7 @@ void json_meta(json_t *j) {
 static int g_progress_tty = -1;
 static int g_progress_active;
 void progress(const char *fmt, ...) {
-  if (g_progress_tty < 0) g_progress_tty = isatty(fileno(stderr)) && !getenv("PDL_NO_PROGRESS");
+  if (g_progress_tty < 0) g_progress_tty = isatty(fileno(stderr)) && !env_get("PDL_NO_PROGRESS");
   if (!g_progress_tty) return;
   va_list ap; va_start(ap, fmt);
   fputs("\r\033[K", stderr); vfprintf(stderr, fmt, ap); fflush(stderr);
@@ -343,7 +480,11 @@ void progress_done(void) {
 }
 
 volatile int pdl_stop_signal;
-static void on_stop(int sig) { pdl_stop_signal = sig; }
+static volatile sig_atomic_t g_stops;
+static void on_stop(int sig) {
+  if (g_stops++) { signal(sig, SIG_DFL); raise(sig); return; }   /* the second one: at once */
+  pdl_stop_signal = sig;
+}
 void install_stop_handlers(void) {
   struct sigaction sa; memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop; sigemptyset(&sa.sa_mask);

@@ -40,6 +40,10 @@ void host_load_end(const host_load_t *l, double *steal, double *other);
 double median(double *v, int n);        /* sorts v in place */
 int cmp_double(const void *a, const void *b);
 
+/* 1 when s is valid UTF-8 (no overlong forms, surrogates or code points above U+10FFFF); else 0
+ * and the offset of the first bad byte in *bad (when bad is not NULL). */
+int utf8_valid(const char *s, size_t *bad);
+
 /* Parsing helpers for CLI flags: exit 2 naming the flag on a bad value. */
 long parse_long(const char *flag, const char *s, long lo, long hi);
 double parse_double(const char *flag, const char *s, double lo, double hi);
@@ -47,7 +51,7 @@ double parse_double(const char *flag, const char *s, double lo, double hi);
 /* JSON line builder: append key/value pairs into a fixed buffer, then write. */
 typedef struct { char buf[16384]; size_t len; int first; } json_t;
 void json_begin(json_t *j);
-void json_str(json_t *j, const char *key, const char *val);
+void json_str(json_t *j, const char *key, const char *val);   /* invalid UTF-8 bytes written as \ufffd */
 void json_num(json_t *j, const char *key, double val);     /* %.9g; NaN/Inf written as null */
 void json_int(json_t *j, const char *key, long long val);
 void json_bool(json_t *j, const char *key, int val);
@@ -61,9 +65,14 @@ void json_frag_begin(json_t *j);
 const char *json_frag(json_t *j);
 const char *json_end(json_t *j);                            /* returns the object text, no newline */
 
-/* Results file: one JSON object per line, appended and fsync'ed so an interrupt never
- * corrupts earlier lines. path NULL -> no file. Creates parent directories. */
-typedef struct { FILE *f; char path[1024]; } results_t;
+/* Results file: one JSON object per line (JSON Lines). Each line goes to the file whole or not at
+ * all: it is appended with one write(2) under an exclusive lock (flock), and a short write (a full
+ * file system) truncates the file back to its old length before the error (exit 1 naming the file);
+ * then fsync'ed, so an interrupt never corrupts earlier lines. results_open finds a torn last line
+ * left by an older pdl or a crash of the machine (no newline at the end) and cuts it off with a
+ * warning naming the file, so the lines appended after it stay readable. path NULL -> no file.
+ * Creates parent directories. */
+typedef struct { int on, fd; char path[1024]; } results_t;   /* on 0 (a zeroed struct too): no file */
 void results_open(results_t *r, const char *path);
 void results_write(results_t *r, const char *line);
 void results_close(results_t *r);
@@ -87,6 +96,19 @@ void outfile_commit_keep(outfile_t *o, const char *suffix);
 void path_resolve(const char *path, char *out, size_t n);
 /* The same refusal, up front (before a long run ever reaches its first write). */
 void outfile_check(const char *path, const char *what);
+/* outfile_check, and the file can be written: a temp file is created beside it and removed (exit 1
+ * naming `what` and the path when not, e.g. a read-only folder), so a long run learns it before
+ * its first step instead of at its first save. */
+void outfile_probe(const char *path, const char *what);
+/* Removes the temp files an interrupted outfile_open/commit of `path` left beside it (".<name>.XXXXXX",
+ * exactly outfile_open's pattern, regular files only), saying so on stderr. A save calls it first, so
+ * kill -9 during saves never piles up checkpoint-sized files. Returns how many it removed. */
+int outfile_sweep(const char *path, const char *what);
+/* 1 when a and b name the same file: the same inode where both exist, else the same canonical path
+ * (symlinks followed, the folder resolved); 0 otherwise. */
+int path_same_file(const char *a, const char *b);
+/* The canonical form path_same_file compares (absolute, symlinks and the folder resolved). */
+void path_canonical(const char *path, char *out, size_t n);
 /* An input or append path that must not block or be a directory: refuses (exit 1) a FIFO, a
  * socket or a directory; a missing path is allowed (the caller creates or reports it). */
 void path_refuse_special(const char *path, const char *what);
@@ -100,7 +122,9 @@ void json_meta_set_gpu(const char *desc);
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
 
-/* Signal handling for long runs: SIGINT/SIGTERM set the flag; loops poll it. */
+/* Signal handling for long runs: SIGINT/SIGTERM set the flag; loops poll it (a graceful stop: state
+ * saved, summary written). A second SIGINT/SIGTERM ends the process at once with the signal's default
+ * action, so a stop never depends on a loop reaching its next poll. */
 extern volatile int pdl_stop_signal;
 void install_stop_handlers(void);
 

@@ -7,12 +7,13 @@
 #include <string.h>
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
+#include "util/env.h"
 
 static int conv_mode = CPU_CONV_AUTO;
 static pthread_once_t conv_mode_once = PTHREAD_ONCE_INIT;
 
 static void conv_mode_from_env(void) {
-  const char *e = getenv("PDL_CONV");
+  const char *e = env_get("PDL_CONV");
   if (!e || !*e || !strcmp(e, "auto")) conv_mode = CPU_CONV_AUTO;
   else if (!strcmp(e, "im2col")) conv_mode = CPU_CONV_IM2COL;
   else if (!strcmp(e, "winograd")) conv_mode = CPU_CONV_WINOGRAD;

@@ -22,12 +22,13 @@
 #endif
 #include "kernels/cpu/cpu.h"
 #include "util/util.h"
+#include "util/env.h"
 
 static int smm_xsmm = -1; /* 1: libxsmm, 0: OpenBLAS; -1 until read from PDL_SMM */
 static pthread_once_t smm_once = PTHREAD_ONCE_INIT;
 
 static void smm_from_env(void) {
-  const char *e = getenv("PDL_SMM");
+  const char *e = env_get("PDL_SMM");
 #ifdef PDL_HAVE_XSMM
   const int have = 1;
 #else
@@ -41,7 +42,7 @@ static void smm_from_env(void) {
   } else die("PDL_SMM='%s': expected auto, libxsmm or openblas", e);
 #ifdef PDL_HAVE_XSMM
 #if !defined(__AVX512F__) && defined(__AVX2__)
-  if (smm_xsmm && !getenv("LIBXSMM_TARGET")) {
+  if (smm_xsmm && !env_get("LIBXSMM_TARGET")) {
     libxsmm_init(); /* first: its initialisation sets the target from CPUID */
     libxsmm_set_target_arch("hsw");
   }

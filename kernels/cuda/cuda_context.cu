@@ -8,6 +8,8 @@
 #include <cstring>
 #include "kernels/cuda/cuda_internal.h"
 #include "kernels/cuda/cuda_layers.h"
+#include "util/env.h"
+#include <unistd.h>
 
 static void (*g_fail_handler)(const char *msg);
 
@@ -26,7 +28,7 @@ void pdl_cuda_fail(const char *what, const char *errname, const char *errstr, co
 
 bool pdl_cuda_sync_launches() {
   static const bool on = [] {
-    const char *s = getenv("PDL_CUDA_SYNC");
+    const char *s = env_get("PDL_CUDA_SYNC");
     return s && *s && strcmp(s, "0") != 0;
   }();
   return on;
@@ -106,7 +108,11 @@ extern "C" int cuda_device_count(void) {
   if (e != cudaSuccess) {
     /* e.g. cudaErrorInsufficientDriver / cudaErrorNoDevice: "no device", not a failure. Clear the
      * error so a later cudaGetLastError does not report it. */
-    snprintf(t_reason, sizeof t_reason, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    /* without a loaded NVIDIA driver the runtime says "CUDA driver version is insufficient", which
+     * misleads on a machine that simply has no GPU: say what is true there */
+    if (access("/proc/driver/nvidia/version", F_OK) != 0)
+      snprintf(t_reason, sizeof t_reason, "no NVIDIA driver is loaded: /proc/driver/nvidia/version is absent");
+    else snprintf(t_reason, sizeof t_reason, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
     (void)cudaGetLastError();
     return 0;
   }

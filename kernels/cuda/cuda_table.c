@@ -10,6 +10,7 @@ static int cu_spd_inverse(float *inv, const float *a, int n) { return cuda_spd_i
 #endif
 #include "util/util.h"
 #include <stdio.h>
+#include "util/env.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,9 +80,9 @@ int cuda_kernels_devices(char *why, size_t len) {
 
 const kernels_t *cuda_kernels_on(int dev, const char *flag, char *desc, size_t len) {
   const int nd = cuda_device_count();
-  if (nd <= 0) die("%s: no CUDA device (%s)", flag, cuda_no_device_reason());
+  if (nd <= 0) die_usage("%s: no CUDA device found (%s)", flag, cuda_no_device_reason());   /* exit 2, as --coll nccl */
   if (dev < 0 || dev >= nd) die("%s: this machine has %d CUDA device(s) (0..%d)", flag, nd, nd - 1);
-  const char *impl = getenv("PDL_CUDA_CONV");
+  const char *impl = env_get("PDL_CUDA_CONV");
   if (impl && *impl && cuda_conv_set_impl(impl) != 0)
     die("PDL_CUDA_CONV=%s: the GPU convolutions are 'auto' (the default where built with cuDNN: the faster of the two per "
         "shape), 'cudnn' or 'im2col'%s", impl,

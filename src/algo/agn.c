@@ -118,7 +118,15 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
 #define STATE(f) loop_state(&L, #f, &H->f, sizeof H->f)
   STATE(total); STATE(commits); STATE(pulls); STATE(stale_sum); STATE(stale_ss); STATE(n_ss); STATE(uu); STATE(uv); STATE(mom_n);
 #undef STATE
-  loop_resume(&L);
+  if (loop_resume(&L)) {   /* a crafted pulled_at > commits would index the histogram below 0 */
+    if (H->commits < 0 || H->total < 0 || H->pulls < 0)
+      die("checkpoint %s: field 'commits', 'total' or 'pulls' is negative (%ld, %ld, %ld): a damaged or crafted file; "
+          "start over without --resume", loop_node_file(&L), H->commits, H->total, H->pulls);
+    for (int i = 0; i <= p; i++)
+      if (pulled_at[i] < 0 || pulled_at[i] > H->commits)
+        die("checkpoint %s: field 'pulled_at[%d]' is %ld, out of range [0, %ld] (the master clock): a damaged or crafted "
+            "file; start over without --resume", loop_node_file(&L), i, pulled_at[i], H->commits);
+  }
   loop_begin(&L, x);
   while (ps_server_active(&s)) {
     watchdog_context("%s server: %ld local steps, %ld commits", c->algo, H->total, H->commits);

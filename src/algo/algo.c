@@ -7,6 +7,7 @@
  * algorithms the step grows with the sub-batches an update gathers, as the PP-ASGD paper's
  * summed D does. */
 #include "algo/algo.h"
+#include "util/env.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,8 +141,8 @@ int algo_train(const train_cfg_t *c) {
     return rc == 0 && pdl_stop_signal ? 128 + pdl_stop_signal : rc;
   }
   if (A->shape == ALGO_ONE_NODE) {   /* one process, no MPI (a one-node run makes no collective call) */
-    const char *ranks = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!ranks) ranks = getenv("PMI_SIZE");
+    const char *ranks = env_get("OMPI_COMM_WORLD_SIZE");
+    if (!ranks) ranks = env_get("PMI_SIZE");
     if (ranks && atoi(ranks) > 1) {
       char dist[64];   /* its distributed form, where the table has one (kfac -> kfac-dist) */
       snprintf(dist, sizeof dist, "%.50s-dist", cf.algo);

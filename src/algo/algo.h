@@ -236,6 +236,8 @@ void loop_state_replica(loop_t *L, const char *name, replica_t *rp);
  * one), so no node goes on before every node has loaded and, on sim, they leave it as they left
  * the cut. */
 int loop_resume(loop_t *L);
+/* This node's checkpoint file (FILE or FILE.node<k>), for a message about a figure it held. */
+const char *loop_node_file(const loop_t *L);
 /* Saves this node's snapshot when --checkpoint is given and `now` is set (a stop, the run's
  * end) or an epoch boundary was crossed since the last save. No communication: the caller
  * calls it where every node's state belongs to the same cut. Returns 1 if it saved. */

@@ -157,7 +157,9 @@ static void ea_server(rt_t *rt, job_t *job, ea_t *A) {
   if (avg) { loop_state(&L, "average", za, n * sizeof(float)); loop_state(&L, "moving_average", zm, n * sizeof(float)); }
   loop_state(&L, "local_steps", &A->total, sizeof A->total);
   loop_state(&L, "master_clock", &A->master_clock, sizeof A->master_clock);
-  loop_resume(&L);
+  if (loop_resume(&L) && (A->total < 0 || A->master_clock < 0))   /* a crafted file */
+    die("checkpoint %s: field 'local_steps' %ld or 'master_clock' %ld is negative: a damaged or crafted file; start over "
+        "without --resume", loop_node_file(&L), A->total, A->master_clock);
   loop_begin(&L, evalp);     /* the common start point (step 0) */
   while (ps_server_active(&s)) {
     watchdog_context("%s server: %ld local steps, %ld commits", c->algo, A->total, A->master_clock);
@@ -288,7 +290,11 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
     loop_state_optim(&L, "optimizer", &o);
     loop_state_replica(&L, "worker", &rep);
   }
-  loop_resume(&L);
+  /* a crafted file: a negative round or clock would run on for as many rounds (past the run's end is the
+   * loop's own refusal, "nothing to resume") */
+  if (loop_resume(&L) && (k < 0 || t < 0 || A->total < 0 || A->master_clock < 0))
+    die("checkpoint %s: field 'round' %ld, 'clock' %ld, 'local_steps' %ld or 'master_clock' %ld is negative: a damaged or "
+        "crafted file; start over without --resume", loop_node_file(&L), k, t, A->total, A->master_clock);
   loop_begin(&L, x);
   for (; k < rounds; k++) {
     watchdog_context("easgd-sync node %d: round %ld of %ld", me, k, rounds);

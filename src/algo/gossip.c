@@ -456,7 +456,10 @@ static int gossip_prepare(job_t *job) {
   if (GO(c)->timeline[0] && c->resume)
     die_usage("train: --gossip-timeline with --resume: the timeline is not in the snapshot (it would hold only the "
               "exchanges after the resume); drop one of them");
-  if (GO(c)->timeline[0]) outfile_check(GO(c)->timeline, "--gossip-timeline");
+  if (GO(c)->timeline[0]) {
+    train_output_distinct(c, "--gossip-timeline", GO(c)->timeline);   /* never another output's file */
+    outfile_probe(GO(c)->timeline, "--gossip-timeline");
+  }
   return -1;
 }
 static const char *const gs_unknown_rules[] = {"best", "literal", NULL};

@@ -25,12 +25,14 @@
  * calibration file's kfac_rel_* figures, the inversions scaled to the calibration's own K-FAC step
  * (load_rates); with no calibration, at the device's training rate, and the summary says so).
  * The summary gives node 0's time per update phase by phase on either runtime (kfac_summary). */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "algo/algo.h"
+#include "util/env.h"
 #include "algo/kfac_split.h"
 #include "kfac/kfac.h"
 #include "rt/watchdog.h"
@@ -406,7 +408,7 @@ static void kfac_node(rt_t *rt, void *arg) {
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
   kdev_t D; memset(&D, 0, sizeof D);
-  const char *kd = getenv("PDL_KFAC_DEV");
+  const char *kd = env_get("PDL_KFAC_DEV");
   st.on = "host";
   const kernels_t *kt = NULL;
   if (!kernels_device_is_host(&c->device) || (kd && !strcmp(kd, "1"))) {
@@ -430,7 +432,14 @@ static void kfac_node(rt_t *rt, void *arg) {
   kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
   if (D.k) kfac_on_device(&k, D.k, b);
   long step = 0;
-  if (loop_resume(&L)) step = L.updates;
+  if (loop_resume(&L)) {
+    step = L.updates;
+    for (int l = 0; l < k.nl; l++)   /* a crafted file: counts and update numbers within the run's */
+      if (k.folded[l] < 0 || k.inverted_at[l] < -1 || k.inverted_at[l] > step)
+        die("checkpoint %s: field 'kfac.folded[%d]' %ld or 'kfac.inverted_at[%d]' %ld is out of range (>= 0; -1 to the update "
+            "count %ld): a damaged or crafted file; start over without --resume", loop_node_file(&L), l, k.folded[l], l,
+            k.inverted_at[l], step);
+  }
   kto_host_t th = {&D, &k, w, &o};
   if (D.k) {
     train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1);
@@ -539,13 +548,23 @@ static const optdef_t
   od_fisher = {"--kfac-fisher", OD_ENUM, 0, 0, fishers, "empirical", "F",
                "G factors from: empirical (the data's labels, the paper's eq. 4) | sampled (y ~ the model, Martens & Grosse)",
                KO(fisher_sampled), 1, NULL};
-static void set_split(const optdef_t *d, void *area, const char *v) {   /* off | auto | N; "0" and "-1" are how the
-                                                                            checkpoint header and a rewrite store off and auto */
-  *(int *)((char *)area + d->off) = !strcmp(v, "off") || !strcmp(v, "0") ? KFAC_SPLIT_OFF
-                                    : !strcmp(v, "auto") || !strcmp(v, "-1") ? KFAC_SPLIT_AUTO : (int)parse_long(d->name, v, 2, 1 << 20);
+/* off | auto | S. "0" and "-1" are the documented numeric spellings of off and auto, accepted on the
+ * command line too: the checkpoint header stores the option as an integer (optdef_format) and a resume
+ * reads it back through this same setter, so refusing them here alone would take a second parser; every
+ * other integer below 2 (-5, 1) is refused naming the flag and the three forms. */
+static void set_split(const optdef_t *d, void *area, const char *v) {
+  int *out = (int *)((char *)area + d->off);
+  if (!v) die_usage("train: %s needs a value", d->name);
+  if (!strcmp(v, "off") || !strcmp(v, "0")) { *out = KFAC_SPLIT_OFF; return; }
+  if (!strcmp(v, "auto") || !strcmp(v, "-1")) { *out = KFAC_SPLIT_AUTO; return; }
+  char *end; errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < 2 || x > (1 << 20))
+    die_usage("train: %s: '%s': give off (or 0), auto (or -1) or a factor order S in [2, %d]", d->name, v, 1 << 20);
+  *out = (int)x;
 }
 static const optdef_t od_split = {"--kfac-split", OD_INT, 2, 1 << 20, NULL, "off", "S",
-  "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim)",
+  "split the inversion of factors of order >= S (auto: those whose n^3 exceeds the mean per process) over all processes: ScaLAPACK (real), cost model (sim); off = 0, auto = -1",
   KO(split), 1, set_split};
 /* (new options go last: a checkpoint written before one existed is then refused naming it) */
 static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,

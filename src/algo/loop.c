@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include "algo/algo.h"
+#include "util/env.h"
 
 /* Workers whose local steps a LOOP_CLOCK sums: all but the server. */
 static int clock_workers(const loop_t *L) {
@@ -46,7 +47,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
   if (L->rt->ops->simulated) t = c->threads > 0 ? c->threads : 1;   /* actors run one at a time */
   else {
     long cores = sysconf(_SC_NPROCESSORS_ONLN); if (cores < 1) cores = 1;
-    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *ls = env_get("OMPI_COMM_WORLD_LOCAL_SIZE");
     int local = ls ? atoi(ls) : 1; if (local < 1) local = 1;
     t = c->threads > 0 ? c->threads : (int)(cores / (local * roles_per_rank));
     if (t < 1) t = 1;
@@ -65,7 +66,7 @@ int loop_threads(loop_t *L, int roles_per_rank) {
        * per-thread setting), kept at 1: the kernels call it from their own OpenMP regions. An
        * OpenMP build would follow each calling thread's OpenMP count, the share, instead. */
       const int bp = openblas_get_parallel();
-      const char *wp = getenv("OMP_WAIT_POLICY");
+      const char *wp = env_get("OMP_WAIT_POLICY");
       fprintf(stderr, "pdl: thread budget: %ld cores for %d rank(s) here x %d role(s) x %d OpenMP thread(s)%s; "
               "set in every role's thread; BLAS %d thread(s) (OpenBLAS %s); OMP_WAIT_POLICY %s\n",
               cores, local, roles_per_rank, t, (long)local * roles_per_rank * t > cores ? " -- OVERSUBSCRIBED" : "",
@@ -402,6 +403,43 @@ static void persist_in(loop_t *L) {
   }
 }
 
+/* Every figure of the saved "loop" section against what a run can hold (issue 46: a checksummed
+ * file can still be crafted): exit 1 naming the checkpoint and the field. */
+static void persist_check(const loop_t *L, const char *path) {
+  const struct loop_persist *P = &L->persist;
+  const double big = (double)(1L << 40);   /* --steps' own bound */
+#define RANGE(field, lo, hi) do { double v_ = (double)P->field; if (!(v_ >= (lo) && v_ <= (hi))) \
+    die("checkpoint %s: field '%s' of section 'loop' is %g, out of range [%g, %g]: a damaged or crafted file; start " \
+        "over without --resume", path, #field, v_, (double)(lo), (double)(hi)); } while (0)
+#define RANGE_NAN(field, lo, hi) do { if (!isnan(P->field)) RANGE(field, lo, hi); } while (0)
+  RANGE(updates, 0, big);
+  RANGE(examples, 0, big * 65536);
+  RANGE(loss_n, 0, big * 65536);
+  RANGE(last_eval, -1, P->updates);
+  RANGE(next_eval, 0, 2 * big);
+  RANGE(next_epoch, 0, 2 * big);
+  RANGE(next_eval_ex, 0, big * 65536);
+  RANGE(saved_epoch, -1, 2 * big);
+  RANGE(diverged_at, -1, P->updates);
+  RANGE(r_updates, 0, big);
+  RANGE(time, -1, 1e12);
+  RANGE_NAN(test_err, 0, 1);
+  RANGE_NAN(test_loss, 0, INFINITY);
+  RANGE_NAN(train_loss, 0, INFINITY);
+  RANGE(epochs_done, 0, big);
+  RANGE(reached, 0, 1);
+  RANGE(diverged, 0, 1);
+#undef RANGE_NAN
+#undef RANGE
+}
+
+/* snap_probe of a node's file; a corrupt one (checksum, length) counts as missing when its other
+ * generation is whole, and the node says so: a distributed resume falls back to the kept .prev. */
+static long probe_generation(loop_t *L, const char *path, char *why, size_t n) {
+  long g = snap_probe(path, L->r, L->rt->node, L->rt->nnodes, &L->snap, why, n);
+  return g;
+}
+
 int loop_resume(loop_t *L) {
   const train_cfg_t *c = &L->r->cfg;
   if (!c->checkpoint[0] || !c->resume) return 0;
@@ -410,7 +448,16 @@ int loop_resume(loop_t *L) {
   char cur[4200], prev[4200];
   snap_path(cur, sizeof cur, c->checkpoint, me, N, 0);
   snap_path(prev, sizeof prev, c->checkpoint, me, N, 1);
-  long gc = snap_read(cur, L->r, me, N, &L->snap, 0), gp = snap_read(prev, L->r, me, N, &L->snap, 0);
+  char wc[600] = "", wp[600] = "";
+  long gc = probe_generation(L, cur, wc, sizeof wc), gp = probe_generation(L, prev, wp, sizeof wp);
+  if (gc == -2 && gp >= 0) {
+    fprintf(stderr, "pdl: checkpoint %s: %s; falling back to the kept previous generation %s (snapshot %ld)\n", cur, wc, prev, gp);
+    gc = -1;
+  } else if (gc == -2) die("checkpoint %s: %s%s%s; start over without --resume", cur, wc, gp == -2 ? ", and so is its .prev: " : "", gp == -2 ? wp : "");
+  if (gp == -2) {
+    fprintf(stderr, "pdl: checkpoint %s: %s; the newest generation %s is whole and is used\n", prev, wp, cur);
+    gp = -1;
+  }
   /* every node's two generations (0: no file), summed into one vector that all nodes see */
   float *v = xcalloc(2 * (size_t)N, sizeof(float));
   v[2 * me] = (float)(gc + 1); v[2 * me + 1] = (float)(gp + 1);
@@ -439,10 +486,8 @@ int loop_resume(loop_t *L) {
   }
   snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
   L->gen = best;
+  persist_check(L, best == gc ? cur : prev);   /* a checksummed file can still be crafted */
   persist_in(L);
-  if (L->updates < 0 || !(L->examples >= 0))   /* a checksummed file can still be crafted */
-    die("checkpoint %s: its progress (update %ld, %g examples) is out of range: a damaged or crafted file; start "
-        "over without --resume", best == gc ? cur : prev, L->updates, L->examples);
   if (L->sched == LOOP_LOCAL) {
     /* the cut again: the nodes leave an allreduce of an agreed evaluation's size together, as they
      * left the one they saved after (the sim's small allreduce ends with a bcast from node 0, so
@@ -469,6 +514,12 @@ int loop_resume(loop_t *L) {
   return 1;
 }
 
+const char *loop_node_file(const loop_t *L) {
+  static char path[4200];   /* (sim: actors run one at a time; real: one node per process) */
+  snap_path(path, sizeof path, L->r->cfg.checkpoint, L->rt->node, L->rt->nnodes, 0);
+  return path;
+}
+
 int loop_checkpoint(loop_t *L, int now) {
   const train_cfg_t *c = &L->r->cfg;
   if (!c->checkpoint[0]) return 0;
@@ -483,7 +534,11 @@ int loop_checkpoint(loop_t *L, int now) {
   persist_out(L);
   char path[4200];
   snap_path(path, sizeof path, c->checkpoint, L->rt->node, L->rt->nnodes, 0);
-  snap_save(path, L->r, L->rt->node, L->rt->nnodes, L->gen, &L->snap, 1);
+  /* the first save of a run that did not resume keeps no .prev: a file there is another run's
+   * (--overwrite), whose generations must not mix with this run's at a later --resume */
+  const int fresh = !L->resumed && L->gen == 1;
+  if (fresh) { char prev[4200]; snap_path(prev, sizeof prev, c->checkpoint, L->rt->node, L->rt->nnodes, 1); unlink(prev); }
+  snap_save(path, L->r, L->rt->node, L->rt->nnodes, L->gen, &L->snap, !fresh);
   if (L->reporter && pdl_stop_signal)
     fprintf(stderr, "pdl: signal %d: checkpoint saved to %s%s at update %ld\n", pdl_stop_signal, c->checkpoint,
             L->rt->nnodes > 1 ? " (and .node<k> per node)" : "", L->updates);

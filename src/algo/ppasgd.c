@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algo/algo.h"
+#include "util/env.h"
 #include "algo/pp.h"
 #include "algo/pp_probe.h"
 #include "rt/watchdog.h"
@@ -209,7 +210,7 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   pp_stats_t st; memset(&st, 0, sizeof st);
   st.N = N; st.G = G; st.fixed = job->param >= 0; st.S = st.fixed ? (int)job->param : 0; st.S_bar = 1;
   st.probe_skipped = -1;
-  { const char *e = getenv("PDL_PP_PHASES"); st.ph_on = e && *e && strcmp(e, "0"); }
+  { const char *e = env_get("PDL_PP_PHASES"); st.ph_on = e && *e && strcmp(e, "0"); }
   loop_t L; loop_init(&L, rt, job, LOOP_EXAMPLES, pp_eval_json, pp_summary_json, &st);
   int threads = loop_threads(&L, G + 1);
   float *w = xmalloc(n * sizeof(float)), *what = xmalloc(n * sizeof(float)), *wnext = xmalloc(n * sizeof(float));
@@ -225,7 +226,12 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   void **th = xmalloc((size_t)G * sizeof(void *));
   float *what0 = what;   /* the buffer the "w_hat" section names (what is swapped every update) */
   pp_state(&L, &st, w, what0, &o, roles, G, n);
-  if (loop_resume(&L) && !st.fixed) st.S = (int)floor(st.S_bar);
+  if (loop_resume(&L)) {   /* the saved staleness, range-checked as --staleness is (a crafted file) */
+    if (st.S < 0 || st.S > 4096 || !(st.S_bar >= 0 && st.S_bar <= 4096) || !(st.total_sub >= 0 && st.total_sub < 1e18))
+      die("checkpoint %s: PP-ASGD's fields 'S' %d, 'S_bar' %g or 'total_sub' %g are out of range ([0, 4096], [0, 4096], "
+          "[0, 1e18)): a damaged or crafted file; start over without --resume", loop_node_file(&L), st.S, st.S_bar, st.total_sub);
+    if (!st.fixed) st.S = (int)floor(st.S_bar);
+  }
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);
 
   double need_sub = c->steps > 0 ? INFINITY : c->epochs * (double)r->data.train.n / c->batch;

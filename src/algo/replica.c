@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "algo/replica.h"
+#include "util/env.h"
 #include "util/vec.h"
 
 void replica_init(replica_t *rp, const run_t *r, int b, int threads, int slice, int nslices, int with_replacement, uint64_t stream) {
@@ -91,7 +92,7 @@ static void *pool_helper(void *arg) {
 static int pool_ready(void) {
   if (pool_size) return pool_size > 0 && pool_pid == getpid();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  const char *env = getenv("PDL_SIM_OVERLAP");
+  const char *env = env_get("PDL_SIM_OVERLAP");
   if (cores < 2 || (env && !strcmp(env, "0"))) { pool_size = -1; return 0; }
   if (cores > 64) cores = 64;
   for (long i = 0; i < cores; i++) {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "algo/algo.h"
+#include "util/env.h"
 #include "rt/watchdog.h"
 
 /* ---- the sequential optimizers (pdl train --algo sgd ...) ---------------------------------- */
@@ -31,7 +32,7 @@
  * and the loss read back every step, and still evaluates there). */
 enum { CHUNK = 64 };
 static int resident_mode(const train_state_t *d) {
-  const char *e = getenv("PDL_TRAIN_RESIDENT");
+  const char *e = env_get("PDL_TRAIN_RESIDENT");
   if (!e || !*e) return d->device;
   if (strcmp(e, "0") && strcmp(e, "1")) die("PDL_TRAIN_RESIDENT=%s: say 0 (batches from the host) or 1 (resident)", e);
   return e[0] == '1';
@@ -47,8 +48,7 @@ static long next_look(const run_t *r, long done) {
 /* Test hook (t_train_cli.sh: the watchdog): PDL_TEST_HANG_STEP=N makes update N hang (until a
  * signal). Unset or empty: off; anything but an integer >= 0 exits 2 naming the variable. */
 static long test_hang_step(void) {
-  const char *e = getenv("PDL_TEST_HANG_STEP");
-  return e && *e ? parse_long("PDL_TEST_HANG_STEP", e, 0, LONG_MAX) : -1;
+  return env_long("PDL_TEST_HANG_STEP", -1);   /* base/util/env.c: an integer in [0, LONG_MAX] */
 }
 
 typedef struct { train_state_t d; int res; } opt_run_t;

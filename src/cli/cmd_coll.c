@@ -14,6 +14,7 @@
 #include "coll/mpi_util.h"
 #include "rt/watchdog.h"
 #include "util/util.h"
+#include "util/env.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,7 +101,7 @@ static size_t parse_size(const char *flag, const char *s) {
 
 static void parse_hooks(opts_t *o) {
   o->inject_rank = -1; o->inject_elem = -1; o->hang_rank = -1;
-  const char *inj = getenv("PDL_COLL_INJECT"), *hang = getenv("PDL_COLL_TEST_HANG");
+  const char *inj = env_get("PDL_COLL_INJECT"), *hang = env_get("PDL_COLL_TEST_HANG");
   if (inj && *inj) {
     int r; long long e; char extra;
     if (sscanf(inj, "%d:%lld%c", &r, &e, &extra) != 2 || r < 0 || e < 0)

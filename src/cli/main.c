@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "util/util.h"
+#include "util/env.h"
 
 typedef int (*cmd_fn)(int argc, char **argv);
 #define WEAK __attribute__((weak))
@@ -32,9 +33,12 @@ static void usage(FILE *f) {
   fprintf(f, "usage: pdl <command> [options]   (pdl <command> --help)\n\ncommands:\n");
   for (int i = 0; i < NCMDS; i++)
     if (cmds[i].fn) fprintf(f, "  %-14s %s\n", cmds[i].name, cmds[i].help);
+  fprintf(f, "\npdl --help-env lists the environment variables pdl reads, with their bounds\n");
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "--help-env")) { env_help(stdout); return 0; }
+  env_check_all();   /* a bad environment variable exits 2 naming it, before any work */
   if (argc < 2) { usage(stderr); return PDL_EXIT_USAGE; }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) { usage(stdout); return 0; }
   for (int i = 0; i < NCMDS; i++) {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(PDL_HAVE_NCCL) && defined(PDL_HAVE_MPI)
 #include <cuda_runtime.h>
@@ -173,9 +174,12 @@ const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
   int worst = 0, none = ndev == 0;
   CHECK_MPI(MPI_Allreduce(&none, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (worst) {
-    if (ndev == 0) snprintf(why, why_len, "no CUDA device (rank %d: cudaGetDeviceCount: %s)", rank,
-                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    else snprintf(why, why_len, "no CUDA device (on another rank; this one has %d)", ndev);
+    /* without a loaded NVIDIA driver the runtime's "CUDA driver version is insufficient" misleads */
+    const int driver = access("/proc/driver/nvidia/version", F_OK) == 0;
+    if (ndev == 0) snprintf(why, why_len, "no CUDA device found (rank %d: %s%s)", rank,
+                            e == cudaSuccess ? "cudaGetDeviceCount: 0 devices" : driver ? "cudaGetDeviceCount: " : "",
+                            e == cudaSuccess ? "" : driver ? cudaGetErrorString(e) : "no NVIDIA driver is loaded: /proc/driver/nvidia/version is absent");
+    else snprintf(why, why_len, "no CUDA device found (on another rank; this one has %d)", ndev);
     (void)cudaGetLastError();  /* clear the failed query */
     CHECK_MPI(MPI_Comm_free(&node));
     return NULL;

@@ -100,7 +100,8 @@ int kernels_device_index(const device_spec_t *d, int local_rank, const char *fla
   if (!b->open) die("%s %s: %s", flag, b->name, b->missing);
   char why[256] = "";
   const int nd = b->devices ? b->devices(why, sizeof why) : 0;
-  if (nd <= 0) die("%s %s: no %s device (%s)", flag, b->name, b->label, why);
+  if (nd <= 0)   /* usage: exit 2, as --coll nccl without a device (issue 46) */
+    die_usage("%s %s: no %s device found (%s)", flag, b->name, b->label, why);
   if (d->index >= 0) {
     if (d->index >= nd) die("%s %s:%d: this machine has %d %s device(s) (0..%d)", flag, b->name, d->index, nd, b->label, nd - 1);
     return d->index;

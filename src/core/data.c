@@ -15,6 +15,7 @@
  *    allocating. */
 #include "core/data.h"
 #include "util/util.h"
+#include "util/env.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -103,12 +104,12 @@ static int path_exists(const char *p) {
  * amiss (no folder, a write error, a bad or truncated .gz) and the .gz itself is read, so its errors
  * are reported as before, naming it. */
 static int cache_dir(char *out, size_t cap) {
-  const char *e = getenv("PDL_DATA_CACHE");
+  const char *e = env_get("PDL_DATA_CACHE");
   if (e && (!strcmp(e, "off") || !strcmp(e, "0"))) return 0;
   int n;
   if (e && *e) n = snprintf(out, cap, "%s", e);
-  else if ((e = getenv("XDG_CACHE_HOME")) && *e) n = snprintf(out, cap, "%s/pdlbench/data", e);
-  else if ((e = getenv("HOME")) && *e) n = snprintf(out, cap, "%s/.cache/pdlbench/data", e);
+  else if ((e = env_get("XDG_CACHE_HOME")) && *e) n = snprintf(out, cap, "%s/pdlbench/data", e);
+  else if ((e = env_get("HOME")) && *e) n = snprintf(out, cap, "%s/.cache/pdlbench/data", e);
   else return 0;
   if (n < 0 || (size_t)n >= cap) return 0;
   for (char *p = out + 1; *p; p++) /* mkdir -p */

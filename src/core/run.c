@@ -1,9 +1,11 @@
 /* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
  * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
+#include "util/env.h"
 #include <stddef.h>
 #include "util/optdef.h"
 #include <sys/stat.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -68,6 +70,7 @@ static const optdef_t
   od_results = {"--results", OD_STR, 0, 0, NULL, NULL, "FILE", "append JSON lines (config, eval, summary)", CFG(results), 0, NULL},
   od_checkpoint = {"--checkpoint", OD_STR, 0, 0, NULL, NULL, "FILE", "save state each epoch, at the end and on SIGINT/SIGTERM (temp file + rename); distributed: one file per node (FILE, FILE.node<k>), previous kept as .prev", CFG(checkpoint), 0, NULL},
   od_resume = {"--resume", OD_BOOL, 0, 0, NULL, NULL, NULL, "continue from --checkpoint FILE if it exists (all nodes' files); every option a resume must match is checked", CFG(resume), 0, NULL},
+  od_overwrite = {"--overwrite", OD_BOOL, 0, 0, NULL, NULL, NULL, "start over although --checkpoint FILE exists, replacing it (without --resume or this, an existing checkpoint is refused)", CFG(overwrite), 0, NULL},
   od_quiet = {"--quiet", OD_BOOL, 0, 0, NULL, NULL, NULL, "no progress or eval lines on stderr", CFG(quiet), 0, NULL},
   od_diverge = {"--diverge-loss", OD_DOUBLE, 0, 1e30, NULL, "1000", "X", "stop as diverged when the train loss exceeds X or is NaN", CFG(diverge_loss), 0, NULL},
   od_tag = {"--tag", OD_STR, 0, 0, NULL, NULL, "T", "free-form label copied into every JSON line", CFG(tag), 0, NULL},
@@ -81,7 +84,7 @@ const optdef_t od_with_replacement = {"--with-replacement", OD_BOOL, 0, 0, NULL,
 const optdef_t *const train_opts[] = {
   &od_data, &od_net, &od_algo, &od_batch, &od_lr, &od_momentum, &od_wd, &od_warmup, &od_epochs, &od_steps, &od_seed,
   &od_threads, &od_device, &od_eval_every, &od_train_subset, &od_test_subset, &od_val, &od_results, &od_checkpoint, &od_resume,
-  &od_quiet, &od_diverge, &od_tag, &od_timeout, &od_runtime, &od_coll, NULL};
+  &od_overwrite, &od_quiet, &od_diverge, &od_tag, &od_timeout, &od_runtime, &od_coll, NULL};
 const optdef_t *const train_seq_opts[] = {&od_with_replacement, NULL};
 
 void *train_cfg_area(train_cfg_t *c, const optdef_t *d) { return d->area == OD_ALGO ? (void *)c->algo_opts : (void *)c; }
@@ -109,6 +112,7 @@ void train_cfg_algo(train_cfg_t *c, int argc, char **argv) {
   }
 }
 
+static void outputs_check(const train_cfg_t *c);
 void train_cfg_parse(train_cfg_t *c, int argc, char **argv, const optdef_t *const *algo_opts,
                      void (*refuse)(const char *flag, const char *algo)) {
   c->algo_optdefs = algo_opts;
@@ -131,6 +135,59 @@ void train_cfg_parse(train_cfg_t *c, int argc, char **argv, const optdef_t *cons
     optdef_set(d, train_cfg_area(c, d), flag_value(d, val, &i, argc, argv));
   }
   if (c->resume && !c->checkpoint[0]) die_usage("train: --resume needs --checkpoint FILE");
+  outputs_check(c);
+}
+
+/* ---- outputs (issue 46 item 1): never the same file twice, never a saved run replaced by mistake ---- */
+/* 1 when canonical path x is the checkpoint ck or one of its files: ck.prev, ck.node<k>, ck.node<k>.prev */
+static int ck_family(const char *x, const char *ck) {
+  size_t l = strlen(ck);
+  if (strncmp(x, ck, l)) return 0;
+  const char *t = x + l;
+  if (!*t || !strcmp(t, ".prev")) return 1;
+  if (strncmp(t, ".node", 5) || !isdigit((unsigned char)t[5])) return 0;
+  for (t += 5; isdigit((unsigned char)*t); t++) {}
+  return !*t || !strcmp(t, ".prev");
+}
+
+/* dies (exit 2) when output `path` of `flag` is output `path2` of `flag2` (ck2: a checkpoint, whose
+ * .prev and .node<k> files count as well) */
+static void distinct(const char *flag, const char *path, const char *flag2, const char *path2, int ck2) {
+  if (!path || !*path || !path2 || !*path2) return;
+  char a[4096], b[4096];
+  path_canonical(path, a, sizeof a); path_canonical(path2, b, sizeof b);
+  char prev[4200]; snprintf(prev, sizeof prev, "%s.prev", path2);
+  if (path_same_file(path, path2))
+    die_usage("train: %s %s and %s %s name the same file (%s): one would overwrite the other; give two different files",
+              flag, path, flag2, path2, a);
+  if (ck2 && (path_same_file(path, prev) || ck_family(a, b)))
+    die_usage("train: %s %s is one of the files of %s %s (its .prev or a node's .node<k>): the checkpoint would "
+              "overwrite it; give another file", flag, path, flag2, path2);
+}
+
+void train_output_distinct(const train_cfg_t *c, const char *flag, const char *path) {
+  distinct(flag, path, "--checkpoint", c->checkpoint, 1);
+  distinct(flag, path, "--results", c->results, 0);
+  distinct(flag, path, "PDL_DUMP_PARAMS", env_get("PDL_DUMP_PARAMS"), 0);
+}
+
+static void outputs_check(const train_cfg_t *c) {
+  distinct("--results", c->results, "--checkpoint", c->checkpoint, 1);
+  distinct("PDL_DUMP_PARAMS", env_get("PDL_DUMP_PARAMS"), "--checkpoint", c->checkpoint, 1);
+  distinct("PDL_DUMP_PARAMS", env_get("PDL_DUMP_PARAMS"), "--results", c->results, 0);
+  if (c->overwrite && !c->checkpoint[0]) die_usage("train: --overwrite needs --checkpoint FILE");
+  if (c->overwrite && c->resume)
+    die_usage("train: --overwrite and --resume: give one (--resume continues --checkpoint %s, --overwrite replaces it)", c->checkpoint);
+  if (c->checkpoint[0] && !c->resume && !c->overwrite) {   /* a run's saved state, in any of its files */
+    static const char *const sfx[] = {"", ".prev", ".node1", ".node1.prev"};
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+      char p[1100]; struct stat st;
+      snprintf(p, sizeof p, "%s%s", c->checkpoint, sfx[i]);
+      if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)   /* (an empty file holds nothing to lose) */
+        die_usage("train: --checkpoint %s exists (%s, %lld bytes: a saved run); give --resume to continue it, or "
+                  "--overwrite to start over and replace it", c->checkpoint, p, (long long)st.st_size);
+    }
+  }
 }
 
 void train_cfg_resume_text(const train_cfg_t *c, char *buf, size_t n) {
@@ -158,7 +215,9 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
   net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
-  if (c->checkpoint[0]) outfile_check(c->checkpoint, "checkpoint");
+  /* every output can be written, checked before the first step (not at the first save, an epoch later) */
+  if (c->checkpoint[0]) outfile_probe(c->checkpoint, "checkpoint");
+  { const char *dp = env_get("PDL_DUMP_PARAMS"); if (dp && *dp) outfile_probe(dp, "PDL_DUMP_PARAMS file"); }
   if (r->net.classes != tr->classes)
     die_usage("train: net '%s' has %d outputs but data set %s has %d classes", c->net, r->net.classes, r->data.name, tr->classes);
   if (c->threads > 0) r->threads = c->threads;
@@ -257,7 +316,7 @@ void run_summary(run_t *r, double time_s, const char *extra) {
 }
 
 void run_dump_params(const float *w, size_t n) {
-  const char *p = getenv("PDL_DUMP_PARAMS");
+  const char *p = env_get("PDL_DUMP_PARAMS");
   if (!p) return;
   FILE *f = fopen(p, "wb");
   if (!f || fwrite(w, sizeof(float), n, f) != n || fclose(f)) die("cannot write %s", p);

@@ -28,7 +28,7 @@ typedef struct {
   double diverge_loss;     /* a train loss above this (or NaN) stops the run as diverged */
   /* output */
   char results[1024], checkpoint[1024], tag[128];
-  int resume, quiet;
+  int resume, overwrite, quiet;
   double timeout;          /* watchdog seconds (0 = off) */
   device_spec_t device;    /* --device: the backend (contract/kernels.h's registry; "cpu" by default),
                               its device index (-1: each rank's local rank modulo the devices) */
@@ -92,6 +92,9 @@ void train_cfg_algo(train_cfg_t *c, int argc, char **argv);
 extern const struct optdef *const train_opts[];
 extern const struct optdef *const train_seq_opts[];
 extern const struct optdef od_with_replacement;
+/* An output path an algorithm adds (e.g. --gossip-timeline) must be none of the run's other outputs
+ * (--results, --checkpoint and its .prev/.node<k> files, PDL_DUMP_PARAMS): exit 2 naming both. */
+void train_output_distinct(const train_cfg_t *c, const char *flag, const char *path);
 /* The checkpoint header's text of c's resume-relevant algorithm options: "--name=value\n"... */
 void train_cfg_resume_text(const train_cfg_t *c, char *buf, size_t n);
 /* The area an option descriptor points into (c itself, or c->algo_opts). */

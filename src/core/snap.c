@@ -120,6 +120,7 @@ void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen,
   bad |= fclose(m) != 0;
   if (bad) { free(buf); die("cannot write checkpoint %s: out of memory", path); }
   uint32_t crc = (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len);
+  outfile_sweep(path, "checkpoint");   /* the temp files of saves a kill -9 interrupted */
   outfile_t out; outfile_open(&out, path, "checkpoint");
   bad = fwrite(buf, 1, len, out.f) != len || fwrite(&crc, sizeof crc, 1, out.f) != 1;
   free(buf);
@@ -155,13 +156,19 @@ static void check_header(const char *path, snap_hdr_t *h, const run_t *r, int no
 #undef CKI
 }
 
-long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply) {
+/* why == NULL: dies on everything (snap_read). Otherwise (snap_probe) a damaged file -- too short, or
+ * a checksum that does not match while the magic does -- returns -2 with the reason in why. */
+static long read_file(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply, char *why, size_t wn) {
   FILE *f = fopen(path, "rb");
   if (!f) { if (errno == ENOENT) return -1; die("cannot read checkpoint %s: %s", path, strerror(errno)); }
   struct stat st;   /* read whole, closed before any check can fail */
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) { fclose(f); die("checkpoint %s: not a regular file", path); }
   size_t len = (size_t)st.st_size;
-  if (len < 8 + 4 + 4) { fclose(f); die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len); }
+  if (len < 8 + 4 + 4) {
+    fclose(f);
+    if (why && len >= 8) { snprintf(why, wn, "%zu bytes, too short to be a pdl checkpoint (truncated)", len); return -2; }
+    die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len);
+  }
   char *buf = xmalloc(len);
   size_t got = fread(buf, 1, len, f);
   fclose(f);
@@ -171,12 +178,22 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
   if (version != SNAP_VERSION)
     die("checkpoint %s: format version %u, written by %s pdl; this pdl reads version %d only (start over without "
         "--resume)", path, version, version < SNAP_VERSION ? "an older" : "a newer", SNAP_VERSION);
+  if (why) {   /* the damage a crash or a disk does: a short file or flipped bytes */
+    uint32_t c0; memcpy(&c0, buf + len - 4, 4);
+    if (len < sizeof(snap_hdr_t) + 4) { xfree(buf); snprintf(why, wn, "%zu bytes, too short to be a pdl checkpoint (truncated)", len); return -2; }
+    if (c0 != (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)(len - 4))) {
+      xfree(buf); snprintf(why, wn, "checksum mismatch (corrupted or truncated)"); return -2;
+    }
+  }
   if (len < sizeof(snap_hdr_t) + 4) die("checkpoint %s: %zu bytes, too short to be a pdl checkpoint", path, len);
   uint32_t crc; memcpy(&crc, buf + len - 4, 4);
   if (crc != (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)(len - 4)))
     die("checkpoint %s: checksum mismatch (corrupted or truncated)", path);
   snap_hdr_t h; memcpy(&h, buf, sizeof h);
   check_header(path, &h, r, node, nnodes);
+  if (h.gen < 1 || h.gen > (int64_t)1 << 40)   /* the generation counts saves from 1 */
+    die("checkpoint %s: field 'generation' of the header is %lld, out of range [1, 2^40]: a damaged or crafted file; "
+        "start over without --resume", path, (long long)h.gen);
   size_t off = sizeof h, end = len - 4;
   if (h.nsec != s->n) {   /* name the first section that differs: the state one side lacks */
     int i = 0; size_t o = off;
@@ -220,12 +237,15 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
       int bad = optim_load(o, m) != 0;
       fclose(m);
       if (bad) die("checkpoint %s: section '%s' is short", path, x->name);
+      if (o->t < 0 || o->t > 1L << 40)
+        die("checkpoint %s: field 'step count' of section '%s' is %ld, out of range [0, 2^40]: a damaged or crafted "
+            "file; start over without --resume", path, x->name, o->t);
     } else if (x->kind == SNAP_SAMPLER) {
       sampler_t *sm = x->p;
       sampler_state_t ss;
       if (b != sizeof ss) die("checkpoint %s: section '%s' holds %zu bytes, expected %zu", path, x->name, b, sizeof ss);
       memcpy(&ss, p, sizeof ss);
-      if (ss.with_replacement != sm->with_replacement || ss.epoch < 0 || ss.pos < 0 || ss.pos > sm->n_shard)
+      if (ss.with_replacement != sm->with_replacement || ss.epoch < 0 || ss.epoch > 1LL << 40 || ss.pos < 0 || ss.pos > sm->n_shard)
         die("checkpoint %s: section '%s': sampler at epoch %lld position %d does not fit this run's shard of %d examples",
             path, x->name, (long long)ss.epoch, ss.pos, sm->n_shard);
       if (!apply) continue;
@@ -239,4 +259,12 @@ long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s
   if (off != end) die("checkpoint %s: %zu trailing bytes", path, end - off);
   xfree(buf);
   return (long)h.gen;
+}
+
+long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply) {
+  return read_file(path, r, node, nnodes, s, apply, NULL, 0);
+}
+
+long snap_probe(const char *path, const run_t *r, int node, int nnodes, snap_t *s, char *why, size_t n) {
+  return read_file(path, r, node, nnodes, s, 0, why, n);
 }

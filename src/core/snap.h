@@ -43,5 +43,12 @@ void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen,
  * sections against s. apply = 1 also fills the sections. Returns the file's generation, or -1
  * if the file does not exist; dies (exit 1) naming the file and the field otherwise. */
 long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply);
+/* snap_read without applying, for a resume choosing between a file and its .prev: a damaged file
+ * (truncated, or its checksum does not match) returns -2 with the reason in why instead of dying;
+ * everything else as snap_read. */
+long snap_probe(const char *path, const run_t *r, int node, int nnodes, snap_t *s, char *why, size_t n);
+/* Every figure read from a file is range-checked (generation, optimizer step count, sampler epoch and
+ * position; the loop's own figures in algo/loop.c), naming the file and the field. A save first removes
+ * the temp files that interrupted saves left beside the file (outfile_sweep). */
 
 #endif

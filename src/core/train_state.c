@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/run.h"
+#include "util/env.h"
 
 void train_state_init(train_state_t *d, const kernels_t *k, float *w, float *g, optim_t *o) {
   memset(d, 0, sizeof *d);
@@ -71,7 +72,7 @@ void resident_set_free(resident_set_t *s) {
  * over 64 steps, lr varying in the chunk,
  * PDL_TRAIN_GRAPH=0). Dropout masks are drawn ahead into the chunk's buffer, so a graph replays them. */
 static int graph_slot(train_state_t *d, const workspace_t *ws, int K, const float *lr) {
-  const char *e = getenv("PDL_TRAIN_GRAPH");
+  const char *e = env_get("PDL_TRAIN_GRAPH");
   if (!d->k->graph_begin || !d->warm || (e && !strcmp(e, "0"))) return -1;
   /* the kinds whose step takes no per-step argument but the lr; Adam's bias-corrected a and ASGD's
    * 1/t rate change every step: their graphs read them from the backend's scalar slots (written

@@ -17,6 +17,7 @@
 #include "coll/coll.h"
 #include "coll/mpi_util.h"
 #include "rt/rt.h"
+#include "util/env.h"
 #include "util/util.h"
 
 static double g_t0;
@@ -257,8 +258,8 @@ int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
 #else
   (void)argc; (void)argv;
   {   /* no MPI: the launcher's own word for this process's index on its host, if any */
-    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (!lr) lr = getenv("SLURM_LOCALID");
+    const char *lr = env_get("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!lr) lr = env_get("SLURM_LOCALID");
     g_local_rank = lr ? atoi(lr) : 0;
   }
   if (strcmp(g_coll_name, "mpi")) die_usage("--coll %s: this build has no MPI (built with NO_MPI=1), so no NCCL bootstrap", g_coll_name);

@@ -8,7 +8,9 @@
 #include "rt/rt.h"
 #include "rt/pdlsim.h"
 #include "util/util.h"
+#include "util/env.h"
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +36,7 @@ static const char NOT_BUILT[] =
 static int sim_load(char *why, size_t n) {
   if (L.h) return 1;
   char cand[4][CAND_MAX]; int nc = 0;
-  const char *env = getenv("PDL_SIMLIB");
+  const char *env = env_get("PDL_SIMLIB");
   if (env && *env) snprintf(cand[nc++], CAND_MAX, "%.1000s", env);
   char exe[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -49,9 +51,12 @@ static int sim_load(char *why, size_t n) {
   char tried[2048] = ""; size_t tl = 0;
   for (int i = 0; i < nc; i++) {
     if (access(cand[i], F_OK) != 0) {
+      if (env && *env && i == 0) {   /* an explicit PDL_SIMLIB is the only candidate: say that file is missing */
+        snprintf(why, n, "PDL_SIMLIB=%.1000s: %s; unset PDL_SIMLIB to use the libpdlsim.so built beside pdl", cand[i], strerror(errno));
+        return 0;
+      }
       if (tl < sizeof tried)
         tl += (size_t)snprintf(tried + tl, sizeof tried - tl, "%s%.1000s (absent)", tl ? "; " : "", cand[i]);
-      if (env && *env && i == 0) break;   /* an explicit PDL_SIMLIB is the only candidate */
       continue;
     }
     void *h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);

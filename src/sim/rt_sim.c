@@ -16,6 +16,7 @@
  * same platform (same spec, hint and rate); runs after the first restart the clock at 0. */
 #include "rt/pdlsim.h"
 #include "sim/sim_internal.h"
+#include "util/env.h"
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
@@ -305,7 +306,7 @@ static void exit_during_sim(int status, void *arg) {
 static void sg_init_once(void) {
   if (G.sg_inited) return;
   G.sg_inited = 1;
-  const char *logc = getenv("PDL_SIM_LOG");
+  const char *logc = env_get("PDL_SIM_LOG");
   xbt_log_control_set(logc && *logc ? logc : "root.thresh:warning");
   /* CM02: the plain max-min flow model (time = latency + size / bottleneck bandwidth, fair
    * sharing), without LV08's TCP slow-start factors; no TCP window bound; no reverse-direction
@@ -313,13 +314,12 @@ static void sg_init_once(void) {
    * not with TCP-gamma:0: SimGrid 3.32's lazy update with gamma 0 ends one flow of a cycle of
    * simultaneous transfers after its latency alone (tests/test_sim_rt.c, six 4-cycles). */
   static char stack[64];
-  const char *sk = getenv("PDL_SIM_STACK_KB");
-  snprintf(stack, sizeof stack, "--cfg=contexts/stack-size:%ld", sk && atol(sk) > 0 ? atol(sk) : 8192L);
+  snprintf(stack, sizeof stack, "--cfg=contexts/stack-size:%ld", env_long("PDL_SIM_STACK_KB", 8192L));
   /* PDL_SIM_CONTEXTS=thread runs every actor on its own OS thread (still one at a time): slower,
    * but ThreadSanitizer follows it, which it cannot through SimGrid's stack-switching contexts
    * (tests/t_threads.sh). */
   static char factory[96];
-  const char *cx = getenv("PDL_SIM_CONTEXTS");
+  const char *cx = env_get("PDL_SIM_CONTEXTS");
   snprintf(factory, sizeof factory, "--cfg=contexts/factory:%s", cx && *cx ? cx : "");
   static char *argv[] = {"pdl-sim", "--cfg=network/model:CM02", "--cfg=network/TCP-gamma:1e18",
                          "--cfg=network/crosstraffic:0", stack, NULL, NULL};
@@ -431,7 +431,7 @@ static int load_platform(const plat_t *p, char *err, size_t errlen) {
   if (p->kind == PLAT_FILE) {
     simgrid_load_platform(p->file);
   } else {
-    const char *tmpdir = getenv("TMPDIR");
+    const char *tmpdir = env_get("TMPDIR");
     char path[1024];
     snprintf(path, sizeof path, "%s/pdlsim-XXXXXX.xml", tmpdir && *tmpdir ? tmpdir : "/tmp");
     int fd = mkstemps(path, 4);
