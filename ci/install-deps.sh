@@ -7,8 +7,8 @@
 set -euo pipefail
 # NO_MPI=1 (as for make) leaves Open MPI out, and ScaLAPACK with it (libscalapack-openmpi-dev:
 # --kfac-split's distributed inversion, src/kfac/split_inv.c). chromium: the headless browser tests/t_report.sh
-# loads the report page in (make report).
-REQUIRED=(build-essential libopenblas-dev liblapacke-dev libxsmm-dev zlib1g-dev libsimgrid-dev gnuplot-nox
+# loads the report page in (make report). libjpeg62-turbo-dev: the ImageNet JPEG loader (src/core/data_jpeg.c).
+REQUIRED=(build-essential libopenblas-dev liblapacke-dev libxsmm-dev zlib1g-dev libjpeg62-turbo-dev libsimgrid-dev gnuplot-nox
           dataset-fashion-mnist python3 git clang libclang-rt-14-dev chromium ${PDL_EXTRA_PKGS:-})
 [ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin libscalapack-openmpi-dev)
 missing=()
