@@ -194,6 +194,7 @@ void run_json_common(run_t *r, json_t *j, const char *event) {
   json_str(j, "net", r->net.name);
   json_str(j, "net_spec", r->net.spec);
   json_str(j, "data", r->data.name);
+  if (r->data.train.aug.on) { char a[96]; aug_format(&r->data.train.aug, a, sizeof a); json_str(j, "aug", a); }   /* only when on */
   json_int(j, "seed", (long long)c->seed);
   json_int(j, "batch", c->batch);
   json_num(j, "lr", c->lr);

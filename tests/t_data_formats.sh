@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# t_data_formats.sh — pdl train on the data sets of issue 51, written on the fly by
+# build/tests/test_data_formats --write: CIFAR-100 binary, downsampled ImageNet npz (imagenet32:),
+# the ImageNet JPEG tree (imagenet:DIR,size=,classes=), and online augmentation (aug=): the same
+# seed gives the same parameters, augmentation changes them, a checkpointed and resumed run with
+# augmentation equals an uninterrupted one, and the results name the augmentation. Bad paths exit
+# 1 naming the file, bad options exit 2.
+# pdl-test: cpu=3
+source tests/lib.sh
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+BUILD=${BUILD:-build}
+"$BUILD/tests/test_data_formats" --write "$T" || { notok "write the data sets" "test_data_formats --write failed"; exit 1; }
+NET="C8k3p1 relu P F32 relu"
+COMMON=(--algo nag --batch 16 --lr 0.05 --threads 1 --quiet)
+expect "cifar100 trains 5 steps" "$PDL" train --data "cifar100:$T/cifar100" --net "$NET S100" "${COMMON[@]}" --steps 5
+expect "imagenet32 (npz) trains 5 steps" "$PDL" train --data "imagenet32:$T/imagenet32" --net "$NET S1000" "${COMMON[@]}" --steps 5
+expect "imagenet (JPEG tree, 4 classes at 32x32) trains 5 steps" "$PDL" train --data "imagenet:$T/imagenet,size=32" --net "$NET S4" "${COMMON[@]}" --steps 5
+expect "imagenet with a classes file (2 classes) trains 5 steps" "$PDL" train --data "imagenet:$T/imagenet,size=32,classes=$T/classes2.txt" --net "$NET S2" "${COMMON[@]}" --steps 5
+
+A=(--data "cifar100:$T/cifar100,aug=crop4+flip" --net "$NET S100" "${COMMON[@]}")
+PDL_DUMP_PARAMS=$T/a1.bin "$PDL" train "${A[@]}" --steps 12 >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/a2.bin "$PDL" train "${A[@]}" --steps 12 >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/n.bin "$PDL" train --data "cifar100:$T/cifar100" --net "$NET S100" "${COMMON[@]}" --steps 12 >/dev/null 2>&1
+[ -s "$T/a1.bin" ] && cmp -s "$T/a1.bin" "$T/a2.bin" && ok "aug=crop4+flip: same seed, same parameters" || notok "aug reproducible" "a1/a2 differ or missing"
+[ -s "$T/n.bin" ] && ! cmp -s "$T/a1.bin" "$T/n.bin" && ok "aug=crop4+flip changes the batches" || notok "aug has an effect" "same parameters as without aug"
+"$PDL" train "${A[@]}" --steps 7 --checkpoint "$T/ck" >/dev/null 2>&1
+PDL_DUMP_PARAMS=$T/r.bin "$PDL" train "${A[@]}" --steps 12 --checkpoint "$T/ck" --resume >/dev/null 2>&1
+cmp -s "$T/a1.bin" "$T/r.bin" && ok "aug: checkpoint at 7 + resume to 12 == 12 uninterrupted" || notok "aug resume" "parameters differ"
+out=$("$PDL" train "${A[@]}" --steps 2 2>/dev/null | tail -n 1)
+[ "$(echo "$out" | jget aug)" = "crop4+flip" ] && ok "results record aug" || notok "results record aug" "summary: $out"
+
+expect_exit 1 "cifar100: missing folder exits 1" "$PDL" train --data "cifar100:$T/nothere" --net "$NET S100" "${COMMON[@]}" --steps 1
+out=$("$PDL" train --data "cifar100:$T/nothere" --net "$NET S100" "${COMMON[@]}" --steps 1 2>&1)
+echo "$out" | grep -q "$T/nothere/train.bin: missing" && ok "the error names the file" || notok "error names the file" "$out"
+expect_exit 2 "aug=twirl exits 2" "$PDL" train --data "cifar100:$T/cifar100,aug=twirl" --net "$NET S100" "${COMMON[@]}" --steps 1
+exit $FAILED
