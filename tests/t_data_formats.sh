@@ -29,6 +29,12 @@ cmp -s "$T/a1.bin" "$T/r.bin" && ok "aug: checkpoint at 7 + resume to 12 == 12 u
 out=$("$PDL" train "${A[@]}" --steps 2 2>/dev/null | tail -n 1)
 [ "$(echo "$out" | jget aug)" = "crop4+flip" ] && ok "results record aug" || notok "results record aug" "summary: $out"
 
+# pdl speed --data: the lazy JPEG path's decode rate and the step's wait, the thread budget printed
+out=$("$PDL" speed --data "imagenet:$T/imagenet,size=32,aug=crop4+flip" --net "$NET S4" --batch 16 --threads 1 --decoders 2 2>/dev/null | tail -n 1)
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d["event"] == "speed_data" and d["decode_img_per_s"] > 0 and d["thread_budget"] == 3 and 0 <= d["wait_frac"] <= 1 and d["steps"] > 0 else 1)' "$out" \
+  && ok "pdl speed --data reports decode_img_per_s and wait_frac" || notok "pdl speed --data" "$out"
+expect_exit 2 "pdl speed --data cifar100: refused (decoded at load)" "$PDL" speed --data "cifar100:$T/cifar100" --net "$NET S100"
+
 expect_exit 1 "cifar100: missing folder exits 1" "$PDL" train --data "cifar100:$T/nothere" --net "$NET S100" "${COMMON[@]}" --steps 1
 out=$("$PDL" train --data "cifar100:$T/nothere" --net "$NET S100" "${COMMON[@]}" --steps 1 2>&1)
 echo "$out" | grep -q "$T/nothere/train.bin: missing" && ok "the error names the file" || notok "error names the file" "$out"

@@ -233,28 +233,36 @@ void imgfolder_decode(const imgfolder_t *f, int i, uint8_t *px) {
   jpeg_destroy_decompress(&ci);
   free(row); free(buf);
 
-  /* shorter side -> S (bilinear), centre S x S crop */
+  /* shorter side -> S (bilinear), centre S x S crop; the columns' taps computed once */
   const double scale = (double)S / (W < H ? W : H);
   const double ox = (W * scale - S) / 2, oy = (H * scale - S) / 2;
+  int *cx = xmalloc(sizeof(int) * 2 * (size_t)S);
+  float *cf = xmalloc(sizeof(float) * (size_t)S);
+  for (int j = 0; j < S; j++) {
+    double sx = (j + ox + 0.5) / scale - 0.5;
+    if (sx < 0) sx = 0;
+    if (sx > W - 1) sx = W - 1;
+    cx[2 * j] = (int)sx * 3;
+    cx[2 * j + 1] = ((int)sx + 1 < W ? (int)sx + 1 : (int)sx) * 3;
+    cf[j] = (float)(sx - (int)sx);
+  }
   for (int i2 = 0; i2 < S; i2++) {
     double sy = (i2 + oy + 0.5) / scale - 0.5;
     if (sy < 0) sy = 0;
     if (sy > H - 1) sy = H - 1;
     const int y0 = (int)sy, y1 = y0 + 1 < H ? y0 + 1 : y0;
-    const double fy = sy - y0;
+    const float fy = (float)(sy - y0);
+    const unsigned char *r0 = rgb + (size_t)y0 * W * 3, *r1 = rgb + (size_t)y1 * W * 3;
     for (int j = 0; j < S; j++) {
-      double sx = (j + ox + 0.5) / scale - 0.5;
-      if (sx < 0) sx = 0;
-      if (sx > W - 1) sx = W - 1;
-      const int x0 = (int)sx, x1 = x0 + 1 < W ? x0 + 1 : x0;
-      const double fx = sx - x0;
+      const int a0 = cx[2 * j], a1 = cx[2 * j + 1];
+      const float fx = cf[j];
       for (int c = 0; c < 3; c++) {
-        const double a = rgb[((size_t)y0 * W + x0) * 3 + c] * (1 - fx) + rgb[((size_t)y0 * W + x1) * 3 + c] * fx;
-        const double b = rgb[((size_t)y1 * W + x0) * 3 + c] * (1 - fx) + rgb[((size_t)y1 * W + x1) * 3 + c] * fx;
-        px[((size_t)c * S + i2) * S + j] = (uint8_t)lround(a * (1 - fy) + b * fy);
+        const float a = r0[a0 + c] + (r0[a1 + c] - r0[a0 + c]) * fx, b = r1[a0 + c] + (r1[a1 + c] - r1[a0 + c]) * fx;
+        px[((size_t)c * S + i2) * S + j] = (uint8_t)(a + (b - a) * fy + 0.5f);
       }
     }
   }
+  xfree(cx); xfree(cf);
   free(rgb);
 }
 
