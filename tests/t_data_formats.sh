@@ -29,6 +29,15 @@ cmp -s "$T/a1.bin" "$T/r.bin" && ok "aug: checkpoint at 7 + resume to 12 == 12 u
 out=$("$PDL" train "${A[@]}" --steps 2 2>/dev/null | tail -n 1)
 [ "$(echo "$out" | jget aug)" = "crop4+flip" ] && ok "results record aug" || notok "results record aug" "summary: $out"
 
+# decoders=2: the train batches decoded lazily (prefetched by 2 threads) train to the same parameters
+for algo in "nag" "ssgd --grad-threads 2"; do
+  I=(--net "$NET S4" --algo $algo --batch 8 --lr 0.005 --threads 1 --quiet --steps 40)
+  PDL_DUMP_PARAMS=$T/e.bin "$PDL" train --data "imagenet:$T/imagenet,size=32,aug=crop4+flip" "${I[@]}" >/dev/null 2>&1
+  PDL_DUMP_PARAMS=$T/l.bin "$PDL" train --data "imagenet:$T/imagenet,size=32,aug=crop4+flip,decoders=2" "${I[@]}" >/dev/null 2>&1
+  [ -s "$T/e.bin" ] && cmp -s "$T/e.bin" "$T/l.bin" && ok "imagenet decoders=2 (lazy) == in memory, --algo $algo" || notok "lazy == eager ($algo)" "parameters differ or missing"
+  rm -f "$T/e.bin" "$T/l.bin"
+done
+
 # pdl speed --data: the lazy JPEG path's decode rate and the step's wait, the thread budget printed
 out=$("$PDL" speed --data "imagenet:$T/imagenet,size=32,aug=crop4+flip" --net "$NET S4" --batch 16 --threads 1 --decoders 2 2>/dev/null | tail -n 1)
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d["event"] == "speed_data" and d["decode_img_per_s"] > 0 and d["thread_budget"] == 3 and 0 <= d["wait_frac"] <= 1 and d["steps"] > 0 else 1)' "$out" \

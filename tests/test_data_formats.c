@@ -496,6 +496,38 @@ static void test_pipeline(void) {
   imgfolder_close(f);
 }
 
+/* decoders=D: the sampler's batches decoded lazily equal the in-memory set's, bit for bit, with
+ * augmentation and across an epoch's end; within an epoch the prefetched guesses are used */
+static void test_lazy(void) {
+  char spec[1100], lspec[1100];
+  snprintf(spec, sizeof spec, "imagenet:%s/imagenet,size=32,aug=crop4+flip", root);
+  snprintf(lspec, sizeof lspec, "imagenet:%s/imagenet,size=32,aug=crop4+flip,decoders=2", root);
+  data_t e, l;
+  data_load(&e, spec);
+  data_load(&l, lspec);
+  EXPECT(l.train.lazy && !e.train.lazy && l.train.n == e.train.n && l.train.n_x == l.test.n);
+  EXPECT(!memcmp(l.train.x, e.train.x, sizeof(float) * 3072 * (size_t)l.train.n_x));   /* the evaluation slice */
+  enum { B = 16, NB = 24 };   /* 384 draws: an epoch of 240 and part of the next */
+  static float xe[B * 3072], xl[B * 3072];
+  int ye[B], yl[B], same = 1;
+  for (int wr = 0; wr < 2; wr++) {
+    sampler_t se, sl;
+    sampler_init(&se, &e.train, 9, 0, 1, wr); sampler_init(&sl, &l.train, 9, 0, 1, wr);
+    for (int k = 0; k < NB; k++) {
+      sampler_next(&se, B, xe, ye); sampler_next(&sl, B, xl, yl);
+      same &= !memcmp(xe, xl, sizeof xe) && !memcmp(ye, yl, sizeof ye);
+    }
+    sampler_free(&se); sampler_free(&sl);
+  }
+  EXPECT(same);
+  long dec, hits, misses; double wait;
+  lazy_stats(l.train.lazy, &dec, &hits, &misses, &wait);
+  printf("  # lazy: %ld images decoded, %ld batches prefetched, %ld decoded on demand, %.3f s waited\n", dec, hits, misses, wait);
+  EXPECT(hits >= 35 && hits + misses == 2 * NB);   /* without replacement a miss only at the start and at the epoch's end */
+  data_free(&e); data_free(&l);
+  expect_dies("synthetic:n=40,decoders=2", 2, "unknown key 'decoders'", NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--write")) { write_sets(argv[2]); return 0; }
   snprintf(tmpdir, sizeof tmpdir, "/tmp/pdl_test_formats.XXXXXX");
@@ -507,6 +539,7 @@ int main(int argc, char **argv) {
   RUN(test_jpeg_tree);
   RUN(test_augmentation);
   RUN(test_pipeline);
+  RUN(test_lazy);
   char cmd[600]; snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
   return harness_exit();

@@ -15,6 +15,7 @@
  *    the seeded global permutation), from which every epoch's order is rebuilt without
  *    allocating. */
 #include "core/data.h"
+#include "core/data_img.h"
 #include "util/util.h"
 #include <errno.h>
 #include <limits.h>
@@ -612,7 +613,7 @@ static void spec_dir_opts(const char *spec, const char *rest, const char *allowe
     *eq = 0;
     const char *key = item, *val = eq + 1;
     int ok = !strcmp(key, "aug") || (!strcmp(key, "size") && strstr(allowed, "size")) ||
-             (!strcmp(key, "classes") && strstr(allowed, "classes"));
+             (!strcmp(key, "classes") && strstr(allowed, "classes")) || (!strcmp(key, "decoders") && strstr(allowed, "decoders"));
     if (!ok) die_usage("data set spec '%s': unknown option '%s' (keys: aug%s%s)", spec, key, *allowed ? ", " : "", allowed);
     if (!strcmp(key, "aug")) aug_parse(&o->aug, val, spec);
     else if (!strcmp(key, "size")) {
@@ -620,6 +621,11 @@ static void spec_dir_opts(const char *spec, const char *rest, const char *allowe
       long v = strtol(val, &end, 10);
       if (errno || end == val || *end || v < 8 || v > 1024) die_usage("data set spec '%s': size=%s is not an integer in [8, 1024]", spec, val);
       o->size = (int)v;
+    } else if (!strcmp(key, "decoders")) {
+      char *end; errno = 0;
+      long v = strtol(val, &end, 10);
+      if (errno || end == val || *end || v < 0 || v > 256) die_usage("data set spec '%s': decoders=%s is not an integer in [0, 256]", spec, val);
+      o->decoders = (int)v;
     } else if (!strcmp(key, "classes")) {
       if (strlen(val) >= sizeof o->classes) die_usage("data set spec '%s': classes file path too long", spec);
       snprintf(o->classes, sizeof o->classes, "%s", val);
@@ -653,7 +659,7 @@ void data_load(data_t *d, const char *spec) {
     spec_dir_opts(spec, spec + 11, "", dir, sizeof dir, &o);
     data_load_imagenet_ds(d, dir, spec[8] == '3' ? 32 : 64);
   } else if (!strncmp(spec, "imagenet:", 9)) {
-    spec_dir_opts(spec, spec + 9, "size classes", dir, sizeof dir, &o);
+    spec_dir_opts(spec, spec + 9, "size classes decoders", dir, sizeof dir, &o);
     data_load_imagenet_jpeg(d, dir, &o);
   } else if (!strcmp(spec, "synthetic")) load_synthetic(d, "", &o.aug);
   else if (!strncmp(spec, "synthetic:", 10)) load_synthetic(d, spec + 10, &o.aug);
@@ -680,6 +686,7 @@ void data_truncate(data_t *d, int ntrain, int ntest) {
 
 void data_hold_out(data_t *d, int ntrain, int nval) {
   dataset_t *tr = &d->train, *te = &d->test;
+  if (tr->lazy) die_usage("--val: data set %s is decoded lazily (decoders=); take the validation split from an in-memory set", d->spec);
   if (ntrain < 1 || nval < 1 || (long)ntrain + nval > tr->n)
     die_usage("--val %d: data set %s has %d training examples, fewer than --train-subset %d + --val %d", nval, d->name,
               tr->n, ntrain, nval);
@@ -696,6 +703,7 @@ void data_hold_out(data_t *d, int ntrain, int nval) {
 }
 
 void data_free(data_t *d) {
+  lazy_close(d->train.lazy);
   xfree(d->train.x); xfree(d->train.y);
   xfree(d->test.x); xfree(d->test.y);
   memset(d, 0, sizeof *d);
@@ -716,7 +724,7 @@ void sampler_init(sampler_t *s, const dataset_t *ds, uint64_t seed, int shard, i
   memset(s, 0, sizeof *s);
   if (nshards < 1 || shard < 0 || shard >= nshards || nshards >= (1 << 22))
     die("sampler: shard %d of %d is not a valid shard", shard, nshards);
-  if (!ds || ds->n <= 0 || !ds->x || !ds->y) die("sampler: empty data set");
+  if (!ds || ds->n <= 0 || (!ds->x && !ds->lazy) || !ds->y) die("sampler: empty data set");
   int n = ds->n;
   int n_shard = n / nshards + (shard < n % nshards ? 1 : 0);
   if (n_shard == 0) die("sampler: shard %d of %d is empty (data set has only %d examples)", shard, nshards, n);
@@ -783,19 +791,55 @@ static int sampler_draw(sampler_t *s) {
   return e;
 }
 
-/* The augmentation key of the next draw: a function of (seed, shard, epoch, pos) alone, so it is
- * the same whichever rank or run draws it, and a resumed sampler continues the stream. */
-static uint64_t sampler_aug_key(const sampler_t *s) {
+/* The augmentation key of the draw at (epoch, pos): a function of (seed, shard, epoch, pos) alone, so
+ * it is the same whichever rank or run draws it, and a resumed sampler continues the stream. */
+static uint64_t aug_key_at(const sampler_t *s, long epoch, int pos) {
   rng_t r;
-  rng_seed(&r, s->seed ^ ((uint64_t)s->epoch * 0x9e3779b97f4a7c15ull), STREAM_AUG ^ ((uint64_t)s->shard << 32 | (uint32_t)s->pos));
+  rng_seed(&r, s->seed ^ ((uint64_t)epoch * 0x9e3779b97f4a7c15ull), STREAM_AUG ^ ((uint64_t)s->shard << 32 | (uint32_t)pos));
   return rng_u64(&r);
+}
+
+long sampler_drawn(const sampler_t *s) { return s->epoch * (long)s->n_shard + s->pos; }
+
+int sampler_peek(const sampler_t *s, long skip, int n, int *idx, uint64_t *keys) {
+  if (!s->with_replacement) {
+    int k = 0;
+    for (long p = s->pos + skip; k < n && p < s->n_shard; k++, p++) {
+      idx[k] = s->idx[p];
+      keys[k] = aug_key_at(s, s->epoch, (int)p);
+    }
+    return k;
+  }
+  rng_t r = s->rng;
+  long epoch = s->epoch;
+  int pos = s->pos;
+  for (long j = 0; j < skip + n; j++) {
+    const long k = j - skip;
+    if (k >= 0) keys[k] = aug_key_at(s, epoch, pos);
+    const int e = s->idx[rng_below(&r, (uint64_t)s->n_shard)];
+    if (k >= 0) idx[k] = e;
+    if (++pos == s->n_shard) { pos = 0; epoch++; }
+  }
+  return n;
 }
 
 void sampler_next(sampler_t *s, int B, float *x, int *y) {
   const dataset_t *ds = s->ds;
   size_t img = dataset_image_floats(ds);
+  if (ds->lazy) {   /* decoded (and augmented) by the lazy source's threads, prefetched where it guessed right */
+    int *idx = xmalloc(sizeof(int) * (size_t)B);
+    uint64_t *keys = xmalloc(sizeof(uint64_t) * (size_t)B);
+    const long start = sampler_drawn(s);
+    for (int b = 0; b < B; b++) {
+      keys[b] = aug_key_at(s, s->epoch, s->pos);
+      idx[b] = sampler_draw(s);
+    }
+    lazy_fetch(ds->lazy, start, idx, keys, B, x, y, s);
+    xfree(idx); xfree(keys);
+    return;
+  }
   for (int b = 0; b < B; b++) {
-    const uint64_t key = ds->aug.on ? sampler_aug_key(s) : 0;
+    const uint64_t key = ds->aug.on ? aug_key_at(s, s->epoch, s->pos) : 0;
     int e = sampler_draw(s);
     memcpy(x + (size_t)b * img, ds->x + (size_t)e * img, sizeof(float) * img);
     y[b] = ds->y[e];
@@ -804,6 +848,7 @@ void sampler_next(sampler_t *s, int B, float *x, int *y) {
 }
 
 void sampler_next_idx(sampler_t *s, int B, int *idx) {
+  if (s->ds->lazy) die("internal: sampler_next_idx (resident batches) on a lazily decoded data set");
   for (int b = 0; b < B; b++) idx[b] = sampler_draw(s);
 }
 

@@ -3,9 +3,10 @@
  *        "cifar10:DIR" (CIFAR-10 binary batches data_batch_{1..5}.bin, test_batch.bin),
  *        "cifar100:DIR" (CIFAR-100 binary train.bin, test.bin; the fine labels, 100 classes),
  *        "imagenet32:DIR", "imagenet64:DIR" (downsampled ImageNet, npz batches: data_npz.c),
- *        "imagenet:DIR[,size=N][,classes=FILE]" (JPEG tree DIR/train/<wnid>/, DIR/val/<wnid>/,
- *            decoded and resized to NxN, default 224, whole into memory: data_jpeg.c; the lazy,
- *            prefetched path for sets that do not fit is data_img.h),
+ *        "imagenet:DIR[,size=N][,classes=FILE][,decoders=D]" (JPEG tree DIR/train/<wnid>/,
+ *            DIR/val/<wnid>/, decoded and resized to NxN, default 224: data_jpeg.c; whole into
+ *            memory, or with decoders=D >= 1 the train set lazily: each batch decoded when drawn by
+ *            D threads, the next ones prefetched (data_pipe.c); the val set is in memory),
  *        "synthetic[:n=N,c=C,h=H,w=W,classes=K,seed=S]" (deterministic, learnable, for tests).
  * Every file-backed spec takes options after its directory, comma-separated ("cifar10:DIR,aug=
  * crop4+flip"; so DIR cannot hold a comma), and synthetic takes aug= among its keys:
@@ -40,11 +41,14 @@ void aug_apply(const aug_t *a, float *img, int c, int h, int w, uint64_t key);
 /* "crop4+flip" back from a (for messages and results); "none" when off. */
 void aug_format(const aug_t *a, char *out, size_t cap);
 
+struct lazy_src;   /* data_pipe.c: decodes examples on demand, prefetching ahead of the sampler */
 typedef struct {
   int n, c, h, w, classes;
-  float *x;   /* [n][c][h][w] normalised */
+  float *x;   /* [n][c][h][w] normalised; a lazy set: only its first n_x examples (for evaluations) */
   int *y;     /* [n] */
   aug_t aug;  /* online augmentation of sampled batches (train set only; zero: none) */
+  struct lazy_src *lazy;   /* non-NULL: sampler_next decodes the batch's examples through it */
+  int n_x;    /* a lazy set's examples held in x */
 } dataset_t;
 
 typedef struct {
@@ -107,11 +111,18 @@ void sampler_next_idx(sampler_t *s, int B, int *idx);
 void sampler_skip(sampler_t *s, int B);
 /* Jump to (epoch, pos) as saved by a checkpoint (without replacement). */
 void sampler_seek(sampler_t *s, long epoch, int pos);
+/* The example indices and augmentation keys of the draws [skip, skip + n) after the sampler's
+ * current state, leaving it unchanged; returns how many it could tell (without replacement: up to
+ * the end of the current epoch, whose successor's order is drawn only when it starts). For
+ * prefetching (data_pipe.c). */
+int sampler_peek(const sampler_t *s, long skip, int n, int *idx, uint64_t *keys);
+/* The sampler's draw count, epoch * n_shard + pos: where its next draw stands in the stream. */
+long sampler_drawn(const sampler_t *s);
 
 
 /* ---- spec options and the loaders in their own files (internal to src/core) ---- */
 /* The options after a file-backed spec's directory: aug (all), size and classes (imagenet). */
-typedef struct { aug_t aug; int size; char classes[1024]; } data_opts_t;
+typedef struct { aug_t aug; int size, decoders; char classes[1024]; } data_opts_t;
 void data_load_imagenet_ds(data_t *d, const char *dir, int side);          /* data_npz.c: side 32 or 64 */
 void data_load_imagenet_jpeg(data_t *d, const char *dir, const data_opts_t *o); /* data_jpeg.c */
 /* data_load_first's limits for the loader running now (0: all); loaders that convert lazily honour them. */

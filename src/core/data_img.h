@@ -48,4 +48,21 @@ void pipe_next(pipe_t *p, float *x, int *y, double *wait_s);
 /* Images decoded so far and the decoders' summed busy seconds. */
 void pipe_stats(pipe_t *p, long *decoded, double *busy_s);
 void pipe_close(pipe_t *p);
+
+/* ---- the lazy source behind a data set's sampler (dataset_t.lazy) ----------------------------
+ * sampler_next draws a batch's examples and augmentation keys and asks lazy_fetch for them: the
+ * images come from the prefetched batch of the same draws if there is one (waiting for it to
+ * finish), else they are decoded now by all the threads. Then it guesses the next `depth` batches
+ * (the same stride in the sampler's draw count as between the last two requests: a replica that
+ * takes every k-th slice of a global batch is followed too; without replacement within the
+ * current epoch only, via sampler_peek) and queues them. A guess is used only if its example
+ * indices and keys equal the request's, so prefetching never changes a batch: the batches are
+ * those of the in-memory path, decoded. The threads start at the first fetch (and again in a
+ * fork()ed child, which has none). */
+typedef struct lazy_src lazy_src_t;
+lazy_src_t *lazy_open(imgfolder_t *f, int threads, int depth, const aug_t *aug);   /* takes f */
+void lazy_fetch(lazy_src_t *L, long start, const int *idx, const uint64_t *keys, int B, float *x, int *y, const sampler_t *after);
+/* images decoded, batches served from a prefetch (hits) and decoded on demand (misses), seconds waited */
+void lazy_stats(lazy_src_t *L, long *decoded, long *hits, long *misses, double *wait_s);
+void lazy_close(lazy_src_t *L);   /* NULL: nothing */
 #endif

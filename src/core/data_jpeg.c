@@ -320,18 +320,31 @@ void data_load_imagenet_jpeg(data_t *d, const char *dir, const data_opts_t *o) {
   int ntr = imgfolder_count(tr), nva = imgfolder_count(va);
   if (data_first_train() > 0 && data_first_train() < ntr) ntr = data_first_train();
   if (data_first_test() > 0 && data_first_test() < nva) nva = data_first_test();
-  const double need = ((double)ntr + nva) * 3 * S * S * sizeof(float);
+  const int lazy = o->decoders > 0;
+  /* a lazy train set keeps its first min(ntr, nva) images in memory: the train-set evaluations
+   * (EASGD's center) read those */
+  const int ntr_mem = lazy ? (ntr < nva ? ntr : nva) : ntr;
+  const double need = ((double)ntr_mem + nva) * 3 * S * S * sizeof(float);
   const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   if (phys > 0 && need > phys / 2)
     die_usage("data set spec '%s': %d + %d images at %dx%d take %.1f GiB in memory, over half of this machine's %.1f GiB: "
-              "use --train-subset / --test-subset, a smaller size=, or the downsampled sets (imagenet32:, imagenet64:)",
-              d->spec, ntr, nva, S, S, need / 1073741824.0, phys / 1073741824.0);
+              "use --train-subset / --test-subset, a smaller size=, %sor the downsampled sets (imagenet32:, imagenet64:)",
+              d->spec, ntr_mem, nva, S, S, need / 1073741824.0, phys / 1073741824.0, lazy ? "" : "decoders=D (train batches decoded lazily), ");
   long nproc = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = nproc < 1 ? 1 : nproc > 16 ? 16 : (int)nproc;
-  fprintf(stderr, "pdl: imagenet: decoding %d train + %d val JPEGs of %d classes to %dx%d on %d thread%s (load time only)\n",
-          ntr, nva, imgfolder_classes(tr), S, S, threads, threads == 1 ? "" : "s");
-  eager_fill(&d->train, tr, ntr, threads);
+  fprintf(stderr, "pdl: imagenet: decoding %d train + %d val JPEGs of %d classes to %dx%d on %d thread%s (load time only)%s\n",
+          ntr_mem, nva, imgfolder_classes(tr), S, S, threads, threads == 1 ? "" : "s", lazy ? "; the train batches lazily" : "");
+  eager_fill(&d->train, tr, ntr_mem, threads);
   eager_fill(&d->test, va, nva, threads);
   for (int c = 0; c < 3; c++) { d->mean[c] = IMAGENET_MEAN[c]; d->std[c] = IMAGENET_STD[c]; }
-  imgfolder_close(tr); imgfolder_close(va);
+  imgfolder_close(va);
+  if (!lazy) { imgfolder_close(tr); return; }
+  /* the labels of all ntr; the images through the lazy source */
+  d->train.n = ntr; d->train.n_x = ntr_mem;
+  xfree(d->train.y);
+  d->train.y = xmalloc(sizeof(int) * (size_t)ntr);
+  for (int i = 0; i < ntr; i++) d->train.y[i] = imgfolder_label(tr, i);
+  d->train.lazy = lazy_open(tr, o->decoders, 3, &o->aug);
+  fprintf(stderr, "pdl: imagenet: %d decoder thread%s decode and augment the train batches, 3 batches ahead "
+                  "(threads of their own, beside --threads)\n", o->decoders, o->decoders == 1 ? "" : "s");
 }
