@@ -16,6 +16,7 @@
 /* the paths here are a short mkdtemp folder under /tmp plus fixed names: far below the buffers */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,6 +497,23 @@ static void test_pipeline(void) {
   imgfolder_close(f);
 }
 
+/* two samplers (shards 0 and 1 of 2) drawing from one lazy set at once, as replicas on threads do */
+typedef struct { data_t *d; int shard, same; } shard_arg_t;
+static void *shard_worker(void *arg) {
+  shard_arg_t *a = arg;
+  enum { B = 8, NB = 40 };
+  static float xs[2][2][B * 3072];
+  int ys[2][B];
+  sampler_t s; sampler_init(&s, &a->d->train, 4, a->shard, 2, 0);
+  a->same = 1;
+  for (int k = 0; k < NB; k++) {
+    sampler_next(&s, B, xs[a->shard][k & 1], ys[a->shard]);
+    for (int b = 0; b < B; b++) a->same &= ys[a->shard][b] >= 0 && ys[a->shard][b] < 4;
+  }
+  sampler_free(&s);
+  return NULL;
+}
+
 /* decoders=D: the sampler's batches decoded lazily equal the in-memory set's, bit for bit, with
  * augmentation and across an epoch's end; within an epoch the prefetched guesses are used */
 static void test_lazy(void) {
@@ -524,6 +542,14 @@ static void test_lazy(void) {
   lazy_stats(l.train.lazy, &dec, &hits, &misses, &wait);
   printf("  # lazy: %ld images decoded, %ld batches prefetched, %ld decoded on demand, %.3f s waited\n", dec, hits, misses, wait);
   EXPECT(hits >= 35 && hits + misses == 2 * NB);   /* without replacement a miss only at the start and at the epoch's end */
+  /* concurrent fetches from two shards: no deadlock, no lost batch (the stderr of a hang: the alarm) */
+  shard_arg_t a0 = {&l, 0, 0}, a1 = {&l, 1, 0};
+  pthread_t t0, t1;
+  alarm(120);
+  pthread_create(&t0, NULL, shard_worker, &a0); pthread_create(&t1, NULL, shard_worker, &a1);
+  pthread_join(t0, NULL); pthread_join(t1, NULL);
+  alarm(0);
+  EXPECT(a0.same && a1.same);
   data_free(&e); data_free(&l);
   expect_dies("synthetic:n=40,decoders=2", 2, "unknown key 'decoders'", NULL);
 }
