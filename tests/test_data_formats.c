@@ -356,6 +356,12 @@ static void test_jpeg_tree(void) {
   write_file(p, "n01440764\nn99999999\n", 20);
   snprintf(spec, sizeof spec, "imagenet:%s,classes=%s", bad, p);
   expect_dies(spec, 1, "n99999999: missing", "classes file");
+  snprintf(p, sizeof p, "%s/val/%s", bad, WNID[3]);
+  char p2[1400]; snprintf(p2, sizeof p2, "%s/val/n09999999", bad);
+  EXPECT(rename(p, p2) == 0);
+  snprintf(spec, sizeof spec, "imagenet:%s,size=32", bad);
+  expect_dies(spec, 1, "val: class 3 is 'n09999999' but in", "train it is 'n01491361'");
+  EXPECT(rename(p2, p) == 0);
   snprintf(spec, sizeof spec, "imagenet:%s/nothere", tmpdir);
   expect_dies(spec, 1, "nothere/train: missing or not a folder", NULL);
   snprintf(spec, sizeof spec, "imagenet:%s,size=3", bad);

@@ -31,6 +31,7 @@ struct imgfolder {
   int n, classes, side;
   char **path;   /* [n] */
   int *label;    /* [n] */
+  char **cname;  /* [classes] the class folders' names, by label */
 };
 
 int imgfolder_count(const imgfolder_t *f) { return f->n; }
@@ -136,9 +137,8 @@ imgfolder_t *imgfolder_open(const char *dir, const char *split, const char *clas
       free(files[k]);
     }
     free(files);
-    free(cls[c]);
   }
-  free(cls);
+  f->cname = cls;
   /* a fixed shuffle: permute (path, label) pairs together */
   int *perm = xmalloc(sizeof(int) * (size_t)f->n);
   for (int i = 0; i < f->n; i++) perm[i] = i;
@@ -157,7 +157,8 @@ imgfolder_t *imgfolder_open(const char *dir, const char *split, const char *clas
 void imgfolder_close(imgfolder_t *f) {
   if (!f) return;
   for (int i = 0; i < f->n; i++) free(f->path[i]);
-  free(f->path); free(f->label); free(f);
+  for (int c = 0; c < f->classes; c++) free(f->cname[c]);
+  free(f->cname); free(f->path); free(f->label); free(f);
 }
 
 /* ---- decoding ------------------------------------------------------------------------------- */
@@ -317,6 +318,9 @@ void data_load_imagenet_jpeg(data_t *d, const char *dir, const data_opts_t *o) {
   imgfolder_t *tr = imgfolder_open(dir, "train", o->classes, S), *va = imgfolder_open(dir, "val", o->classes, S);
   if (imgfolder_classes(va) != imgfolder_classes(tr))
     die("%s/val: %d class folders, but %s/train has %d (the same classes are needed)", dir, imgfolder_classes(va), dir, imgfolder_classes(tr));
+  for (int c = 0; c < tr->classes; c++)   /* the same names, so that a label means the same class in both */
+    if (strcmp(tr->cname[c], va->cname[c]))
+      die("%s/val: class %d is '%s' but in %s/train it is '%s' (the same class folders are needed)", dir, c, va->cname[c], dir, tr->cname[c]);
   int ntr = imgfolder_count(tr), nva = imgfolder_count(va);
   if (data_first_train() > 0 && data_first_train() < ntr) ntr = data_first_train();
   if (data_first_test() > 0 && data_first_test() < nva) nva = data_first_test();
