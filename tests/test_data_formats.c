@@ -431,14 +431,24 @@ static void test_augmentation(void) {
   int finite = 1;
   for (int k = 0; k < 2 * B * IMG; k++) finite &= isfinite(a[k]);
   EXPECT(finite && !memcmp(a, b, sizeof(float) * 2 * B * IMG) && memcmp(a, plain, sizeof(float) * 2 * B * IMG));
+  /* elastic distortion: reproducible, changes the images; a weak one (alpha 0.5 px, sigma 2) moves
+   * pixels by well under a pixel, so the images stay close to the plain ones */
+  batches("synthetic:n=40,c=3,h=12,w=12,classes=4,seed=3,aug=elastic8-2", 7, 2, B, a, ya);
+  batches("synthetic:n=40,c=3,h=12,w=12,classes=4,seed=3,aug=elastic8-2", 7, 2, B, b, yb);
+  EXPECT(!memcmp(a, b, sizeof(float) * 2 * B * IMG) && memcmp(a, plain, sizeof(float) * 2 * B * IMG));
+  batches("synthetic:n=40,c=3,h=12,w=12,classes=4,seed=3,aug=elastic0.5-2", 7, 2, B, a, ya);
+  double d2 = 0, p2 = 0;
+  for (int k = 0; k < 2 * B * IMG; k++) { d2 += (a[k] - plain[k]) * (double)(a[k] - plain[k]); p2 += (double)plain[k] * plain[k]; }
+  EXPECT(d2 > 0 && d2 < 0.25 * p2);   /* sub-pixel moves of noisy images: well under half the RMS */
   /* bad items: exit 2 naming them */
   expect_dies("synthetic:n=40,aug=crop", 2, "aug item 'crop'", NULL);
   expect_dies("synthetic:n=40,aug=twirl", 2, "unknown aug item 'twirl'", NULL);
   expect_dies("synthetic:n=40,aug=scale2-1", 2, "scale2-1", NULL);
   expect_dies("synthetic:n=40,h=4,w=4,aug=crop8", 2, "padding 8", NULL);
-  aug_t ag; aug_parse(&ag, "scale0.5-2+crop4+flip", "x");
+  expect_dies("synthetic:n=40,aug=elastic3", 2, "elasticA-S", NULL);
+  aug_t ag; aug_parse(&ag, "scale0.5-2+crop4+flip+elastic1.5-4", "x");
   char txt[64]; aug_format(&ag, txt, sizeof txt);
-  EXPECT(!strcmp(txt, "scale0.5-2+crop4+flip"));
+  EXPECT(!strcmp(txt, "scale0.5-2+elastic1.5-4+crop4+flip"));
 }
 
 static double mono(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec; }

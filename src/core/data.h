@@ -13,7 +13,9 @@
  *   aug=ITEM[+ITEM...]  online augmentation of the TRAIN set's batches (data_aug.c): cropP (random
  *        crop of the image padded by P zero pixels on each side), flip (horizontal, p = 1/2),
  *        scaleA-B (random scaling by s ~ U(A, B), bilinear, then a random crop or placement back
- *        to the image size: PP-ASGD's "random scaling, cropping").
+ *        to the image size: PP-ASGD's "random scaling, cropping"), elasticA-S (elastic
+ *        distortion, Simard et al. 2003: displacement fields of U(-1, 1) noise smoothed by a Gaussian
+ *        of sigma S pixels, scaled by A; PP-ASGD's "weak elastic distortion" with a small A).
  * Images are float32 NCHW, normalised per channel with the TRAIN set's mean and std (the same
  * statistics are applied to the test set; the JPEG ImageNet uses ImageNet's published ones,
  * data_img.h). Labels are ints in [0, classes).
@@ -33,6 +35,7 @@ typedef struct {
   int pad;            /* random crop with this zero padding (0: none) */
   int flip;           /* random horizontal flip */
   float smin, smax;   /* random scaling s ~ U(smin, smax) (smax 0: none) */
+  float ealpha, esigma; /* elastic distortion (Simard et al. 2003): alpha x Gaussian(sigma)-smoothed U(-1, 1) fields (alpha 0: none) */
 } aug_t;
 /* Parse "ITEM[+ITEM...]" (see the header comment) into a; `spec` names the data set spec in errors. */
 void aug_parse(aug_t *a, const char *text, const char *spec);

@@ -1,12 +1,15 @@
 /* data_aug.c — online augmentation of training images (aug_t, data.h): random crop with zero
  * padding and horizontal flip (the usual CIFAR recipe: pad 4, crop 32x32, flip with p = 1/2), and
- * random scaling then cropping (PP-ASGD, Sato et al. 2017, §4: "random scaling, cropping and weak
- * elastic distortion" for ImageNet; the elastic distortion is not implemented).
+ * random scaling then cropping and elastic distortion (PP-ASGD, Sato et al. 2017, §4: "random
+ * scaling, cropping and weak elastic distortion [18]" for ImageNet; [18] is Simard, Steinkraus and
+ * Platt 2003, whose elastic distortion is implemented as they define it: alpha x the U(-1, 1)
+ * displacement fields convolved with a normalised Gaussian of std sigma, bilinear resampling;
+ * the paper gives neither value, so a run names them: elasticA-S).
  * Images are normalised floats [c][h][w]; a padded or uncovered pixel is 0, the train set's mean
  * (torchvision pads the raw image with black, which normalises to -mean/std instead: a constant
  * either way). Each call's draws come from one rng stream named by `key` (data.c derives it from
  * the sampler's seed, shard, epoch and position), so augmentation is reproducible and needs no
- * state of its own. Order: scale, crop, flip. */
+ * state of its own. Order: scale, elastic, crop, flip. */
 #include "core/data.h"
 #include "util/util.h"
 #include <errno.h>
@@ -44,10 +47,21 @@ void aug_parse(aug_t *a, const char *text, const char *spec) {
       if (errno || !(lo >= 0.25 && hi <= 4 && lo <= hi))
         die_usage("data set spec '%s': aug item '%s': expected scaleA-B with 0.25 <= A <= B <= 4 (e.g. scale0.8-1.25)", spec, it);
       a->smin = (float)lo; a->smax = (float)hi;
+    } else if (!strncmp(it, "elastic", 7)) {
+      double al = strtod(it + 7, &end), sg = 0;
+      if (end == it + 7 || *end != '-') al = -1;
+      else {
+        const char *h = end + 1;
+        sg = strtod(h, &end);
+        if (end == h || *end) al = -1;
+      }
+      if (errno || !(al > 0 && al <= 100 && sg >= 0.5 && sg <= 32))
+        die_usage("data set spec '%s': aug item '%s': expected elasticA-S with 0 < A <= 100 and 0.5 <= S <= 32 (e.g. elastic2-4)", spec, it);
+      a->ealpha = (float)al; a->esigma = (float)sg;
     } else
-      die_usage("data set spec '%s': unknown aug item '%s' (items: cropP, flip, scaleA-B, joined by +; or none)", spec, it);
+      die_usage("data set spec '%s': unknown aug item '%s' (items: cropP, flip, scaleA-B, elasticA-S, joined by +; or none)", spec, it);
   }
-  a->on = a->flip || a->pad > 0 || a->smax > 0;
+  a->on = a->flip || a->pad > 0 || a->smax > 0 || a->ealpha > 0;
 }
 
 void aug_format(const aug_t *a, char *out, size_t cap) {
@@ -55,6 +69,7 @@ void aug_format(const aug_t *a, char *out, size_t cap) {
   out[0] = 0;
   if (!a->on) { snprintf(out, cap, "none"); return; }
   if (a->smax > 0) k += (size_t)snprintf(out + k, cap - k, "scale%g-%g", a->smin, a->smax);
+  if (a->ealpha > 0 && k < cap) k += (size_t)snprintf(out + k, cap - k, "%selastic%g-%g", k ? "+" : "", a->ealpha, a->esigma);
   if (a->pad > 0 && k < cap) k += (size_t)snprintf(out + k, cap - k, "%scrop%d", k ? "+" : "", a->pad);
   if (a->flip && k < cap) snprintf(out + k, cap - k, "%sflip", k ? "+" : "");
 }
@@ -94,6 +109,38 @@ void aug_apply(const aug_t *a, float *img, int c, int h, int w, uint64_t key) {
         }
     }
     memcpy(img, tmp, sizeof(float) * (size_t)c * hw);
+  }
+  if (a->ealpha > 0) {   /* elastic: fields dx, dy = alpha (G_sigma * U(-1, 1)), then in(i + dy, j + dx) bilinear */
+    const int R = (int)ceilf(3 * a->esigma);
+    float *g = xmalloc(sizeof(float) * (size_t)(2 * R + 1)), *fld = xmalloc(sizeof(float) * 2 * hw), *t = xmalloc(sizeof(float) * hw);
+    double gs = 0;
+    for (int k = -R; k <= R; k++) gs += g[k + R] = expf(-0.5f * (float)k * k / (a->esigma * a->esigma));
+    for (int k = 0; k <= 2 * R; k++) g[k] = (float)(g[k] / gs);
+    for (int f = 0; f < 2; f++) {
+      float *F = fld + (size_t)f * hw;
+      for (size_t q = 0; q < hw; q++) F[q] = (float)(2 * rng_uniform(&r) - 1);
+      for (int i = 0; i < h; i++)   /* rows, then columns; zero outside */
+        for (int j = 0; j < w; j++) {
+          float v = 0;
+          for (int k = -R; k <= R; k++) if (j + k >= 0 && j + k < w) v += g[k + R] * F[(size_t)i * w + j + k];
+          t[(size_t)i * w + j] = v;
+        }
+      for (int i = 0; i < h; i++)
+        for (int j = 0; j < w; j++) {
+          float v = 0;
+          for (int k = -R; k <= R; k++) if (i + k >= 0 && i + k < h) v += g[k + R] * t[(size_t)(i + k) * w + j];
+          F[(size_t)i * w + j] = a->ealpha * v;
+        }
+    }
+    if (!tmp) tmp = xmalloc(sizeof(float) * (size_t)c * hw);
+    for (int ch = 0; ch < c; ch++)
+      for (int i = 0; i < h; i++)
+        for (int j = 0; j < w; j++) {
+          const size_t q = (size_t)i * w + j;
+          tmp[(size_t)ch * hw + q] = bilinear(img + (size_t)ch * hw, h, w, i + fld[hw + q], j + fld[q]);
+        }
+    memcpy(img, tmp, sizeof(float) * (size_t)c * hw);
+    xfree(g); xfree(fld); xfree(t);
   }
   if (a->pad > 0) {   /* pad by P, crop h x w at offset (dy, dx) in [0, 2P]: out[i][j] = in[i + dy - P][j + dx - P] */
     const int P = a->pad;
