@@ -17,6 +17,25 @@ expect "imagenet32 (npz) trains 5 steps" "$PDL" train --data "imagenet32:$T/imag
 expect "imagenet (JPEG tree, 4 classes at 32x32) trains 5 steps" "$PDL" train --data "imagenet:$T/imagenet,size=32" --net "$NET S4" "${COMMON[@]}" --steps 5
 expect "imagenet with a classes file (2 classes) trains 5 steps" "$PDL" train --data "imagenet:$T/imagenet,size=32,classes=$T/classes2.txt" --net "$NET S2" "${COMMON[@]}" --steps 5
 
+# an npz written by Python's zipfile as numpy's savez / savez_compressed write it (zip64 entries
+# opened for writing, deflated), not by our own C writer
+mkdir -p "$T/pynpz"
+python3 - "$T/pynpz" <<'PY'
+import struct, sys, zipfile
+def npy(descr, shape, data):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\n'
+    return b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + data
+for name, n, comp in (('train_data_batch_1.npz', 40, zipfile.ZIP_DEFLATED), ('val_data.npz', 8, zipfile.ZIP_STORED)):
+    with zipfile.ZipFile(sys.argv[1] + '/' + name, 'w', comp) as z:
+        for member, blob in (('data.npy', npy('|u1', '(%d, 3072)' % n, bytes((i * 31 + k) & 255 for i in range(n) for k in range(3072)))),
+                             ('labels.npy', npy('<i8', '(%d,)' % n, struct.pack('<%dq' % n, *[1 + i % 1000 for i in range(n)]))),
+                             ('mean.npy', npy('<f8', '(3072,)', bytes(8 * 3072)))):
+            with z.open(member, 'w', force_zip64=True) as f: f.write(blob)
+PY
+out=$("$PDL" train --data "imagenet32:$T/pynpz" --net "$NET S1000" "${COMMON[@]}" --steps 2 2>&1 | tail -n 1)
+[ "$(echo "$out" | jget data 2>/dev/null)" = imagenet32 ] && ok "imagenet32: an npz from Python's zipfile (zip64, deflated) loads" || notok "python npz" "$out"
+
 A=(--data "cifar100:$T/cifar100,aug=crop4+flip" --net "$NET S100" "${COMMON[@]}")
 PDL_DUMP_PARAMS=$T/a1.bin "$PDL" train "${A[@]}" --steps 12 >/dev/null 2>&1
 PDL_DUMP_PARAMS=$T/a2.bin "$PDL" train "${A[@]}" --steps 12 >/dev/null 2>&1

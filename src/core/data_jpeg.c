@@ -204,6 +204,8 @@ void imgfolder_decode(const imgfolder_t *f, int i, uint8_t *px) {
   jpeg_create_decompress(&ci);
   jpeg_mem_src(&ci, buf, (unsigned long)sz);
   jpeg_read_header(&ci, TRUE);
+  if ((uint64_t)ci.image_width * ci.image_height > ((uint64_t)1 << 28))   /* a progressive decode holds every coefficient */
+    die("%s: %ux%u pixels: over the %u-megapixel limit of this loader", path, ci.image_width, ci.image_height, 1u << 8);
   const int cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
   ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   const unsigned mn = ci.image_width < ci.image_height ? ci.image_width : ci.image_height;
