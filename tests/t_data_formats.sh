@@ -57,6 +57,10 @@ for algo in "nag" "ssgd --grad-threads 2"; do
   rm -f "$T/e.bin" "$T/l.bin"
 done
 
+out=$("$PDL" train --data "imagenet:$T/imagenet,size=32,decoders=2" --net "$NET S4" --algo nag --batch 8 --lr 0.005 --threads 1 --quiet --steps 40 2>/dev/null | tail -n 1)
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d["data_batches_prefetched"] + d["data_batches_on_demand"] == 40 and d["data_batches_prefetched"] >= 35 and d["data_decoded"] >= 320 and d["data_wait_s"] >= 0 else 1)' "$out" \
+  && ok "decoders=2: the summary counts prefetched batches (>= 35 of 40: misses only at the start and epoch ends) and the wait" || notok "lazy summary" "$out"
+
 # pdl speed --data: the lazy JPEG path's decode rate and the step's wait, the thread budget printed
 out=$("$PDL" speed --data "imagenet:$T/imagenet,size=32,aug=crop4+flip" --net "$NET S4" --batch 16 --threads 1 --decoders 2 2>/dev/null | tail -n 1)
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d["event"] == "speed_data" and d["decode_img_per_s"] > 0 and d["thread_budget"] == 3 and 0 <= d["wait_frac"] <= 1 and d["steps"] > 0 else 1)' "$out" \

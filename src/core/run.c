@@ -1,6 +1,7 @@
 /* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
  * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
+#include "core/data_img.h"
 #include <stddef.h>
 #include "util/optdef.h"
 #include <sys/stat.h>
@@ -251,6 +252,13 @@ void run_summary(run_t *r, double time_s, const char *extra) {
   json_bool(&j, "diverged", r->diverged);
   if (r->diverged) json_int(&j, "diverged_at", r->diverged_at);
   if (pdl_stop_signal) json_int(&j, "interrupted_by_signal", pdl_stop_signal);
+  if (r->data.train.lazy) {   /* decoders=D: this process's decoding and the steps' wait for it (data_pipe.c) */
+    long dec, hits, misses; double wait;
+    lazy_stats(r->data.train.lazy, &dec, &hits, &misses, &wait);
+    json_int(&j, "data_decoded", dec); json_int(&j, "data_batches_prefetched", hits);
+    json_int(&j, "data_batches_on_demand", misses); json_num(&j, "data_wait_s", wait);
+    json_num(&j, "data_wait_frac", time_s > 0 ? wait / time_s : NAN);
+  }
   json_pairs(&j, extra);
   const char *line = json_end(&j);
   results_write(&r->res, line);
