@@ -61,6 +61,14 @@ static uint8_t *npz_member(const char *path, const char *member, size_t *len_out
       if (fseeko(f, (off_t)csize, SEEK_CUR) != 0) die("%s: truncated zip file (member %s)", path, name);
       continue;
     }
+    const long here = ftell(f);   /* the member's data must be in the file before anything is allocated for it */
+    struct stat st;
+    if (here < 0 || fstat(fileno(f), &st) != 0) die("%s: cannot stat: %s", path, strerror(errno));
+    if (csize > (uint64_t)(st.st_size - here))
+      die("%s: truncated: member %s claims %llu bytes, the file holds %lld after its header", path, name,
+          (unsigned long long)csize, (long long)(st.st_size - here));
+    if (method == 8 && usize > csize * 1032 + 64)   /* deflate expands at most ~1032:1 */
+      die("%s: member %s: %llu bytes cannot inflate to the %llu it claims", path, name, (unsigned long long)csize, (unsigned long long)usize);
     if (method != 0 && method != 8) die("%s: member %s uses zip compression method %u (only stored and deflate are read)", path, name, method);
     if (usize > ((uint64_t)1 << 40) || (method == 0 && csize != usize)) die("%s: member %s: implausible sizes %llu / %llu", path, name,
                                                                              (unsigned long long)csize, (unsigned long long)usize);
@@ -72,7 +80,7 @@ static uint8_t *npz_member(const char *path, const char *member, size_t *len_out
       if (inflateInit2(&z, -15) != Z_OK) die("%s: zlib inflateInit2 failed", path);
       static uint8_t in[1 << 18];
       uint64_t left = csize;
-            size_t produced = 0;
+      size_t produced = 0;
       int zr = Z_OK;
       while (zr != Z_STREAM_END) {
         if (z.avail_in == 0) {
