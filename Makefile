@@ -36,6 +36,9 @@ HAVE_XSMM := $(if $(NO_XSMM)$(SAN),,$(shell test -f /usr/include/libxsmm.h && ec
 # (src/kfac/split_inv.c); without it the flag refuses on the real runtime, naming the package.
 # NO_SCALAPACK=1 builds without it.
 HAVE_SCALAPACK := $(if $(NO_SCALAPACK),,$(if $(HAVE_MPI),$(shell test -f /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so && echo 1)))
+# libjpeg-turbo (libjpeg62-turbo-dev, required): the ImageNet JPEG loader (src/core/data_jpeg.c). Without its
+# header the build stops at that file (jpeg-check below) naming the package, not deep in a compile.
+HAVE_JPEG := $(shell test -f /usr/include/jpeglib.h && echo 1)
 HAVE_GNUPLOT := $(shell command -v gnuplot >/dev/null 2>&1 && echo 1)
 HAVE_TORCH := $(shell test -f /usr/lib/python3/dist-packages/torch/__init__.py && echo 1)
 ifneq ($(SAN),)
@@ -65,7 +68,7 @@ CFLAGS := -std=c11 $(if $(SAN),$(SANFLAGS),$(OPT) -g) -fno-trapping-math -fopenm
   -D_GNU_SOURCE -Isrc -Ibase -I. $(if $(HAVE_MPI),-DPDL_HAVE_MPI) $(if $(HAVE_XSMM),-DPDL_HAVE_XSMM) \
   $(if $(HAVE_SCALAPACK),-DPDL_HAVE_SCALAPACK)
 DEPFLAGS = -MMD -MP
-LDLIBS := $(if $(HAVE_XSMM),-lxsmm) $(if $(HAVE_SCALAPACK),-lscalapack-openmpi) -llapacke -lopenblas -lz -lm -lpthread -ldl
+LDLIBS := $(if $(HAVE_XSMM),-lxsmm) $(if $(HAVE_SCALAPACK),-lscalapack-openmpi) -llapacke -lopenblas -ljpeg -lz -lm -lpthread -ldl
 ifneq ($(NVCC),)
   CFLAGS += -DPDL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(HAVE_NCCL),-DPDL_HAVE_NCCL) \
             $(if $(HAVE_CUDNN),-DPDL_HAVE_CUDNN) $(if $(HAVE_CUSOLVER),-DPDL_HAVE_CUSOLVER)
@@ -104,7 +107,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all build config test test-run unit deps asan tsan clean bench bench-core bench-ppasgd \
         bench-easgd bench-collectives bench-hermans bench-gossip bench-kfac bench-gpu bench-scaling plots report regress regress-update cuda-emu \
-        nccl-emu cuda-emu-pdl fuzz FORCE
+        nccl-emu cuda-emu-pdl fuzz jpeg-check FORCE
 # `make` checks the Debian packages first (as root it installs the missing ones, as `make test`
 # does; otherwise it prints the exact apt-get line and stops before compiling anything), then
 # builds in a fresh make so that detection sees what was installed.
@@ -205,6 +208,10 @@ $(BUILD)/tests/%: tests/%.c $(LIBPDL) $(STAMP) | $(BUILD)/.dirs
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
 
 # ---- set-up ---------------------------------------------------------------------------------
+jpeg-check:
+	@$(if $(HAVE_JPEG),true,echo "pdlbench: /usr/include/jpeglib.h not found: the JPEG loader needs libjpeg-turbo (apt-get install libjpeg62-turbo-dev, or ci/install-deps.sh as root)" >&2; exit 1)
+$(BUILD)/obj/src/core/data_jpeg.o: | jpeg-check
+
 deps:
 	@NO_MPI=$(NO_MPI) bash ci/install-deps.sh
 

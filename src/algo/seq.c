@@ -84,7 +84,7 @@ static void opt_node(rt_t *rt, void *arg) {
   train_state_init(d, k, w, g, &o);
   workspace_t ws; ws_init(&ws, net, B, r->threads, d->k, c->seed);
   sampler_t s; sampler_init(&s, &r->data.train, c->seed, 0, 1, c->with_replacement);
-  X.res = resident_mode(d);
+  X.res = resident_mode(d) && !r->data.train.aug.on && !r->data.train.lazy;   /* augmentation and lazy decoding are sampler_next's (host batches) */
   if (X.res && d->k->mem_free) {   /* the data sets must leave the device room: at most half its free memory */
     const dataset_t *tr = &r->data.train, *te = &r->data.test;
     const double img = (double)dataset_image_floats(tr) * sizeof(float) + sizeof(int);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "core/model.h"
 #include "core/run.h"
+#include "cli/speed_data.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_layers.h"
 #include "reference/ref.h"
@@ -464,6 +465,9 @@ static void speed_usage(FILE *f, const char *cmd) {
              "  --chunk K (with --device cuda): pdl train's own resident loop, chunks of K steps each from one\n"
              "  upload of its indices and one read back of its losses, replayed as one CUDA graph after the\n"
              "  first (JSON: step_as train-chunk, chunk_graph_replays).\n"
+             "  --data imagenet:DIR[,size=N][,classes=FILE][,aug=...] [--decoders D] (default D = 2): the lazy JPEG\n"
+             "  path instead: images decoded per second by D decoder threads (prefetching, data_img.h), and the\n"
+             "  share of the net's step (at --batch, --threads) spent waiting for data (cmd_speed_data.c).\n"
              "  Last stdout line: JSON with img_per_s, gflops (nominal), sgemm_gflops, ratio_to_sgemm, conv.\n",
           cmd, strcmp(cmd, "calibrate") ? "" : " [--out FILE]");
   if (!strcmp(cmd, "calibrate"))
@@ -477,7 +481,8 @@ static int speed_main(int argc, char **argv, int calibrate) {
   const char *netname = "ppasgd-cifar", *out = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
   device_spec_t device; parse_device("--device", "cpu", &device);   /* --device: the registry's backend */
-  int graph = 0, host_batch = 0, chunk = 0;
+  int graph = 0, host_batch = 0, chunk = 0, decoders = 2;
+  const char *data = NULL;   /* --data: the lazy JPEG path's rates (cmd_speed_data.c) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { speed_usage(stdout, argv[0]); return 0; }
@@ -488,6 +493,8 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--profile")) profile = 1;
     else if (!strcmp(a, "--graph")) graph = 1;
     else if (!strcmp(a, "--host-batch")) host_batch = 1;
+    else if (!strcmp(a, "--data")) { if (!v) die_usage("%s needs a value", a); data = v; i++; }
+    else if (!strcmp(a, "--decoders")) { decoders = (int)parse_long(a, v, 1, 256); i++; }
     else if (!strcmp(a, "--chunk")) { chunk = (int)parse_long(a, v, 1, 4096); i++; }
     else if (!strcmp(a, "--update")) {
       if (!v || (strcmp(v, "fused") && strcmp(v, "separate")))
@@ -502,6 +509,11 @@ static int speed_main(int argc, char **argv, int calibrate) {
     else if (!strcmp(a, "--device")) { if (!v) die_usage("--device needs a value: %s", kernels_device_forms()); parse_device(a, v, &device); i++; }
     else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
+  }
+  if (data) {
+    if (calibrate || !kernels_device_is_host(&device) || kfac || profile || graph || chunk)
+      die_usage("%s --data: times the data pipeline beside a plain CPU step (no --device, --algo kfac, --profile, --graph, --chunk)", argv[0]);
+    return speed_data(data, netname, B, T, decoders, B >= 32 ? 1.0 : 0.5);
   }
   net_t net; net_build(&net, netname, c, h, w);
   net_check_memory(&net, B);

@@ -1,4 +1,5 @@
-/* data.c — data set loaders (Fashion-MNIST idx, CIFAR-10 binary, synthetic), per-channel
+/* data.c — data set loaders (Fashion-MNIST idx, CIFAR-10/100 binary, synthetic), the spec's
+ * options (the downsampled and JPEG ImageNet loaders are data_npz.c and data_jpeg.c), per-channel
  * normalisation, and the sharded batch sampler. See data.h for the interface.
  * Conventions:
  *  - Pixel bytes are scaled to [0, 1] (v / 255) before normalisation, so d->mean / d->std of the
@@ -14,6 +15,7 @@
  *    the seeded global permutation), from which every epoch's order is rebuilt without
  *    allocating. */
 #include "core/data.h"
+#include "core/data_img.h"
 #include "util/util.h"
 #include "util/env.h"
 #include <errno.h>
@@ -30,7 +32,7 @@
 #define IDX_MAGIC_IMAGES 2051u /* 0x00000803: unsigned byte, 3 dims */
 #define IDX_MAGIC_LABELS 2049u /* 0x00000801: unsigned byte, 1 dim */
 #define MAX_EXAMPLES (1 << 24)  /* a header claiming more is treated as corrupt */
-#define CIFAR_REC 3073          /* 1 label byte + 3*32*32 pixel bytes (CHW) */
+#define CIFAR_PX 3072           /* 3*32*32 pixel bytes (CHW) after a record's label byte(s) */
 
 /* rng streams (rng_seed's second argument) */
 #define STREAM_SYN_PROTO 0x53594e50ull  /* synthetic class prototypes */
@@ -39,13 +41,14 @@
 #define STREAM_PERM 0x5045524dull       /* sampler: global permutation */
 #define STREAM_EPOCH (1ull << 63)       /* sampler: | shard << 40 | epoch */
 #define STREAM_REPL (1ull << 62)        /* sampler: | shard, with-replacement draws */
+#define STREAM_AUG 0x41554730ull        /* augmentation: key = hash(seed, shard, epoch, pos) */
 
 size_t dataset_image_floats(const dataset_t *ds) { return (size_t)ds->c * ds->h * ds->w; }
 
 /* ---- byte data -> normalised floats ------------------------------------------------------- */
 
 /* Per-channel histograms of train pixel bytes [nimg][c][hw] -> mean/std in [0,1] scale. */
-static void byte_stats(const uint8_t *px, long nimg, int c, long hw, float *mean, float *std) {
+void data_byte_stats(const uint8_t *px, long nimg, int c, long hw, float *mean, float *std) {
   for (int ch = 0; ch < c; ch++) {
     uint64_t hist[256] = {0};
     for (long i = 0; i < nimg; i++) {
@@ -64,7 +67,7 @@ static void byte_stats(const uint8_t *px, long nimg, int c, long hw, float *mean
 }
 
 /* x [nimg][c][hw] = (px / 255 - mean[ch]) / std[ch] via a per-channel lookup table. */
-static void bytes_to_floats(float *x, const uint8_t *px, long nimg, int c, long hw,
+void data_bytes_to_floats(float *x, const uint8_t *px, long nimg, int c, long hw,
                             const float *mean, const float *std) {
   float lut[3][256];
   for (int ch = 0; ch < c; ch++)
@@ -344,27 +347,37 @@ static uint8_t *fmnist_read_split(const char *dir, const char *prefix, dataset_t
  * faults in each of make test's ~160 Fashion-MNIST runs. */
 static int g_first_train, g_first_test;
 static int first_n(int n, int lim) { return lim > 0 && lim < n ? lim : n; }
+int data_first_train(void) { return g_first_train; }
+int data_first_test(void) { return g_first_test; }
 
 static void load_fmnist(data_t *d, const char *dir) {
   snprintf(d->name, sizeof d->name, "fashion-mnist");
   uint8_t *ptr = fmnist_read_split(dir, "train", &d->train); /* [ntrain][784] */
   uint8_t *pte = fmnist_read_split(dir, "t10k", &d->test);   /* [ntest][784] */
-  byte_stats(ptr, d->train.n, 1, 784, d->mean, d->std);
+  data_byte_stats(ptr, d->train.n, 1, 784, d->mean, d->std);
   d->train.n = first_n(d->train.n, g_first_train);
   d->test.n = first_n(d->test.n, g_first_test);
   d->train.x = xmalloc(sizeof(float) * (size_t)d->train.n * 784);
   d->test.x = xmalloc(sizeof(float) * (size_t)d->test.n * 784);
-  bytes_to_floats(d->train.x, ptr, d->train.n, 1, 784, d->mean, d->std);
-  bytes_to_floats(d->test.x, pte, d->test.n, 1, 784, d->mean, d->std);
+  data_bytes_to_floats(d->train.x, ptr, d->train.n, 1, 784, d->mean, d->std);
+  data_bytes_to_floats(d->test.x, pte, d->test.n, 1, 784, d->mean, d->std);
   xfree(ptr); xfree(pte);
 }
 
-/* ---- CIFAR-10 binary ----------------------------------------------------------------------- */
+/* ---- CIFAR-10 / CIFAR-100 binary ------------------------------------------------------------
+ * Both from https://www.cs.toronto.edu/~kriz/cifar.html ("binary version"): CIFAR-10 records are
+ * 1 label byte + 3072 pixel bytes (the red, green, blue 32x32 planes, row-major), five train files
+ * and one test file; CIFAR-100 records are 1 coarse label byte (20 superclasses) + 1 fine label
+ * byte (100 classes) + the same 3072 pixel bytes, in train.bin and test.bin. We train on the fine
+ * labels, as the gossip paper's CIFAR-100 runs do; the coarse byte is checked against [0, 20). */
+typedef struct { const char *what; int label_bytes, classes; } cifar_fmt_t;
+static const cifar_fmt_t CIFAR10 = {"CIFAR-10", 1, 10}, CIFAR100 = {"CIFAR-100", 2, 100};
 
-/* Read the given batch files into one buffer of records [nrec][3073]; first_rec[f] is the
- * index of file f's first record. */
-static uint8_t *cifar_read(const char *dir, const char *const *names, int nfiles, long *nrec_out,
-                           char paths[][1100], long *first_rec) {
+/* Read the given batch files into one buffer of records [nrec][label_bytes + 3072]; first_rec[f]
+ * is the index of file f's first record. */
+static uint8_t *cifar_read(const cifar_fmt_t *fm, const char *dir, const char *const *names, int nfiles,
+                           long *nrec_out, char paths[][1100], long *first_rec) {
+  const long rec = fm->label_bytes + CIFAR_PX;
   long sizes[8], total = 0;
   for (int f = 0; f < nfiles; f++) {
     int len = snprintf(paths[f], 1100, "%s/%s", dir, names[f]);
@@ -372,15 +385,15 @@ static uint8_t *cifar_read(const char *dir, const char *const *names, int nfiles
     struct stat st;
     if (stat(paths[f], &st) != 0) die("%s: %s", paths[f], errno == ENOENT ? "missing" : strerror(errno));
     if (!S_ISREG(st.st_mode)) die("%s: not a regular file", paths[f]);
-    if (st.st_size == 0 || st.st_size % CIFAR_REC != 0)
-      die("%s: size %lld bytes is not a positive multiple of the %d-byte CIFAR-10 record", paths[f],
-          (long long)st.st_size, CIFAR_REC);
+    if (st.st_size == 0 || st.st_size % rec != 0)
+      die("%s: size %lld bytes is not a positive multiple of the %ld-byte %s record", paths[f],
+          (long long)st.st_size, rec, fm->what);
     sizes[f] = (long)st.st_size;
-    first_rec[f] = total / CIFAR_REC;
+    first_rec[f] = total / rec;
     total += sizes[f];
   }
-  if (total / CIFAR_REC > MAX_EXAMPLES) die("%s: more than %d records", dir, MAX_EXAMPLES);
-  uint8_t *buf = xmalloc((size_t)total); /* [nrec][3073] */
+  if (total / rec > MAX_EXAMPLES) die("%s: more than %d records", dir, MAX_EXAMPLES);
+  uint8_t *buf = xmalloc((size_t)total); /* [nrec][rec] */
   long off = 0;
   for (int f = 0; f < nfiles; f++) {
     FILE *fp = fopen(paths[f], "rb");
@@ -392,53 +405,67 @@ static uint8_t *cifar_read(const char *dir, const char *const *names, int nfiles
     fclose(fp);
     off += sizes[f];
   }
-  *nrec_out = total / CIFAR_REC;
+  *nrec_out = total / rec;
   return buf;
 }
 
-/* Split records into labels (validated) and pixels [nrec][3][32][32]. */
-static uint8_t *cifar_split(const uint8_t *rec, long nrec, dataset_t *ds, char paths[][1100],
+/* Split records into labels (validated; the last label byte is the class) and pixels [nrec][3][32][32]. */
+static uint8_t *cifar_split(const cifar_fmt_t *fm, const uint8_t *rec, long nrec, dataset_t *ds, char paths[][1100],
                             const long *first_rec, int nfiles) {
-  uint8_t *px = xmalloc((size_t)nrec * (CIFAR_REC - 1)); /* [nrec][3][32][32] */
-  ds->n = (int)nrec; ds->c = 3; ds->h = 32; ds->w = 32; ds->classes = 10;
+  const int lb = fm->label_bytes;
+  const size_t rl = (size_t)lb + CIFAR_PX;
+  uint8_t *px = xmalloc((size_t)nrec * CIFAR_PX); /* [nrec][3][32][32] */
+  ds->n = (int)nrec; ds->c = 3; ds->h = 32; ds->w = 32; ds->classes = fm->classes;
   ds->y = xmalloc(sizeof(int) * (size_t)nrec);
   for (long i = 0; i < nrec; i++) {
-    const uint8_t *r = rec + (size_t)i * CIFAR_REC;
-    if (r[0] >= 10) {
+    const uint8_t *r = rec + (size_t)i * rl;
+    const int bad_coarse = lb == 2 && r[0] >= 20, bad = r[lb - 1] >= fm->classes;
+    if (bad_coarse || bad) {
       int f = nfiles - 1;
       while (f > 0 && first_rec[f] > i) f--;
-      die("%s: label %u of record %ld is out of range [0, 10)", paths[f], r[0], i - first_rec[f]);
+      if (bad_coarse) die("%s: coarse label %u of record %ld is out of range [0, 20)", paths[f], r[0], i - first_rec[f]);
+      die("%s: %slabel %u of record %ld is out of range [0, %d)", paths[f], lb == 2 ? "fine " : "", r[lb - 1],
+          i - first_rec[f], fm->classes);
     }
-    ds->y[i] = r[0];
-    memcpy(px + (size_t)i * (CIFAR_REC - 1), r + 1, CIFAR_REC - 1);
+    ds->y[i] = r[lb - 1];
+    memcpy(px + (size_t)i * CIFAR_PX, r + lb, CIFAR_PX);
   }
   return px;
+}
+
+static void load_cifar(data_t *d, const char *dir, const cifar_fmt_t *fm, const char *const *train_names, int ntrain_files,
+                       const char *test_name) {
+  char paths[5][1100];
+  long first[5], nrec;
+  uint8_t *rec = cifar_read(fm, dir, train_names, ntrain_files, &nrec, paths, first);
+  uint8_t *ptr = cifar_split(fm, rec, nrec, &d->train, paths, first, ntrain_files); /* [ntrain][3][32][32] */
+  xfree(rec);
+
+  rec = cifar_read(fm, dir, &test_name, 1, &nrec, paths, first);
+  uint8_t *pte = cifar_split(fm, rec, nrec, &d->test, paths, first, 1);   /* [ntest][3][32][32] */
+  xfree(rec);
+
+  data_byte_stats(ptr, d->train.n, 3, 1024, d->mean, d->std);
+  d->train.n = first_n(d->train.n, g_first_train);
+  d->test.n = first_n(d->test.n, g_first_test);
+  d->train.x = xmalloc(sizeof(float) * (size_t)d->train.n * 3072);
+  d->test.x = xmalloc(sizeof(float) * (size_t)d->test.n * 3072);
+  data_bytes_to_floats(d->train.x, ptr, d->train.n, 3, 1024, d->mean, d->std);
+  data_bytes_to_floats(d->test.x, pte, d->test.n, 3, 1024, d->mean, d->std);
+  xfree(ptr); xfree(pte);
 }
 
 static void load_cifar10(data_t *d, const char *dir) {
   static const char *const train_names[5] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
                                              "data_batch_4.bin", "data_batch_5.bin"};
-  static const char *const test_names[1] = {"test_batch.bin"};
-  char paths[5][1100];
-  long first[5], nrec;
   snprintf(d->name, sizeof d->name, "cifar10");
+  load_cifar(d, dir, &CIFAR10, train_names, 5, "test_batch.bin");
+}
 
-  uint8_t *rec = cifar_read(dir, train_names, 5, &nrec, paths, first);
-  uint8_t *ptr = cifar_split(rec, nrec, &d->train, paths, first, 5); /* [ntrain][3][32][32] */
-  xfree(rec);
-
-  rec = cifar_read(dir, test_names, 1, &nrec, paths, first);
-  uint8_t *pte = cifar_split(rec, nrec, &d->test, paths, first, 1);   /* [ntest][3][32][32] */
-  xfree(rec);
-
-  byte_stats(ptr, d->train.n, 3, 1024, d->mean, d->std);
-  d->train.n = first_n(d->train.n, g_first_train);
-  d->test.n = first_n(d->test.n, g_first_test);
-  d->train.x = xmalloc(sizeof(float) * (size_t)d->train.n * 3072);
-  d->test.x = xmalloc(sizeof(float) * (size_t)d->test.n * 3072);
-  bytes_to_floats(d->train.x, ptr, d->train.n, 3, 1024, d->mean, d->std);
-  bytes_to_floats(d->test.x, pte, d->test.n, 3, 1024, d->mean, d->std);
-  xfree(ptr); xfree(pte);
+static void load_cifar100(data_t *d, const char *dir) {
+  static const char *const train_names[1] = {"train.bin"};
+  snprintf(d->name, sizeof d->name, "cifar100");
+  load_cifar(d, dir, &CIFAR100, train_names, 1, "test.bin");
 }
 
 /* ---- synthetic ----------------------------------------------------------------------------- */
@@ -501,7 +528,7 @@ static long syn_value(const char *key, const char *val, long lo, long hi) {
   return v;
 }
 
-static void load_synthetic(data_t *d, const char *opts) {
+static void load_synthetic(data_t *d, const char *opts, aug_t *aug) {
   long n = 1024, c = 1, h = 28, w = 28, classes = 10;
   uint64_t seed = 1;
   char buf[512];
@@ -509,7 +536,7 @@ static void load_synthetic(data_t *d, const char *opts) {
   char *save = NULL;
   for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(item, '=');
-    if (!eq) die_usage("synthetic data set: '%s' is not key=value (keys: n, c, h, w, classes, seed)", item);
+    if (!eq) die_usage("synthetic data set: '%s' is not key=value (keys: n, c, h, w, classes, seed, aug)", item);
     *eq = 0;
     const char *key = item, *val = eq + 1;
     if (!strcmp(key, "n")) n = syn_value(key, val, 1, MAX_EXAMPLES);
@@ -518,7 +545,8 @@ static void load_synthetic(data_t *d, const char *opts) {
     else if (!strcmp(key, "w")) w = syn_value(key, val, 1, 1024);
     else if (!strcmp(key, "classes")) classes = syn_value(key, val, 2, 100000);
     else if (!strcmp(key, "seed")) seed = (uint64_t)syn_value(key, val, 0, LONG_MAX);
-    else die_usage("synthetic data set: unknown key '%s' (keys: n, c, h, w, classes, seed)", key);
+    else if (!strcmp(key, "aug")) aug_parse(aug, val, d->spec);
+    else die_usage("synthetic data set: unknown key '%s' (keys: n, c, h, w, classes, seed, aug)", key);
   }
   long ntest = n / 4 > 0 ? n / 4 : 1;
   double total = (double)(n + ntest) * (double)c * (double)h * (double)w;
@@ -564,23 +592,84 @@ static void load_synthetic(data_t *d, const char *opts) {
 
 /* ---- spec dispatch ------------------------------------------------------------------------- */
 
+#define SPEC_FORMS "fashion-mnist[:DIR], cifar10:DIR, cifar100:DIR, imagenet32:DIR, imagenet64:DIR, imagenet:DIR or synthetic[:k=v,...]"
+
+/* "DIR[,k=v...]" after a file-backed spec's "NAME:": dir gets DIR, o the options. `allowed`: the
+ * keys this loader takes besides aug (e.g. "size classes"). */
+static void spec_dir_opts(const char *spec, const char *rest, const char *allowed, char *dir, size_t cap,
+                          data_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  const char *comma = strchr(rest, ',');
+  size_t len = comma ? (size_t)(comma - rest) : strlen(rest);
+  if (len == 0) die_usage("data set spec '%s': empty directory", spec);
+  if (len >= cap) die_usage("data set spec '%s': directory path too long", spec);
+  memcpy(dir, rest, len); dir[len] = 0;
+  if (!comma) return;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", comma + 1);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(item, '=');
+    if (!eq || eq == item || !eq[1]) die_usage("data set spec '%s': option '%s' is not key=value (keys: aug%s%s)", spec, item, *allowed ? ", " : "", allowed);
+    *eq = 0;
+    const char *key = item, *val = eq + 1;
+    int ok = !strcmp(key, "aug") || (!strcmp(key, "size") && strstr(allowed, "size")) ||
+             (!strcmp(key, "classes") && strstr(allowed, "classes")) || (!strcmp(key, "decoders") && strstr(allowed, "decoders"));
+    if (!ok) die_usage("data set spec '%s': unknown option '%s' (keys: aug%s%s)", spec, key, *allowed ? ", " : "", allowed);
+    if (!strcmp(key, "aug")) aug_parse(&o->aug, val, spec);
+    else if (!strcmp(key, "size")) {
+      char *end; errno = 0;
+      long v = strtol(val, &end, 10);
+      if (errno || end == val || *end || v < 8 || v > 1024) die_usage("data set spec '%s': size=%s is not an integer in [8, 1024]", spec, val);
+      o->size = (int)v;
+    } else if (!strcmp(key, "decoders")) {
+      char *end; errno = 0;
+      long v = strtol(val, &end, 10);
+      if (errno || end == val || *end || v < 0 || v > 256) die_usage("data set spec '%s': decoders=%s is not an integer in [0, 256]", spec, val);
+      o->decoders = (int)v;
+    } else if (!strcmp(key, "classes")) {
+      if (strlen(val) >= sizeof o->classes) die_usage("data set spec '%s': classes file path too long", spec);
+      snprintf(o->classes, sizeof o->classes, "%s", val);
+    }
+  }
+}
+
 void data_load(data_t *d, const char *spec) {
   memset(d, 0, sizeof *d);
-  if (!spec || !*spec) die_usage("empty data set spec (expected fashion-mnist[:DIR], cifar10:DIR or synthetic[:k=v,...])");
+  if (!spec || !*spec) die_usage("empty data set spec (expected " SPEC_FORMS ")");
   if (strlen(spec) >= sizeof d->spec) die_usage("data set spec longer than %zu characters: %.40s...", sizeof d->spec - 1, spec);
   snprintf(d->spec, sizeof d->spec, "%s", spec);
   for (int ch = 0; ch < 3; ch++) d->std[ch] = 1.0f;
+  static const char *const needs_dir[] = {"cifar10", "cifar100", "imagenet32", "imagenet64", "imagenet"};
+  for (size_t i = 0; i < sizeof needs_dir / sizeof *needs_dir; i++)
+    if (!strcmp(spec, needs_dir[i])) die_usage("data set spec '%s' needs a directory: %s:DIR", spec, spec);
+  char dir[1100];
+  data_opts_t o;
+  memset(&o, 0, sizeof o);
   if (!strcmp(spec, "fashion-mnist")) load_fmnist(d, FMNIST_DEFAULT_DIR);
   else if (!strncmp(spec, "fashion-mnist:", 14)) {
-    if (!spec[14]) die_usage("data set spec '%s': empty directory after 'fashion-mnist:'", spec);
-    load_fmnist(d, spec + 14);
+    spec_dir_opts(spec, spec + 14, "", dir, sizeof dir, &o);
+    load_fmnist(d, dir);
   } else if (!strncmp(spec, "cifar10:", 8)) {
-    if (!spec[8]) die_usage("data set spec '%s': empty directory after 'cifar10:'", spec);
-    load_cifar10(d, spec + 8);
-  } else if (!strcmp(spec, "cifar10")) die_usage("data set spec 'cifar10' needs a directory: cifar10:DIR");
-  else if (!strcmp(spec, "synthetic")) load_synthetic(d, "");
-  else if (!strncmp(spec, "synthetic:", 10)) load_synthetic(d, spec + 10);
-  else die_usage("unknown data set spec '%s' (expected fashion-mnist[:DIR], cifar10:DIR or synthetic[:k=v,...])", spec);
+    spec_dir_opts(spec, spec + 8, "", dir, sizeof dir, &o);
+    load_cifar10(d, dir);
+  } else if (!strncmp(spec, "cifar100:", 9)) {
+    spec_dir_opts(spec, spec + 9, "", dir, sizeof dir, &o);
+    load_cifar100(d, dir);
+  } else if (!strncmp(spec, "imagenet32:", 11) || !strncmp(spec, "imagenet64:", 11)) {
+    spec_dir_opts(spec, spec + 11, "", dir, sizeof dir, &o);
+    data_load_imagenet_ds(d, dir, spec[8] == '3' ? 32 : 64);
+  } else if (!strncmp(spec, "imagenet:", 9)) {
+    spec_dir_opts(spec, spec + 9, "size classes decoders", dir, sizeof dir, &o);
+    data_load_imagenet_jpeg(d, dir, &o);
+  } else if (!strcmp(spec, "synthetic")) load_synthetic(d, "", &o.aug);
+  else if (!strncmp(spec, "synthetic:", 10)) load_synthetic(d, spec + 10, &o.aug);
+  else die_usage("unknown data set spec '%s' (expected " SPEC_FORMS ")", spec);
+  if (o.aug.on && d->train.c > 0) {
+    if (o.aug.pad >= d->train.h || o.aug.pad >= d->train.w)
+      die_usage("data set spec '%s': aug crop padding %d is not below the image size %dx%d", spec, o.aug.pad, d->train.h, d->train.w);
+  }
+  d->train.aug = o.aug;   /* the test set is never augmented */
 }
 
 void data_load_first(data_t *d, const char *spec, int ntrain, int ntest) {
@@ -598,6 +687,7 @@ void data_truncate(data_t *d, int ntrain, int ntest) {
 
 void data_hold_out(data_t *d, int ntrain, int nval) {
   dataset_t *tr = &d->train, *te = &d->test;
+  if (tr->lazy) die_usage("--val: data set %s is decoded lazily (decoders=); take the validation split from an in-memory set", d->spec);
   if (ntrain < 1 || nval < 1 || (long)ntrain + nval > tr->n)
     die_usage("--val %d: data set %s has %d training examples, fewer than --train-subset %d + --val %d", nval, d->name,
               tr->n, ntrain, nval);
@@ -605,6 +695,7 @@ void data_hold_out(data_t *d, int ntrain, int nval) {
   xfree(te->x); xfree(te->y);
   *te = *tr;
   te->n = nval;
+  memset(&te->aug, 0, sizeof te->aug);   /* the evaluation set is never augmented */
   te->x = xmalloc(sizeof(float) * per * (size_t)nval);
   te->y = xmalloc(sizeof(int) * (size_t)nval);
   memcpy(te->x, tr->x + per * (size_t)ntrain, sizeof(float) * per * (size_t)nval);
@@ -613,6 +704,7 @@ void data_hold_out(data_t *d, int ntrain, int nval) {
 }
 
 void data_free(data_t *d) {
+  lazy_close(d->train.lazy);
   xfree(d->train.x); xfree(d->train.y);
   xfree(d->test.x); xfree(d->test.y);
   memset(d, 0, sizeof *d);
@@ -633,7 +725,7 @@ void sampler_init(sampler_t *s, const dataset_t *ds, uint64_t seed, int shard, i
   memset(s, 0, sizeof *s);
   if (nshards < 1 || shard < 0 || shard >= nshards || nshards >= (1 << 22))
     die("sampler: shard %d of %d is not a valid shard", shard, nshards);
-  if (!ds || ds->n <= 0 || !ds->x || !ds->y) die("sampler: empty data set");
+  if (!ds || ds->n <= 0 || (!ds->x && !ds->lazy) || !ds->y) die("sampler: empty data set");
   int n = ds->n;
   int n_shard = n / nshards + (shard < n % nshards ? 1 : 0);
   if (n_shard == 0) die("sampler: shard %d of %d is empty (data set has only %d examples)", shard, nshards, n);
@@ -700,17 +792,64 @@ static int sampler_draw(sampler_t *s) {
   return e;
 }
 
+/* The augmentation key of the draw at (epoch, pos): a function of (seed, shard, epoch, pos) alone, so
+ * it is the same whichever rank or run draws it, and a resumed sampler continues the stream. */
+static uint64_t aug_key_at(const sampler_t *s, long epoch, int pos) {
+  rng_t r;
+  rng_seed(&r, s->seed ^ ((uint64_t)epoch * 0x9e3779b97f4a7c15ull), STREAM_AUG ^ ((uint64_t)s->shard << 32 | (uint32_t)pos));
+  return rng_u64(&r);
+}
+
+long sampler_drawn(const sampler_t *s) { return s->epoch * (long)s->n_shard + s->pos; }
+
+int sampler_peek(const sampler_t *s, long skip, int n, int *idx, uint64_t *keys) {
+  if (!s->with_replacement) {
+    int k = 0;
+    for (long p = s->pos + skip; k < n && p < s->n_shard; k++, p++) {
+      idx[k] = s->idx[p];
+      keys[k] = aug_key_at(s, s->epoch, (int)p);
+    }
+    return k;
+  }
+  rng_t r = s->rng;
+  long epoch = s->epoch;
+  int pos = s->pos;
+  for (long j = 0; j < skip + n; j++) {
+    const long k = j - skip;
+    if (k >= 0) keys[k] = aug_key_at(s, epoch, pos);
+    const int e = s->idx[rng_below(&r, (uint64_t)s->n_shard)];
+    if (k >= 0) idx[k] = e;
+    if (++pos == s->n_shard) { pos = 0; epoch++; }
+  }
+  return n;
+}
+
 void sampler_next(sampler_t *s, int B, float *x, int *y) {
   const dataset_t *ds = s->ds;
   size_t img = dataset_image_floats(ds);
+  if (ds->lazy) {   /* decoded (and augmented) by the lazy source's threads, prefetched where it guessed right */
+    int *idx = xmalloc(sizeof(int) * (size_t)B);
+    uint64_t *keys = xmalloc(sizeof(uint64_t) * (size_t)B);
+    const long start = sampler_drawn(s);
+    for (int b = 0; b < B; b++) {
+      keys[b] = aug_key_at(s, s->epoch, s->pos);
+      idx[b] = sampler_draw(s);
+    }
+    lazy_fetch(ds->lazy, start, idx, keys, B, x, y, s);
+    xfree(idx); xfree(keys);
+    return;
+  }
   for (int b = 0; b < B; b++) {
+    const uint64_t key = ds->aug.on ? aug_key_at(s, s->epoch, s->pos) : 0;
     int e = sampler_draw(s);
     memcpy(x + (size_t)b * img, ds->x + (size_t)e * img, sizeof(float) * img);
     y[b] = ds->y[e];
+    if (ds->aug.on) aug_apply(&ds->aug, x + (size_t)b * img, ds->c, ds->h, ds->w, key);
   }
 }
 
 void sampler_next_idx(sampler_t *s, int B, int *idx) {
+  if (s->ds->lazy) die("internal: sampler_next_idx (resident batches) on a lazily decoded data set");
   for (int b = 0; b < B; b++) idx[b] = sampler_draw(s);
 }
 

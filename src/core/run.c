@@ -2,6 +2,7 @@
  * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
 #include "util/env.h"
+#include "core/data_img.h"
 #include <stddef.h>
 #include "util/optdef.h"
 #include <sys/stat.h>
@@ -251,6 +252,7 @@ void run_json_common(run_t *r, json_t *j, const char *event) {
   json_str(j, "net", r->net.name);
   json_str(j, "net_spec", r->net.spec);
   json_str(j, "data", r->data.name);
+  if (r->data.train.aug.on) { char a[96]; aug_format(&r->data.train.aug, a, sizeof a); json_str(j, "aug", a); }   /* only when on */
   json_int(j, "seed", (long long)c->seed);
   json_int(j, "batch", c->batch);
   json_num(j, "lr", c->lr);
@@ -307,6 +309,13 @@ void run_summary(run_t *r, double time_s, const char *extra) {
   json_bool(&j, "diverged", r->diverged);
   if (r->diverged) json_int(&j, "diverged_at", r->diverged_at);
   if (pdl_stop_signal) json_int(&j, "interrupted_by_signal", pdl_stop_signal);
+  if (r->data.train.lazy) {   /* decoders=D: this process's decoding and the steps' wait for it (data_pipe.c) */
+    long dec, hits, misses; double wait;
+    lazy_stats(r->data.train.lazy, &dec, &hits, &misses, &wait);
+    json_int(&j, "data_decoded", dec); json_int(&j, "data_batches_prefetched", hits);
+    json_int(&j, "data_batches_on_demand", misses); json_num(&j, "data_wait_s", wait);
+    json_num(&j, "data_wait_frac", time_s > 0 ? wait / time_s : NAN);
+  }
   json_pairs(&j, extra);
   const char *line = json_end(&j);
   results_write(&r->res, line);

@@ -25,7 +25,7 @@ rc=0
 for t in tests/fuzz/fuzz_*.c; do
   name=$(basename "$t" .c); exe=$B/$name
   if [ ! -x "$exe" ] || [ "$t" -nt "$exe" ] || [ tests/fuzz/fuzz.h -nt "$exe" ] || [ "$0" -nt "$exe" ] || [ -n "$(find "$B/obj" -newer "$exe" | head -1)" ]; then
-    clang "${CF[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" -o "$exe" -Wl,--wrap=exit,--wrap=gzopen,--wrap=gzclose,--wrap=fopen,--wrap=fclose,--wrap=xmalloc,--wrap=xcalloc,--wrap=xfree -llapacke -lopenblas -lz -lm -lpthread -ldl 2>"$B/build.log" \
+    clang "${CF[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" -o "$exe" -Wl,--wrap=exit,--wrap=gzopen,--wrap=gzclose,--wrap=fopen,--wrap=fclose,--wrap=xmalloc,--wrap=xcalloc,--wrap=xfree -llapacke -lopenblas -ljpeg -lz -lm -lpthread -ldl 2>"$B/build.log" \
       || { echo "fuzz: cannot build $name:"; tail -5 "$B/build.log"; exit 2; }
   fi
   corpus=$B/corpus/${name#fuzz_}; mkdir -p "$corpus"
