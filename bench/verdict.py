@@ -479,6 +479,8 @@ def check_measurement(m, where):
             return "%s: field %r must be %s, got %s" % (where, k, _type_name(ts), type(m[k]).__name__)
     if not m["id"]:
         return "%s: field 'id' is empty" % where
+    if any(not isinstance(x, str) for x in m.get("flags", [])):   # found by tests/verdict_fuzz.py
+        return "%s: field 'flags' must be a list of strings" % where
     return None
 
 
