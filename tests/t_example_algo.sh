@@ -16,6 +16,8 @@
 # make sees them current), so it compiles example.c and algo.c (which includes algos.def) and
 # links; every other object would be recompiled only if it were stale here. A source edited after
 # the last `make build` makes the copy compile it too (slower, still right).
+# On a GPU machine CUDA_PDL=1 runs the device check with the copy's bin/pdl on the real device
+# (2 ranks on one GPU, or one each).
 # pdl-test: cpu=8 mpi
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
@@ -49,6 +51,7 @@ fi
 ncc=$(grep -cE '^(mpicc|gcc|g\+\+|.*nvcc) .* -c ' "$T/make.log")
 ok "bin/pdl and build/cuda-emu/pdl built with it ($ncc compiles, $((SECONDS - t0)) s)"
 TP=$W/bin/pdl TE=$W/build/cuda-emu/pdl
+[ -n "${CUDA_PDL:-}" ] && TE=$TP   # on a GPU machine (as t_cuda_emu_algos.sh): the copy's bin/pdl on the real devices
 st2=$(cd "$W" && git status --porcelain --untracked-files=all | sort | tr '\n' ' ')
 [ "$st2" = "$st" ] && ok "the build changed no tracked file" || notok "build left the tree as it was" "$st2"
 
