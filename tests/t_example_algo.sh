@@ -34,7 +34,7 @@ mkdir -p "$W/build"   # (the copy builds in build/ whatever $BUILD is here: neve
 cp -a Makefile base src kernels reference "$W/"                     # the sources, with their times
 cp -a "$BUILD/obj" "$BUILD/config.stamp" "$W/build/"                 # the objects, newer than them
 ( cd "$W" && git init -q && printf '/build/\n/bin/\n' > .git/info/exclude && git add -A \
-  && git -c user.name=t -c user.email=t@t commit -q -m base ) || { notok "temporary copy" "git init failed"; finish; }
+  && git -c user.name=t -c user.email=t@t -c commit.gpgsign=false commit -q -m base ) || { notok "temporary copy" "git init failed"; finish; }
 
 # the algorithm: one file, one line
 cp tests/example_algo/example.c "$W/src/algo/example.c"
@@ -51,7 +51,7 @@ fi
 ncc=$(grep -cE '^(mpicc|gcc|g\+\+|.*nvcc) .* -c ' "$T/make.log")
 ok "bin/pdl and build/cuda-emu/pdl built with it ($ncc compiles, $((SECONDS - t0)) s)"
 TP=$W/bin/pdl TE=$W/build/cuda-emu/pdl
-[ -n "${CUDA_PDL:-}" ] && TE=$TP   # on a GPU machine (as t_cuda_emu_algos.sh): the copy's bin/pdl on the real devices
+where=emulated; [ -n "${CUDA_PDL:-}" ] && TE=$TP && where="a real GPU"   # on a GPU machine (as t_cuda_emu_algos.sh): the copy's bin/pdl on the real devices
 st2=$(cd "$W" && git status --porcelain --untracked-files=all | sort | tr '\n' ' ')
 [ "$st2" = "$st" ] && ok "the build changed no tracked file" || notok "build left the tree as it was" "$st2"
 
@@ -112,7 +112,7 @@ if PDL_DUMP_PARAMS="$T/g" MPIRUN -np 2 "$TE" train --device cuda "${C0[@]}" --re
   # apart > 0: the gradients were computed on the device (its sums run in another order than the
   # CPU's); a node program that named the device but computed on the host would match bit for bit
   [ "$ne_g" = "$ne_c" ] && within "$r" 2e-2 && ! within "$r" 0 && [ "$nd" = 2 ] \
-    && ok "example --device cuda (emulated, 2 ranks): each rank's gradients on its device, $ne_g evaluations, parameters apart $r of the distance moved from the CPU's (0 < apart <= 2e-2)" \
+    && ok "example --device cuda ($where, 2 ranks): each rank's gradients on its device, $ne_g evaluations, parameters apart $r of the distance moved from the CPU's (0 < apart <= 2e-2)" \
     || notok "example device vs CPU" "apart $r, evaluations $ne_g vs $ne_c, $nd ranks on a device"
-else notok "example --device cuda (emulated) at 2 ranks" "$(grep -m 3 -E 'pdl|train' "$T/eg")"; fi
+else notok "example --device cuda ($where) at 2 ranks" "$(grep -m 3 -E 'pdl|train' "$T/eg")"; fi
 finish
