@@ -1,8 +1,9 @@
 /* data.c — data set loaders (Fashion-MNIST idx, CIFAR-10/100 binary, synthetic), the spec's
  * options and their dispatch (the downsampled and JPEG ImageNet loaders are data_npz.c and
  * data_jpeg.c), and sampler_next, the sampler's batch copy (a lazy set's batch comes through the
- * pipeline, data_pipe.c). The top of the data files: the per-channel normalisation of bytes and the
- * rest of the sharded batch sampler are dataset.c's. See data.h for the interface.
+ * pipeline, data_pipe.c). It is the top of the data files: calls go down from it to the loaders, the
+ * pipeline and dataset.c, whose are the per-channel normalisation of bytes and the rest of the
+ * sharded batch sampler. See data.h for the interface.
  * Conventions:
  *  - Pixel bytes are scaled to [0, 1] (v / 255) before normalisation (dataset.c), so d->mean /
  *    d->std of the byte-based sets are in that scale (Fashion-MNIST: 0.2860 / 0.3530); zlib's

@@ -2,7 +2,7 @@
  * (libjpeg-turbo's libjpeg API, jpeglib.h from libjpeg62-turbo-dev), and the eager loader behind
  * `--data imagenet:DIR[,size=N][,classes=FILE]`, which decodes the whole (or --train-subset's first
  * part of the) set into memory on a few threads. The lazy, prefetched path is data_pipe.c, which
- * reads the folder through the image source imgfolder_src gives it (so calls go from here to there).
+ * reads the folder through the image source imgfolder_src gives it (calls go one way: here -> there).
  * Errors: libjpeg's error_exit would exit() without naming the file, so it longjmps back here and
  * die() names the file and libjpeg's message; a premature end of the data (a truncated file, which
  * libjpeg only warns about and pads with grey) is an error too; libjpeg's other warnings (e.g.
