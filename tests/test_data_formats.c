@@ -462,10 +462,10 @@ static void test_pipeline(void) {
   float *x1 = malloc(sizeof(float) * NB * B * img), *x3 = malloc(sizeof(float) * NB * B * img);
   int y1[NB * B], y3[NB * B];
   aug_t ag; aug_parse(&ag, "crop4+flip", "test");
-  pipe_t *p = pipe_open(f, B, 3, 1, 11, 0, 1, &ag);
+  pipe_t *p = pipe_open(imgfolder_src(f), B, 3, 1, 11, 0, 1, &ag);
   for (int k = 0; k < NB; k++) pipe_next(p, x1 + k * B * img, y1 + k * B, NULL);
   pipe_close(p);
-  p = pipe_open(f, B, 4, 3, 11, 0, 1, &ag);
+  p = pipe_open(imgfolder_src(f), B, 4, 3, 11, 0, 1, &ag);
   for (int k = 0; k < NB; k++) pipe_next(p, x3 + k * B * img, y3 + k * B, NULL);
   pipe_close(p);
   EXPECT(!memcmp(x1, x3, sizeof(float) * NB * B * img) && !memcmp(y1, y3, sizeof y1));   /* thread count changes nothing */
@@ -474,7 +474,7 @@ static void test_pipeline(void) {
   for (int i = 0; i < 240; i++) h[y1[i]]++;
   EXPECT(h[0] == 60 && h[1] == 60 && h[2] == 60 && h[3] == 60);
   /* without augmentation, a batch element is the image decoded on its own */
-  p = pipe_open(f, B, 2, 2, 11, 0, 1, NULL);
+  p = pipe_open(imgfolder_src(f), B, 2, 2, 11, 0, 1, NULL);
   pipe_next(p, x1, y1, NULL);
   pipe_close(p);
   uint8_t px[3 * 32 * 32];
@@ -487,7 +487,7 @@ static void test_pipeline(void) {
   EXPECT(matched);
   /* prefetch: left alone for 0.5 s, the decoders fill the ring, so the next `depth` batches come
    * without waiting; then the step's wait at a 20 ms step (a stand-in for forward + backward) */
-  p = pipe_open(f, B, 4, 2, 5, 0, 1, &ag);
+  p = pipe_open(imgfolder_src(f), B, 4, 2, 5, 0, 1, &ag);
   usleep(500000);
   double w, wsum = 0;
   for (int k = 0; k < 4; k++) { pipe_next(p, x1, y1, &w); wsum += w; }

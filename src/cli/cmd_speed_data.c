@@ -59,7 +59,7 @@ int speed_data(const char *spec, const char *netname, int B, int threads, int de
   const int depth = 4;
 
   /* 1. decode throughput */
-  pipe_t *p = pipe_open(f, B, depth, decoders, 1, 0, 1, &aug);
+  pipe_t *p = pipe_open(imgfolder_src(f), B, depth, decoders, 1, 0, 1, &aug);
   pipe_next(p, x, y, NULL);   /* warm-up: threads started */
   long d0, d1, n = 0;
   pipe_stats(p, &d0, NULL);   /* the images decoded in the window (not the ring filled before it) */
@@ -73,7 +73,7 @@ int speed_data(const char *spec, const char *netname, int B, int threads, int de
   float *w = xmalloc(sizeof(float) * net.nparams), *g = xcalloc(net.nparams, sizeof(float));
   net_init_params(&net, w, 1);
   workspace_t ws; ws_init(&ws, &net, B, threads, kernels_for(NULL, -1, NULL, NULL, 0), 1);
-  p = pipe_open(f, B, depth, decoders, 2, 0, 1, &aug);
+  p = pipe_open(imgfolder_src(f), B, depth, decoders, 2, 0, 1, &aug);
   pipe_next(p, x, y, NULL);
   net_forward(&ws, w, x, y, B, 1, NULL); net_backward(&ws, w, g, y, B, 1.0f / B);   /* warm-up step */
   double wait = 0, wt;

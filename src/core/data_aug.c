@@ -1,4 +1,4 @@
-/* data_aug.c — online augmentation of training images (aug_t, data.h): random crop with zero
+/* data_aug.c — online augmentation of training images (aug_t, dataset.h): random crop with zero
  * padding and horizontal flip (the usual CIFAR recipe: pad 4, crop 32x32, flip with p = 1/2), and
  * random scaling then cropping and elastic distortion (PP-ASGD, Sato et al. 2017, §4: "random
  * scaling, cropping and weak elastic distortion [18]" for ImageNet; [18] is Simard, Steinkraus and
@@ -7,10 +7,10 @@
  * the paper gives neither value, so a run names them: elasticA-S).
  * Images are normalised floats [c][h][w]; a padded or uncovered pixel is 0, the train set's mean
  * (torchvision pads the raw image with black, which normalises to -mean/std instead: a constant
- * either way). Each call's draws come from one rng stream named by `key` (data.c derives it from
- * the sampler's seed, shard, epoch and position), so augmentation is reproducible and needs no
+ * either way). Each call's draws come from one rng stream named by `key` (the sampler derives it from
+ * its seed, shard, epoch and position), so augmentation is reproducible and needs no
  * state of its own. Order: scale, elastic, crop, flip. */
-#include "core/data.h"
+#include "core/dataset.h"
 #include "util/util.h"
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,6 @@
-/* data_img.h — ImageNet from a directory tree of JPEGs, read lazily, and the prefetching pipeline
- * that decodes and augments its batches on a pool of threads a few batches ahead.
+/* data_img.h — ImageNet from a directory tree of JPEGs (data_jpeg.c), read eagerly or lazily through
+ * the prefetching pipeline of data_pipe.h, which decodes and augments its batches on a pool of
+ * threads a few batches ahead; imgfolder_src hands the pipeline a folder as its image source.
  * Layout: torchvision's ImageFolder, DIR/train/<class>/<image> and DIR/val/<class>/<image> (the
  * usual ILSVRC-2012 set-up, with val/ sorted into <wnid> folders by the common valprep script),
  * images *.JPEG, *.jpeg, *.jpg. Classes are the folder names in byte order (ImageFolder's order),
@@ -14,7 +15,8 @@
 #ifndef PDL_DATA_IMG_H
 #define PDL_DATA_IMG_H
 #include <stdint.h>
-#include "core/data.h"
+#include "core/dataset.h"
+#include "core/data_pipe.h"   /* the pipeline, which the callers of the folder use with imgfolder_src */
 
 extern const float IMAGENET_MEAN[3], IMAGENET_STD[3];
 
@@ -33,36 +35,8 @@ const char *imgfolder_path(const imgfolder_t *f, int i);
 void imgfolder_decode(const imgfolder_t *f, int i, uint8_t *px);
 /* Bytes [3][side][side] -> normalised floats with IMAGENET_MEAN / IMAGENET_STD. */
 void imgfolder_normalise(const uint8_t *px, int side, float *x);
-
-/* ---- the prefetching pipeline ---------------------------------------------------------------
- * Batch k of B holds the examples at positions k B ... k B + B - 1 of the epochs' orders (each
- * epoch a permutation of shard s of S: positions s, s+S, ... of the set, shuffled by (seed, epoch)),
- * each decoded, normalised and augmented with a key of (seed, k, b). So the batches are a pure
- * function of (seed, shard, B), whatever the thread count or timing. `threads` decoders fill a
- * ring of `depth` batch buffers ahead of the consumer. */
-typedef struct pipe pipe_t;
-pipe_t *pipe_open(const imgfolder_t *f, int B, int depth, int threads, uint64_t seed, int shard, int nshards,
-                  const aug_t *aug);
-/* The next batch into x [B][3][side][side], y [B]; *wait_s (optional): seconds spent waiting for it. */
-void pipe_next(pipe_t *p, float *x, int *y, double *wait_s);
-/* Images decoded so far and the decoders' summed busy seconds. */
-void pipe_stats(pipe_t *p, long *decoded, double *busy_s);
-void pipe_close(pipe_t *p);
-
-/* ---- the lazy source behind a data set's sampler (dataset_t.lazy) ----------------------------
- * sampler_next draws a batch's examples and augmentation keys and asks lazy_fetch for them: the
- * images come from the prefetched batch of the same draws if there is one (waiting for it to
- * finish), else they are decoded now by all the threads. Then it guesses the next `depth` batches
- * (the same stride in the sampler's draw count as between the last two requests: a replica that
- * takes every k-th slice of a global batch is followed too; without replacement within the
- * current epoch only, via sampler_peek) and queues them. A guess is used only if its example
- * indices and keys equal the request's, so prefetching never changes a batch: the batches are
- * those of the in-memory path, decoded. The threads start at the first fetch (and again in a
- * fork()ed child, which has none). */
-typedef struct lazy_src lazy_src_t;
-lazy_src_t *lazy_open(imgfolder_t *f, int threads, int depth, const aug_t *aug);   /* takes f */
-void lazy_fetch(lazy_src_t *L, long start, const int *idx, const uint64_t *keys, int B, float *x, int *y, const sampler_t *after);
-/* images decoded, batches served from a prefetch (hits) and decoded on demand (misses), seconds waited */
-void lazy_stats(lazy_src_t *L, long *decoded, long *hits, long *misses, double *wait_s);
-void lazy_close(lazy_src_t *L);   /* NULL: nothing */
+/* The folder as the pipeline's image source (data_pipe.h): its count, side, label, decode and
+ * normalise, and imgfolder_close as the source's close (which lazy_close calls: lazy_open takes f). */
+img_src_t imgfolder_src(imgfolder_t *f);
 #endif
+

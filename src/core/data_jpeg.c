@@ -1,12 +1,14 @@
 /* data_jpeg.c — ImageNet from a JPEG directory tree (data_img.h): the folder scan, the decoder
  * (libjpeg-turbo's libjpeg API, jpeglib.h from libjpeg62-turbo-dev), and the eager loader behind
  * `--data imagenet:DIR[,size=N][,classes=FILE]`, which decodes the whole (or --train-subset's first
- * part of the) set into memory on a few threads. The lazy, prefetched path is data_pipe.c.
+ * part of the) set into memory on a few threads. The lazy, prefetched path is data_pipe.c, which
+ * reads the folder through the image source imgfolder_src gives it (calls go one way: here -> there).
  * Errors: libjpeg's error_exit would exit() without naming the file, so it longjmps back here and
  * die() names the file and libjpeg's message; a premature end of the data (a truncated file, which
  * libjpeg only warns about and pads with grey) is an error too; libjpeg's other warnings (e.g.
  * "extraneous bytes before marker", which a few real ImageNet files raise) are ignored. */
 #include "core/data_img.h"
+#include "core/dataset.h"
 #include "util/util.h"
 #include <ctype.h>
 #include <dirent.h>
@@ -278,6 +280,16 @@ void imgfolder_normalise(const uint8_t *px, int side, float *x) {
   }
 }
 
+/* ---- the folder as the pipeline's image source (data_pipe.h) --------------------------------- */
+static int src_label(const void *f, int i) { return imgfolder_label(f, i); }
+static void src_decode(const void *f, int i, uint8_t *px) { imgfolder_decode(f, i, px); }
+static void src_close(void *f) { imgfolder_close(f); }
+
+img_src_t imgfolder_src(imgfolder_t *f) {
+  return (img_src_t){.ctx = f, .n = f->n, .side = f->side, .label = src_label, .decode = src_decode,
+                     .normalise = imgfolder_normalise, .close = src_close};
+}
+
 /* ---- the eager loader ----------------------------------------------------------------------- */
 typedef struct { const imgfolder_t *f; float *x; int n, next; pthread_mutex_t mu; } eager_t;
 
@@ -350,7 +362,7 @@ void data_load_imagenet_jpeg(data_t *d, const char *dir, const data_opts_t *o) {
   xfree(d->train.y);
   d->train.y = xmalloc(sizeof(int) * (size_t)ntr);
   for (int i = 0; i < ntr; i++) d->train.y[i] = imgfolder_label(tr, i);
-  d->train.lazy = lazy_open(tr, o->decoders, 3, &o->aug);
+  d->train.lazy = lazy_open(imgfolder_src(tr), o->decoders, 3, &o->aug);
   fprintf(stderr, "pdl: imagenet: %d decoder thread%s decode and augment the train batches, 3 batches ahead "
                   "(threads of their own, beside --threads)\n", o->decoders, o->decoders == 1 ? "" : "s");
 }

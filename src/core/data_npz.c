@@ -13,7 +13,7 @@
  * (format versions 1-3) must say a C-order array of a plain little-endian integer type; an object
  * array (pickled) is refused. Everything is read into memory, as for CIFAR (Imagenet64's train set
  * is 15.7 GB of bytes: use --train-subset, or the JPEG path of data_img.h). */
-#include "core/data.h"
+#include "core/dataset.h"
 #include "util/util.h"
 #include <errno.h>
 #include <stdio.h>

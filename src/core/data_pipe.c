@@ -1,11 +1,13 @@
-/* data_pipe.c — the prefetching pipeline of data_img.h: `threads` decoder threads fill a ring of
+/* data_pipe.c — the prefetching pipeline of data_pipe.h: `threads` decoder threads fill a ring of
  * `depth` batch buffers ahead of the consumer. Work is handed out an image at a time (batch k,
  * slot b) in order, never more than `depth` batches ahead of the one being consumed; each image's
  * example and augmentation depend only on (seed, shard, k, b), so the batches are the same whatever
  * the thread count or timing (the test checks it). The consumer's wait is measured in pipe_next.
  * Thread budget: the decoders are threads of their own, beside the training step's --threads; the
- * caller says how many it started (pdl speed --data prints it). */
-#include "core/data_img.h"
+ * caller says how many it started (pdl speed --data prints it).
+ * The images come from the caller's source (img_src_t: the JPEG folder's is imgfolder_src, data_jpeg.c),
+ * so this file calls down only (the sampler, the augmentation), never a loader. */
+#include "core/data_pipe.h"
 #include "util/util.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 typedef struct { long batch; int done; float *x; int *y; } slot_t;
 
 struct pipe {
-  const imgfolder_t *f;
+  img_src_t src;
   int B, depth, nthreads, shard, nshards, n_shard;
   uint64_t seed;
   aug_t aug;
@@ -58,7 +60,7 @@ static int example_at(struct pipe *p, long pos) {
 
 static void *decoder(void *arg) {
   struct pipe *p = arg;
-  const int S = imgfolder_side(p->f);
+  const int S = p->src.side;
   const size_t img = (size_t)3 * S * S;
   uint8_t *px = xmalloc(img);
   pthread_mutex_lock(&p->mu);
@@ -72,14 +74,14 @@ static void *decoder(void *arg) {
     pthread_mutex_unlock(&p->mu);
     const double t0 = now_mono();
     float *x = s->x + (size_t)b * img;
-    imgfolder_decode(p->f, e, px);
-    imgfolder_normalise(px, S, x);
+    p->src.decode(p->src.ctx, e, px);
+    p->src.normalise(px, S, x);
     if (p->aug.on) {
       rng_t r;
       rng_seed(&r, p->seed, STREAM_PIPE_AUG ^ ((uint64_t)p->shard << 48) ^ (uint64_t)item);
       aug_apply(&p->aug, x, 3, S, S, rng_u64(&r));
     }
-    s->y[b] = imgfolder_label(p->f, e);
+    s->y[b] = p->src.label(p->src.ctx, e);
     const double dt = now_mono() - t0;
     pthread_mutex_lock(&p->mu);
     p->busy += dt;
@@ -91,21 +93,21 @@ static void *decoder(void *arg) {
   return NULL;
 }
 
-pipe_t *pipe_open(const imgfolder_t *f, int B, int depth, int threads, uint64_t seed, int shard, int nshards, const aug_t *aug) {
+pipe_t *pipe_open(img_src_t src, int B, int depth, int threads, uint64_t seed, int shard, int nshards, const aug_t *aug) {
   if (B < 1 || depth < 1 || threads < 1 || nshards < 1 || shard < 0 || shard >= nshards)
     die("pipe_open: bad arguments (batch %d, depth %d, threads %d, shard %d of %d)", B, depth, threads, shard, nshards);
   struct pipe *p = calloc(1, sizeof *p);
   if (!p) die("out of memory");
-  p->f = f; p->B = B; p->depth = depth; p->nthreads = threads; p->seed = seed; p->shard = shard; p->nshards = nshards;
+  p->src = src; p->B = B; p->depth = depth; p->nthreads = threads; p->seed = seed; p->shard = shard; p->nshards = nshards;
   if (aug) p->aug = *aug;
-  const int n = imgfolder_count(f);
+  const int n = src.n;
   p->n_shard = n / nshards + (shard < n % nshards ? 1 : 0);
   if (p->n_shard < 1) die("pipe_open: shard %d of %d is empty (%d images)", shard, nshards, n);
   p->base = xmalloc(sizeof(int) * (size_t)p->n_shard);
   p->order = xmalloc(sizeof(int) * (size_t)p->n_shard);
   for (int k = 0; k < p->n_shard; k++) p->base[k] = shard + k * nshards;
   p->order_epoch = -1;
-  const int S = imgfolder_side(f);
+  const int S = src.side;
   p->slot = calloc((size_t)depth, sizeof *p->slot);
   for (int i = 0; i < depth; i++) {
     p->slot[i].x = xmalloc(sizeof(float) * (size_t)B * 3 * S * S);
@@ -128,7 +130,7 @@ void pipe_next(pipe_t *p, float *x, int *y, double *wait_s) {
   while (!(s->batch == p->consumed && s->done == p->B)) pthread_cond_wait(&p->ready, &p->mu);
   pthread_mutex_unlock(&p->mu);
   const double w = now_mono() - t0;
-  const int S = imgfolder_side(p->f);
+  const int S = p->src.side;
   memcpy(x, s->x, sizeof(float) * (size_t)p->B * 3 * S * S);
   memcpy(y, s->y, sizeof(int) * (size_t)p->B);
   pthread_mutex_lock(&p->mu);
@@ -162,7 +164,7 @@ void pipe_close(pipe_t *p) {
   free(p);
 }
 
-/* ---- the lazy source (data_img.h) ------------------------------------------------------------
+/* ---- the lazy source (data_pipe.h) -----------------------------------------------------------
  * Jobs are batches: the one requested now (on demand) and the guessed ones; decoders take the
  * first job (by position in the list: the on-demand one is put first) that has an image left. */
 #include <unistd.h>
@@ -176,7 +178,7 @@ typedef struct ljob {
 } ljob_t;
 
 struct lazy_src {
-  imgfolder_t *f;
+  img_src_t src;
   aug_t aug;
   int nthreads, depth, started;
   pid_t pid;
@@ -195,7 +197,7 @@ static void ljob_free(ljob_t *j) { xfree(j->idx); xfree(j->keys); xfree(j->x); x
 static ljob_t *ljob_new(const lazy_src_t *L, long start, int B, const int *idx, const uint64_t *keys) {
   ljob_t *j = calloc(1, sizeof *j);
   if (!j) die("out of memory");
-  const int S = imgfolder_side(L->f);
+  const int S = L->src.side;
   j->start = start; j->B = B;
   j->idx = xmalloc(sizeof(int) * (size_t)B); j->keys = xmalloc(sizeof(uint64_t) * (size_t)B);
   memcpy(j->idx, idx, sizeof(int) * (size_t)B); memcpy(j->keys, keys, sizeof(uint64_t) * (size_t)B);
@@ -205,7 +207,7 @@ static ljob_t *ljob_new(const lazy_src_t *L, long start, int B, const int *idx, 
 
 static void *lazy_decoder(void *arg) {
   lazy_src_t *L = arg;
-  const int S = imgfolder_side(L->f);
+  const int S = L->src.side;
   const size_t img = (size_t)3 * S * S;
   uint8_t *px = xmalloc(img);
   pthread_mutex_lock(&L->mu);
@@ -221,10 +223,10 @@ static void *lazy_decoder(void *arg) {
     j->used++;   /* the job cannot be freed while a decoder writes into it */
     pthread_mutex_unlock(&L->mu);
     float *x = j->x + (size_t)b * img;
-    imgfolder_decode(L->f, j->idx[b], px);
-    imgfolder_normalise(px, S, x);
+    L->src.decode(L->src.ctx, j->idx[b], px);
+    L->src.normalise(px, S, x);
     if (L->aug.on) aug_apply(&L->aug, x, 3, S, S, j->keys[b]);
-    j->y[b] = imgfolder_label(L->f, j->idx[b]);
+    j->y[b] = L->src.label(L->src.ctx, j->idx[b]);
     pthread_mutex_lock(&L->mu);
     j->used--;
     j->done++;
@@ -236,10 +238,10 @@ static void *lazy_decoder(void *arg) {
   return NULL;
 }
 
-lazy_src_t *lazy_open(imgfolder_t *f, int threads, int depth, const aug_t *aug) {
+lazy_src_t *lazy_open(img_src_t src, int threads, int depth, const aug_t *aug) {
   lazy_src_t *L = calloc(1, sizeof *L);
   if (!L) die("out of memory");
-  L->f = f; L->nthreads = threads < 1 ? 1 : threads; L->depth = depth < 1 ? 1 : depth;
+  L->src = src; L->nthreads = threads < 1 ? 1 : threads; L->depth = depth < 1 ? 1 : depth;
   if (aug) L->aug = *aug;
   L->last_start = -1;
   pthread_mutex_init(&L->mu, NULL);
@@ -301,7 +303,7 @@ void lazy_fetch(lazy_src_t *L, long start, const int *idx, const uint64_t *keys,
   for (int k = 1; k <= L->depth; k++) lazy_guess(L, after, after_start, start + k * L->stride, B);
   L->wait += now_mono() - t0;
   pthread_mutex_unlock(&L->mu);
-  memcpy(x, j->x, sizeof(float) * (size_t)B * 3 * imgfolder_side(L->f) * imgfolder_side(L->f));
+  memcpy(x, j->x, sizeof(float) * (size_t)B * 3 * L->src.side * L->src.side);
   memcpy(y, j->y, sizeof(int) * (size_t)B);
   ljob_free(j);
 }
@@ -325,7 +327,7 @@ void lazy_close(lazy_src_t *L) {
     for (int t = 0; t < L->nthreads; t++) pthread_join(L->th[t], NULL);
   while (L->jobs) { ljob_t *j = L->jobs; L->jobs = j->next_job; ljob_free(j); }
   free(L->th);
-  imgfolder_close(L->f);
+  if (L->src.close) L->src.close(L->src.ctx);
   pthread_mutex_destroy(&L->mu); pthread_cond_destroy(&L->work); pthread_cond_destroy(&L->done);
   free(L);
 }

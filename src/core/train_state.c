@@ -55,7 +55,7 @@ double train_state_step(train_state_t *d, workspace_t *ws, const float *x, const
 }
 
 void resident_set_init(resident_set_t *s, const kernels_t *k, const dataset_t *ds) {
-  const size_t img = (size_t)ds->c * ds->h * ds->w;   /* dataset_image_floats (data.c, which the emulator's test does not link) */
+  const size_t img = (size_t)ds->c * ds->h * ds->w;   /* dataset_image_floats (dataset.c, which the emulator's test does not link) */
   s->k = k; s->n = ds->n;
   s->x = k->alloc((size_t)ds->n * img * sizeof(float));
   s->y = k->alloc((size_t)ds->n * sizeof(int));
