@@ -43,6 +43,16 @@ PY
 # within X TOL: X <= TOL (floats)
 within() { python3 -c "import sys; sys.exit(0 if float('$1') <= $2 else 1)"; }
 finish() { exit "$FAILED"; }
+# apart GPU CPU W0: max |gpu - cpu| / max |cpu - w0| over raw float32 parameter dumps (PDL_DUMP_PARAMS):
+# how far a device run lands from its CPU run, as a share of the distance the CPU run moved
+apart() {
+  python3 - "$@" <<'PY'
+import array, sys
+g, c, w = (array.array("f", open(f, "rb").read()) for f in sys.argv[1:4])
+moved = max(abs(a - b) for a, b in zip(c, w))
+print("%.3g" % (max(abs(a - b) for a, b in zip(g, c)) / moved if moved else float("inf")))
+PY
+}
 
 # gpu_required: PDL_REQUIRE_GPU=1 on a machine with a /dev/nvidia* device node, or
 # PDL_REQUIRE_GPU=force anywhere (tests/harness.h's h_gpu_required): a GPU test that cannot use

@@ -40,14 +40,6 @@ C0=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 D0.25 S10"
     --epochs 2 --eval-every 5 --lr 0.05 --momentum 0.9)
 C=("${C0[@]}" --quiet)
 
-apart() {   # apart GPU CPU W0: max |gpu - cpu| / max |cpu - w0| over the raw float32 files
-  python3 - "$@" <<'EOF'
-import array, sys
-g, c, w = (array.array("f", open(f, "rb").read()) for f in sys.argv[1:4])
-moved = max(abs(a - b) for a, b in zip(c, w))
-print("%.3g" % (max(abs(a - b) for a, b in zip(g, c)) / moved if moved else float("inf")))
-EOF
-}
 PDL_DUMP_PARAMS="$T/w0" "$PDL" train "${C[@]}" --algo sgd --lr 0 --steps 1 > /dev/null
 
 for as in ppasgd:2 asgd-dist:1; do

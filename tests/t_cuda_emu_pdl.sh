@@ -36,14 +36,6 @@ export PDL_CUDA_CONV=im2col
 C=(--data "synthetic:n=256,c=1,h=8,w=8,seed=3" --net "leaky C4 P F12 D0.25 S10" --batch 16 --threads 1 --quiet
    --epochs 2 --eval-every 5)
 
-apart() {   # apart GPU CPU W0: max |gpu - cpu| / max |cpu - w0| over the raw float32 files
-  python3 - "$@" <<'EOF'
-import array, sys
-g, c, w = (array.array("f", open(f, "rb").read()) for f in sys.argv[1:4])
-moved = max(abs(a - b) for a, b in zip(c, w))
-print("%.3g" % (max(abs(a - b) for a, b in zip(g, c)) / moved if moved else float("inf")))
-EOF
-}
 
 # the initial parameters (0 steps are not allowed: 1 step at lr 0)
 PDL_DUMP_PARAMS="$T/w0" "$PDL" train "${C[@]}" --algo sgd --lr 0 --steps 1 > /dev/null

@@ -97,14 +97,6 @@ within "$l1" "$(python3 -c "print(${l0:-0} * 0.85)")" && [ "${ne:-0}" -gt 4 ] &&
   || notok "example trains on the CPU" "evaluations ${ne:-?}, test loss $l0 -> $l1 (wanted <= 0.85x), averages $navg (wanted 11)"
 
 # the emulated device, 2 ranks: within the bound of the CPU run
-apart() {   # apart GPU CPU W0: max |gpu - cpu| / max |cpu - w0| over the raw float32 files
-  python3 - "$@" <<'EOF'
-import array, sys
-g, c, w = (array.array("f", open(f, "rb").read()) for f in sys.argv[1:4])
-moved = max(abs(a - b) for a, b in zip(c, w))
-print("%.3g" % (max(abs(a - b) for a, b in zip(g, c)) / moved if moved else float("inf")))
-EOF
-}
 export PDL_CUDA_CONV=im2col   # "auto" times both paths per shape: two runs could sum in different orders
 if PDL_DUMP_PARAMS="$T/g" MPIRUN -np 2 "$TE" train --device cuda "${C0[@]}" --results "$T/g.jsonl" > "$T/eg" 2>&1; then
   r=$(apart "$T/g" "$T/c" "$T/w0")
