@@ -6,19 +6,20 @@
 #   - a run killed with SIGKILL (the driver, mid-run, ranks training) leaves its namespaces and
 #     processes behind (so the checks below are not vacuous), and `hetnet.sh down PREFIX` then
 #     removes every namespace, veth, bridge, /etc/hosts line, state folder and process of it;
-#     while it runs, both tbf qdiscs of a link carry its rate and no namespace has a default route;
+#     while it runs, both htb shapers of a link carry its rate and no namespace has a default route;
 #   - a normal run after it (the killed one does not block it) trains 8 steps, and the narrow
-#     node's pulls (its download is the narrow link, and only its own pull uses it) are slower
-#     than a wide-to-wide pull in the ratio of the rates, 5: measured between 2.5 and 7.5 (loose:
+#     node's shortest pull (its download is the narrow link) is slower than the shortest
+#     wide-to-wide pull in the ratio of the rates, 5: measured between 2.5 and 7.5 (loose:
 #     fixed costs per pull -- the MPI rendezvous, copies, scheduling on a loaded 2-core machine --
-#     add to both and shrink the ratio; tbf's burst lets the first 3 kB through at line rate; the
+#     add to both and shrink the ratio; htb lets a GSO packet (up to 64 kB) through on credit; the
 #     wide pull may share its peer's uplink with the narrow node's pull), and no faster than the
-#     link allows (at least 0.85 x bytes / rate, frames counted: burst and timer slack);
+#     link allows (its shortest pull at least 0.75 x bytes / rate, frames counted: htb's credit for
+#     a GSO packet of up to 64 kB, 0.065 s at 8 Mbit/s, measured 0.88x);
 #   - after it, nothing of that run is left either (names, and no process whose command line
 #     holds its rank tag, hostfile or subnet).
 # Skipped (with the reason) when not root or when the kernel refuses a namespace, veth, bridge or
-# tbf (hetnet.sh probe). ~6-8 CPU-s, ~15 s wall.
-# pdl-test: cpu=8 mpi
+# htb (hetnet.sh probe). ~2 CPU-s counted (the killed run's ranks not), ~15 s wall.
+# pdl-test: cpu=4 mpi
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 NETSH=bench/net/hetnet.sh
@@ -46,11 +47,13 @@ alive() { local p n=0; for p in "$@"; do [ -e "/proc/$p" ] && ! grep -q '^[0-9]*
 ranks_in() {   # how many of prefix $1's 3 namespaces hold a rank with tag $2
   local k n=0
   for k in 0 1 2; do
-    for p in $(ip netns pids "$1n$k" 2>/dev/null); do tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null; echo; done | grep -q -- "--tag $2" && n=$((n + 1))
+    for p in $(ip netns pids "$1n$k" 2>/dev/null); do { tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null; echo; done | grep -q -- "--tag $2" && n=$((n + 1))
   done
   echo $n
 }
-cmdlines_with() { grep -l -F -- "$1" /proc/[0-9]*/cmdline 2>/dev/null | grep -v "^/proc/$$/" | wc -l; }
+# how many processes hold $1 in their command line (its last character in brackets, so that grep's
+# own command line does not match; '.' in $1 matches any character, looser but harmless)
+cmdlines_with() { grep -l -E -- "${1%?}[${1: -1}]" /proc/[0-9]*/cmdline 2>/dev/null | grep -v "^/proc/$$/" | wc -l; }
 
 # ---- a run killed with SIGKILL mid-run, then `down` ------------------------------------------------------
 bash "$NETSH" run "$SPEC" --limit 120 -- "$PDL" "${TR[@]}" --steps 100000 --tag "$TAG-killed" > "$T/killed.out" 2>&1 &
@@ -58,10 +61,11 @@ DRV=$!; P=pdn$DRV
 for i in $(seq 300); do [ "$(ranks_in "$P" "$TAG-killed")" = 3 ] && break; sleep 0.1; done
 if [ "$(ranks_in "$P" "$TAG-killed")" = 3 ]; then
   ok "3 ranks run in their namespaces ${P}n0-2"
-  q2=$(tc qdisc show dev "${P}b2" 2>&1); q2n=$(ip netns exec "${P}n2" tc qdisc show dev "${P}v2" 2>&1); q0=$(tc qdisc show dev "${P}b0" 2>&1)
-  if grep -q "tbf .*rate 8Mbit" <<<"$q2" && grep -q "tbf .*rate 8Mbit" <<<"$q2n" && grep -q "tbf .*rate 40Mbit" <<<"$q0"; then
+  q2=$(tc class show dev "${P}b2" 2>&1); q2n=$(ip netns exec "${P}n2" tc class show dev "${P}v2" 2>&1); q0=$(tc class show dev "${P}b0" 2>&1)
+  if grep -q "htb 1:1 root rate 8Mbit ceil 8Mbit" <<<"$q2" && grep -q "htb 1:1 root rate 8Mbit ceil 8Mbit" <<<"$q2n" \
+     && grep -q "htb 1:1 root rate 40Mbit ceil 40Mbit" <<<"$q0"; then
     ok "node 2's link is shaped both ways at 8 Mbit/s (bridge side and namespace side of its veth), node 0's at 40 Mbit/s"
-  else notok "tbf qdiscs" "$q2 | $q2n | $q0"; fi
+  else notok "htb classes" "$q2 | $q2n | $q0"; fi
   routes=$(for k in 0 1 2; do ip -n "${P}n$k" route 2>&1; done)
   grep -q default <<<"$routes" && notok "no default route" "$routes" || ok "no default route in the namespaces (they reach only the /24)"
 else
@@ -92,9 +96,9 @@ if [ $rc = 0 ] && grep -q '"event":"summary"' "$T/r.jsonl" 2>/dev/null; then
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][-1]
 K, P, M, N = s["nodes"], s["pair_pulls"], s["pair_mean_s"], s["pair_min_s"]
-ov = 1514 / 1448                                        # tbf counts Ethernet frames
+ov = 1514 / 1448                                        # htb counts Ethernet frames
 size = ((1 + 2 * K) * 4 + s["model_bytes"] + 8 * K) * ov   # request + reply (src/algo/gossip.c)
-own = sum(P[2 * K + k] * M[2 * K + k] for k in range(K)) / max(1, sum(P[2 * K + k] for k in range(K)))
+own = min(N[2 * K + k] for k in range(K) if P[2 * K + k] > 0)   # its shortest pull: uncongested
 ww = [N[j * K + i] for j, i in ((0, 1), (1, 0)) if P[j * K + i] > 0]
 pred_n, pred_w = size / (8e6 / 8), size / (40e6 / 8)
 if not ww:
@@ -106,9 +110,9 @@ EOF
   python3 -c "import sys; r = float('$ratio'); sys.exit(0 if 2.5 <= r <= 7.5 else 1)" 2>/dev/null \
     && ok "narrow node's pulls ${nown} s against the shortest wide-to-wide pull ${wmin} s: ratio $ratio (rates 40/8 = 5; predicted $pn / $pw s)" \
     || notok "ratio of the narrow to the wide pulls" "ratio $ratio (want 2.5..7.5), narrow $nown s, wide $wmin s, predicted $pn / $pw s"
-  python3 -c "import sys; sys.exit(0 if 0.85 * float('$pn') <= float('$nown') <= 3 * float('$pn') else 1)" 2>/dev/null \
+  python3 -c "import sys; sys.exit(0 if 0.75 * float('$pn') <= float('$nown') <= 3 * float('$pn') else 1)" 2>/dev/null \
     && ok "the narrow link holds its rate: ${nown} s per pull against $pn s for the bytes at 8 Mbit/s" \
-    || notok "narrow pull time" "$nown s against $pn s predicted (want 0.85x..3x)"
+    || notok "narrow pull time" "$nown s against $pn s predicted (want 0.75x..3x)"
 else
   notok "normal run" "status $rc: $(tail -5 "$T/run.out")"
 fi
