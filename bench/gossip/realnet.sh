@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/gossip/realnet.sh — gossip's congestion observed on a real heterogeneous network (issue 48):
 # the real runtime's pull gossip (and gossip-warmup) on K = 8 MPI ranks, 6 wide and 2 narrow, each
-# in its own network namespace behind a tc tbf-limited veth (bench/net/hetnet.sh), over Open MPI's
+# in its own network namespace behind a tc htb-limited veth (bench/net/hetnet.sh), over Open MPI's
 # TCP; beside each real run, the sim on the same links: description with each node's compute time
 # set to the one measured. Results: results/gossip/realnet-<settings hash>/NAME.jsonl (rank 0's
 # summary, then one line {"event": "realnet", ...}: the description, wall and CPU seconds of the
@@ -21,7 +21,7 @@
 # and with random arrivals the waits reach the transfer time from a load of ~0.5 on), and at
 # T = 48 the 8 ranks' compute saturates the cores, which only lengthens G (its share is shown). No
 # latency is added (netem is not in this kernel): the description says lat=0.05ms, the veth +
-# bridge path's own order, and the sim gets the same. tbf counts Ethernet frames, so a payload
+# bridge path's own order, and the sim gets the same. htb counts Ethernet frames, so a payload
 # moves at rate x 1448/1514; the summary's predicted transfer times include that factor.
 # Runs (each PULLS pulls per node, PULLS x T local steps): pull-t1, pull-t4, warm-t1, warm-t4 (the
 # warm-up over the whole run), pull-t<TF> (PULLS_TF pulls). Environment: RN_NET (vgg-quarter),
@@ -31,7 +31,7 @@
 # Invoked by bench/gossip/run.sh (`realnet.sh --probe`, then step realnet, to which it passes RES,
 # NUMERICS, BENCH_STAMP and PDL) or
 # alone: `bash bench/gossip/realnet.sh` (as root) prints realnet_summary.py's table at the end.
-# Not root, or a kernel that refuses namespaces, veths or tbf: nothing runs, realnet.json says why,
+# Not root, or a kernel that refuses namespaces, veths or htb: nothing runs, realnet.json says why,
 # exit 0 (the rows then read "no results" with that reason).
 set -u
 cd "$(dirname "$0")/../.."
@@ -110,7 +110,7 @@ one_run() {
 import json, sys
 print(json.dumps({'event': 'realnet', 'name': sys.argv[1], 'links': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.argv[3]),
                   'cpu_s': (int(sys.argv[6]) - int(sys.argv[5])) / float(sys.argv[7]), 'cores': int(sys.argv[8]),
-                  'net': 'bench/net/hetnet.sh: network namespaces, veth pairs to a bridge, tc tbf both directions; Open MPI btl self,tcp'}))" \
+                  'net': 'bench/net/hetnet.sh: network namespaces, veth pairs to a bridge, tc htb both directions; Open MPI btl self,tcp'}))" \
       "$name" "$DESC" "$t0" "$t1" "$c0" "$c1" "$HZ" "$NCORES" >> "$RD/$name.jsonl"
   fi
   run_complete "$RD/$name-sim.jsonl" && [ -z "$FORCE" ] && return 0

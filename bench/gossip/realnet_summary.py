@@ -8,7 +8,7 @@ Per run, for the pulls that the NARROW nodes served (the paper's congestion: req
 narrow link), from the summary's per-pair pull counts and mean / shortest durations:
   measured    mean (and shortest) duration of a pull served by a narrow node;
   predicted   its uncongested time from the description alone: request + reply bytes at the
-              narrower of the two links, x 1514/1448 on the real network (tbf counts Ethernet
+              narrower of the two links, x 1514/1448 on the real network (htb counts Ethernet
               frames: headers of a full 1448-byte TCP segment), + 4 x lat;
   wait        measured - predicted, and wait / predicted (> 1: congested, the suite's definition);
   eq. (1)     C_i / mean_{j != i}(T G_j + C_j) with G_j the measured compute per step and C the
@@ -187,7 +187,7 @@ def table(res):
         return []
     f3 = lambda x: "%.3f" % x
     lines = ["Real network (%s; %s, %d-byte model, batch %d; links scaled by %.4g: a transfer takes the paper's 54 MiB "
-             "time; Open MPI over TCP between network namespaces, tc tbf both directions): pulls served by the narrow nodes %s"
+             "time; Open MPI over TCP between network namespaces, tc htb both directions): pulls served by the narrow nodes %s"
              % (st["links"], st["net"], st["model_bytes"], st["batch"], st["bw_scale"], ", ".join(map(str, R[order(R)[0]]["real"]["narrow"]))),
              "",
              "| run | T | pulls served by narrow nodes | measured mean (shortest), s | predicted uncongested, s | measured wait / uncongested | "

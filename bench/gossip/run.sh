@@ -46,7 +46,7 @@
 # vgg-small). Case (a) (our own bytes and device) does change: its model is 4x smaller. Nothing
 # else was shrunk: the same epochs, K, wides, T values, batches, evaluation points and test set.
 # Issue 48, step realnet (full bench, as root): the same congestion on a REAL network of 8 MPI ranks in
-# network namespaces behind tc tbf links (bench/gossip/realnet.sh, bench/net/hetnet.sh; ~6 min), with
+# network namespaces behind tc htb links (bench/gossip/realnet.sh, bench/net/hetnet.sh; ~6 min), with
 # the sim on the same description beside it; REALNET=0 skips it, REALNET=1 runs it in QUICK too.
 # QUICK=1 (make test): a small net on a Fashion-MNIST subset, fewer runs, K = 8 and 16 (~40 s).
 set -u
@@ -188,7 +188,7 @@ realnet() { # issue 48: gossip's congestion on a REAL network of namespaces (ben
   RES=$RES NUMERICS=$NUMERICS BENCH_STAMP=$BENCH_STAMP PDL=$PDL bash bench/gossip/realnet.sh
 }
 realnet_step() { # QUICK (make test) runs no real network (tests/t_netns.sh is its short version) unless REALNET=1;
-                 # REALNET=0 skips it; where it cannot run (not root, no namespaces or tbf) realnet.json says why
+                 # REALNET=0 skips it; where it cannot run (not root, no namespaces or htb) realnet.json says why
   if [ "${REALNET:-}" = 0 ] || { [ -n "$QUICK" ] && [ "${REALNET:-}" != 1 ]; }; then
     echo "[gossip] realnet: skipped (${QUICK:+QUICK, }REALNET=${REALNET:-unset}; REALNET=1 runs it)"; return 0
   fi

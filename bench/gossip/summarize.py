@@ -605,7 +605,7 @@ if G_LO is not None:
         % (G_LO, G_HI, S["G_b"]), DS, CASE_B, V.claim("G-caseb", {"G_lo": G_LO, "G_hi": G_HI, "G": S["G_b"]}, mode=CASE_B, data_set=DS))
 
 # ---- issue 48: the congestion on a REAL network (bench/gossip/realnet.sh, bench/net/hetnet.sh) ----------
-# Real MPI ranks in network namespaces behind tc tbf links; the figures come from
+# Real MPI ranks in network namespaces behind tc htb links; the figures come from
 # bench/gossip/realnet_summary.py (measured, predicted from the rates and bytes, and the sim on the same
 # description). No rows in QUICK when the step did not run (make test's bench runs no real network).
 import realnet_summary  # noqa: E402  (bench/gossip/, beside this script)
@@ -623,7 +623,7 @@ if RN is not None or not QUICK:
     if RN and "runs" in RN:
         RDS = "%s on %s, batch %d (%d-image training subset), %d MPI ranks on %s cores" % (
             RN["net"], RN["data"], RN["batch"], RN["train"], RN["K"], RN["cores"])
-        RMODE = ("REAL: Open MPI over TCP (btl self,tcp), one network namespace per rank, tc tbf links %s "
+        RMODE = ("REAL: Open MPI over TCP (btl self,tcp), one network namespace per rank, tc htb links %s "
                  "(the paper's 1 / 10 Gb/s scaled by %.4g), no added latency" % (RN["links"], RN["bw_scale"]))
         tab = realnet_summary.table(RES)
         if tab:

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # bench/net/hetnet.sh — a real heterogeneous network on this machine (issue 48, as root): one
 # network namespace per MPI rank, each joined to one bridge by a veth pair, each link rate-limited
-# with tc tbf in both directions, built from a description in the sim's `links:` vocabulary
+# with tc htb in both directions, built from a description in the sim's `links:` vocabulary
 # (src/sim/platform.c; bench/net/links.py reads it), and the ranks run in it by Open MPI over TCP.
 #
 #   hetnet.sh probe                          exit 0 when this machine can build the network; exit 3
 #                                            (the reason on stdout) when it cannot: not root, no ip/tc/
-#                                            mpirun, or the kernel refuses a namespace, veth, bridge or tbf
+#                                            mpirun, or the kernel refuses a namespace, veth, bridge or htb
 #   hetnet.sh run SPEC [--limit S] -- CMD..  builds the network, runs `mpirun -np K CMD..` in it (rank i
 #                                            in namespace i, on link i of SPEC), tears it down, exits
 #                                            with mpirun's status (124: past the limit, default 600 s)
@@ -28,12 +28,13 @@
 # Addresses: one private /24, 10.213.X.0/24 (X from the PID, skipping any in use here); node i is
 # .i+1, the bridge (where mpirun listens) .254. No default route in the namespaces: they reach
 # nothing but each other and mpirun.
-# Rates, both directions: a tbf on the namespace side of node i's veth shapes what node i sends;
-# a tbf on the bridge side of the same veth shapes what node i receives (the bridge's egress into
+# Rates, both directions: an htb on the namespace side of node i's veth shapes what node i sends;
+# an htb on the bridge side of the same veth shapes what node i receives (the bridge's egress into
 # the veth is the namespace's ingress, so no ingress policing or IFB is needed). A transfer from j
 # to i thus runs at min(rate_j, rate_i) and concurrent transfers share each node's link, as in
 # the sim's links: platform (a full-duplex link per node to one switch). burst = max(2 ms of the
-# rate, 2 frames); queue: 400 ms of the rate. tbf counts whole Ethernet frames: a payload moves at
+# rate, 2 frames); queue: 400 ms of the rate; small TCP packets first (see shape below). htb counts
+# whole Ethernet frames: a payload moves at
 # rate x 1448/1514 (TCP/IP and Ethernet headers, 1500-byte MTU).
 # MPI: Open MPI with a hostfile of the namespace names (1 slot each), plm rsh with ns-agent.sh as
 # the "ssh" (an orted per namespace, no tree spawn), pml ob1 with btl self,tcp only: vader (shared
@@ -152,7 +153,7 @@ shape() {
     && x "${n[@]}" tc filter add dev "$d" parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff match u16 0x0000 0xff00 at 2 flowid 1:10
 }
 # build PREFIX SPEC RATE...: the bridge, then per node a namespace, a veth pair, addresses, the two
-# tbf qdiscs and a hosts line; the hostfile and the mpirun options into the state folder
+# shapers and a hosts line; the hostfile and the mpirun options into the state folder
 build() {
   P=$1; local spec=$2; shift 2
   local K=$# i=0 r burst lim ns net cidr d=$STATE/$P
