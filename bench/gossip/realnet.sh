@@ -43,7 +43,7 @@ TRAIN=${RN_TRAIN:-8192}; NTEST=${RN_NTEST:-500}; LAT=${RN_LAT:-0.05ms}; LIMIT=${
 MODEL_MIB=${MODEL_MIB:-54}
 export PDL_SIM_OVERLAP=0 OMP_NUM_THREADS=1
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-NCORES=$(nproc 2>/dev/null || echo 2)
+NCORES=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)   # (not nproc: it reads OMP_NUM_THREADS)
 say() { echo "[gossip realnet] $*"; }
 skip() {   # nothing can run here: say why in realnet.json, exit 0
   python3 -c "import json,sys; json.dump({'skipped': sys.argv[1]}, open(sys.argv[2], 'w'))" "$1" "$RES/realnet.json"
@@ -84,11 +84,25 @@ say "$NET: $MB bytes, $GF GFLOP per step; links scaled by $SCALE: $DESC"
 CHILD=
 trap 'if [ -n "$CHILD" ]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD"; fi; exit 143' TERM
 trap 'if [ -n "$CHILD" ]; then kill -TERM "$CHILD" 2>/dev/null; wait "$CHILD"; fi; exit 130' INT
-cticks() { awk '{sub(/^.*\) /, ""); print $14 + $15}' /proc/$$/stat; }   # CPU ticks of the children waited for
+# sample PREFIX FILE: once a second while the run lives, "pid ticks" of every process in the run's
+# namespaces (utime + stime). The CPU seconds of a run are the sum of each process's last sample (a
+# process's last second is lost): the daemons are not waited for by mpirun, so the children's CPU
+# times of this script do not hold the ranks'
+sample() {
+  local P=$1 f=$2 ns p
+  while kill -0 "$CHILD" 2>/dev/null; do
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^${P}n"); do
+      for p in $(ip netns pids "$ns" 2>/dev/null); do
+        awk -v p="$p" '{sub(/^.*\) /, ""); print p, $12 + $13}' "/proc/$p/stat" 2>/dev/null
+      done
+    done >> "$f"
+    sleep 1
+  done
+}
 
 # one_run NAME ALGO T PULLS: the real run in the network, then the sim on the same description
 one_run() {
-  local name=$1 algo=$2 t=$3 pulls=$4 steps extra=() c0 c1 t0 t1 rc
+  local name=$1 algo=$2 t=$3 pulls=$4 steps extra=() t0 t1 rc samp
   steps=$((pulls * t))
   [ "$algo" = gossip-warmup ] && extra=(--gossip-warmup "$steps" --gossip-unknown best)
   local common=(--algo "$algo" --tau "$t" --steps "$steps" --net "$NET" --data "$DATA" --train-subset "$TRAIN"
@@ -97,21 +111,28 @@ one_run() {
   if ! run_complete "$RD/$name.jsonl" || [ -n "$FORCE" ]; then
     rm -f "$RD/$name.jsonl" "$RD/$name.timeline.csv" "$RD/$name-sim.jsonl"
     say "$name: $algo, T = $t, $steps local steps per node, real network"
-    c0=$(cticks); t0=$(date +%s.%N)
+    t0=$(date +%s.%N); : > "$RD/$name.cpu"
     bash bench/net/hetnet.sh run "$DESC" --limit "$LIMIT" -- "$PDL" train "${common[@]}" \
       --gossip-timeline "$RD/$name.timeline.csv" --results "$RD/$name.jsonl" --tag "realnet-$name" > "$RD/$name.out" 2>&1 &
-    CHILD=$!; wait "$CHILD"; rc=$?; CHILD=
-    c1=$(cticks); t1=$(date +%s.%N)
+    CHILD=$!; sample "pdn$CHILD" "$RD/$name.cpu" & samp=$!
+    wait "$CHILD"; rc=$?; t1=$(date +%s.%N); CHILD=; wait "$samp"
     if [ $rc != 0 ] || ! run_complete "$RD/$name.jsonl"; then
       say "$name: the real run failed (status $rc); its output ($RD/$name.out) ends:" >&2; tail -n 15 "$RD/$name.out" >&2
-      return 1
+      [ "${5:-}" = retry ] && return 1
+      say "$name: once more (a launch can fail under load: a daemon that never reports)"
+      one_run "$@" retry; return
     fi
     python3 -c "
 import json, sys
+last = {}
+for l in open(sys.argv[5]):
+    p, t = l.split()
+    last[p] = int(t)
 print(json.dumps({'event': 'realnet', 'name': sys.argv[1], 'links': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.argv[3]),
-                  'cpu_s': (int(sys.argv[6]) - int(sys.argv[5])) / float(sys.argv[7]), 'cores': int(sys.argv[8]),
+                  'cpu_s': sum(last.values()) / float(sys.argv[6]), 'cpu_processes': len(last), 'cores': int(sys.argv[7]),
+                  'nice': int(sys.argv[8]),
                   'net': 'bench/net/hetnet.sh: network namespaces, veth pairs to a bridge, tc htb both directions; Open MPI btl self,tcp'}))" \
-      "$name" "$DESC" "$t0" "$t1" "$c0" "$c1" "$HZ" "$NCORES" >> "$RD/$name.jsonl"
+      "$name" "$DESC" "$t0" "$t1" "$RD/$name.cpu" "$HZ" "$NCORES" "$(awk '{sub(/^.*\) /, ""); print $17}' /proc/$$/stat)" >> "$RD/$name.jsonl"
   fi
   run_complete "$RD/$name-sim.jsonl" && [ -z "$FORCE" ] && return 0
   # the sim on the same links, each node's device rate set so that its step takes the G it measured

@@ -37,7 +37,8 @@
 # whole Ethernet frames: a payload moves at
 # rate x 1448/1514 (TCP/IP and Ethernet headers, 1500-byte MTU).
 # MPI: Open MPI with a hostfile of the namespace names (1 slot each), plm rsh with ns-agent.sh as
-# the "ssh" (an orted per namespace, no tree spawn), pml ob1 with btl self,tcp only: vader (shared
+# the "ssh" (an orted per namespace, no tree spawn; a daemon that has not reported within 60 s fails
+# the launch: once, under load, one of 8 daemons never reported and mpirun waited), pml ob1 with btl self,tcp only: vader (shared
 # memory) is left out on purpose, because namespaces share /dev/shm and vader would carry the
 # ranks' messages around the shaped links; btl_tcp_if_include and oob_tcp_if_include name the
 # /24. The namespace names resolve through /etc/hosts lines added for the run.
@@ -187,7 +188,7 @@ build() {
   done
   lock; cat "$d/hosts" >> "$HOSTS"; unlock
   printf '%s\n' --allow-run-as-root --hostfile "$d/hostfile" -np "$K" --map-by slot --bind-to none \
-    --mca plm rsh --mca plm_rsh_agent "$HERE/ns-agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca plm rsh --mca plm_rsh_agent "$HERE/ns-agent.sh" --mca plm_rsh_no_tree_spawn 1 --mca orte_startup_timeout 60 \
     --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include "$cidr" --mca oob_tcp_if_include "$cidr" \
     -x "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}" > "$d/mpirun.args"
   say "$P: $K namespaces on $cidr, links (bit/s): $*"
