@@ -199,13 +199,13 @@ def table(res):
         nar = a["narrow"]
         lines.append("| %s | %d | %d | %s (%s) | %s | %s | %s | %s | %s | %s / %s | %.2f | %.4f | %.2f | %.2f |" % (
             n, a["T"], sum(a["served"][i]["n"] for i in nar), f3(a["mean_narrow_s"]), f3(a["min_narrow_s"]), f3(a["idle_narrow_s"]),
-            " / ".join("%.2f" % x for x in a["narrow_wait_ratio"]), " / ".join("%.2f" % x for x in a["eq1_ratio_narrow"]),
-            f3(s["mean_narrow_s"]) if s else "-", " / ".join("%.2f" % x for x in s["narrow_wait_ratio"]) if s else "-",
-            " / ".join(f3(a["own"][i]["mean"]) for i in nar), " / ".join(f3(a["own"][i]["idle"]) for i in nar),
+            ", ".join("%.2f" % x for x in a["narrow_wait_ratio"]), ", ".join("%.2f" % x for x in a["eq1_ratio_narrow"]),
+            f3(s["mean_narrow_s"]) if s else "-", ", ".join("%.2f" % x for x in s["narrow_wait_ratio"]) if s else "-",
+            ", ".join(f3(a["own"][i]["mean"]) for i in nar), ", ".join(f3(a["own"][i]["idle"]) for i in nar),
             a["wide_share"], a["G_mean_s"], a["compute_share"], a["cpu_share"]))
-    lines += ["", "Per narrow node: the figures are listed node by node (%s). eq. (2)'s T* for the narrow nodes: %s."
+    lines += ["", "Where a cell lists two figures, they are the narrow nodes %s in turn. eq. (2)'s T* for the narrow nodes: %s."
               % (", ".join(map(str, R[order(R)[0]]["real"]["narrow"])),
-                 "; ".join("%s %s" % (n, " / ".join("%.1f" % R[n]["real"]["tstar"][i] for i in R[n]["real"]["narrow"]))
+                 "; ".join("%s %s" % (n, ", ".join("%.1f" % R[n]["real"]["tstar"][i] for i in R[n]["real"]["narrow"]))
                            for n in order(R) if n.startswith("pull"))),
               "Compute share: the ranks' gradient time over their training wall time; CPU share: CPU seconds of the whole "
               "run (mpirun, daemons, ranks) over its wall time x %d cores." % st["cores"]]
