@@ -9,10 +9,11 @@ set -euo pipefail
 # --kfac-split's distributed inversion, src/kfac/split_inv.c). chromium: the headless browser tests/t_report.sh
 # loads the report page in (make report). slurm-wlm and munge: tests/t_slurm.sh starts a one-node
 # Slurm cluster (its own munged, slurmctld, slurmd) and launches pdl with srun --mpi=pmix.
-# libjpeg62-turbo-dev: the ImageNet JPEG loader (src/core/data_jpeg.c).
+# libjpeg62-turbo-dev: the ImageNet JPEG loader (src/core/data_jpeg.c). iproute2 (ip, tc): the real
+# heterogeneous network of namespaces (bench/net/hetnet.sh, tests/t_netns.sh).
 REQUIRED=(build-essential libopenblas-dev liblapacke-dev libxsmm-dev zlib1g-dev libjpeg62-turbo-dev libsimgrid-dev gnuplot-nox
           dataset-fashion-mnist python3 git clang libclang-rt-14-dev chromium ${PDL_EXTRA_PKGS:-})
-[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin libscalapack-openmpi-dev slurm-wlm munge)
+[ -n "${NO_MPI:-}" ] || REQUIRED+=(libopenmpi-dev openmpi-bin libscalapack-openmpi-dev slurm-wlm munge iproute2)
 missing=()
 for p in "${REQUIRED[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -45,6 +45,9 @@
 # timeline is the same; only the numerics change (final accuracy ~80% at 2 epochs against ~85% on
 # vgg-small). Case (a) (our own bytes and device) does change: its model is 4x smaller. Nothing
 # else was shrunk: the same epochs, K, wides, T values, batches, evaluation points and test set.
+# Issue 48, step realnet (full bench, as root): the same congestion on a REAL network of 8 MPI ranks in
+# network namespaces behind tc htb links (bench/gossip/realnet.sh, bench/net/hetnet.sh; ~6 min), with
+# the sim on the same description beside it; REALNET=0 skips it, REALNET=1 runs it in QUICK too.
 # QUICK=1 (make test): a small net on a Fashion-MNIST subset, fewer runs, K = 8 and 16 (~40 s).
 set -u
 cd "$(dirname "$0")/../.."
@@ -181,9 +184,22 @@ beyond() { # heterogeneous compute: half the nodes at 1/4 of the rate, every lin
   g_wait "${n[@]}"
 }
 
+realnet() { # issue 48: gossip's congestion on a REAL network of namespaces (bench/gossip/realnet.sh, as root)
+  RES=$RES NUMERICS=$NUMERICS BENCH_STAMP=$BENCH_STAMP PDL=$PDL bash bench/gossip/realnet.sh
+}
+realnet_step() { # QUICK (make test) runs no real network (tests/t_netns.sh is its short version) unless REALNET=1;
+                 # REALNET=0 skips it; where it cannot run (not root, no namespaces or htb) realnet.json says why
+  if [ "${REALNET:-}" = 0 ] || { [ -n "$QUICK" ] && [ "${REALNET:-}" != 1 ]; }; then
+    echo "[gossip] realnet: skipped (${QUICK:+QUICK, }REALNET=${REALNET:-unset}; REALNET=1 runs it)"; return 0
+  fi
+  RES=$RES bash bench/gossip/realnet.sh --probe || return 0   # says why and writes realnet.json
+  done_or_run "realnet-$(env | grep '^RN_' | sort | md5sum | cut -c1-8)" realnet
+}
+
 ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of g1, g2, g4 name their seeds
 done_or_run g1-$SIG$ST g1 && done_or_run g2-$SIG$ST g2 && done_or_run g3-$SIG$ST g3 && done_or_run g4-$SIG$ST g4 \
-  && done_or_run a-$SIG case_a && done_or_run beyond-$SIG$ST beyond && done_or_run "sens-$SIG-$G_SENS$ST" g1_sens || exit 1
+  && done_or_run a-$SIG case_a && done_or_run beyond-$SIG$ST beyond && done_or_run "sens-$SIG-$G_SENS$ST" g1_sens \
+  && realnet_step || exit 1
 python3 bench/gossip/summarize.py "$RES" || exit 1
 while IFS=$'\t' read -r a b c d e f; do table_row "$a" "$b" "$c" "$d" "$e" "$f"; done < "$RES/rows.tsv"
 for p in timeline curves accuracy-t warmup eq1 beyond; do render_plot "plots/gossip-$p.gp"; done
