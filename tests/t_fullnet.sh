@@ -4,8 +4,8 @@
 # which do not fit; bad specs exit 2 naming the token; a net with batch norm, a strided conv, an
 # overlapping pool and global average pooling trains, and a checkpoint holds its running statistics
 # (resume == uninterrupted: the parameters bit for bit, and the final evaluation's test loss, which
-# reads the running statistics); K-FAC refuses batch norm; and VGG16 for CIFAR (the preset, full
-# size) trains a few steps on the emulated GPU ($BUILD/cuda-emu/pdl) near the CPU's run.
+# reads the running statistics); K-FAC refuses batch norm; and VGG16 for CIFAR's structure (at 1/8
+# width) trains a few steps on the emulated GPU ($BUILD/cuda-emu/pdl) near the CPU's run.
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
@@ -49,18 +49,23 @@ else notok "K-FAC with batch norm" "exit $rc: $out"; fi
 
 EMU=$BUILD/cuda-emu/pdl
 if [ -x "$EMU" ]; then
-  V=(--data "synthetic:n=8,c=3,h=32,w=32,seed=5" --net vgg16-cifar10 --algo msgd --batch 2 --threads 1 --quiet)
+  # VGG16 for CIFAR's structure (Chainer's blocks: conv-BN-ReLU, its dropouts, BN after the fc) at 1/8 of
+  # its widths, batch 8: the full preset costs ~20 CPU-s a step on the emulator, and at batch 2 its fc's
+  # batch norm (2 values a channel) makes the run ill-conditioned (the CPU against itself, Winograd vs
+  # im2col, lands 0.66 of the distance moved apart); the full preset's own run is in issue 51's note
+  VN="relu C8b D0.3 C8b P C16b D0.4 C16b P C32b D0.4 C32b D0.4 C32b P C64b D0.4 C64b D0.4 C64b P C64b D0.4 C64b D0.4 C64b P D0.5 F64b D0.5 S10"
+  V=(--data "synthetic:n=64,c=3,h=32,w=32,seed=5" --net "$VN" --algo msgd --batch 8 --threads 1 --quiet)
   PDL_DUMP_PARAMS="$T/v0" "$PDL" train "${V[@]}" --lr 0 --steps 1 >/dev/null
   PDL_DUMP_PARAMS="$T/vc" "$PDL" train "${V[@]}" --lr 0.01 --steps 2 >/dev/null 2>"$T/vc.err"
   PDL_CUDA_CONV=im2col PDL_DUMP_PARAMS="$T/vg" "$EMU" train --device cuda "${V[@]}" --lr 0.01 --steps 2 >/dev/null 2>"$T/vg.err"
   if [ -s "$T/vg" ] && [ -s "$T/vc" ]; then
     r=$(apart "$T/vg" "$T/vc" "$T/v0")
     # the summation orders differ (OpenBLAS/Winograd vs the emulated device's im2col + GEMM): as
-    # t_cuda_emu_pdl.sh, 2e-2 of the distance moved
-    within "$r" 2e-2 && ok "vgg16-cifar10 on the emulated GPU: 2 steps, parameters $r of the distance moved from the CPU's" \
-      || notok "vgg16-cifar10 emulated GPU vs CPU" "apart $r"
-  else notok "vgg16-cifar10 on the emulated GPU" "$(tail -2 "$T/vg.err" "$T/vc.err")"; fi
+    # t_cuda_emu_pdl.sh, 2e-2 of the distance moved (measured 7e-6)
+    within "$r" 2e-2 && ok "VGG16-CIFAR's structure (1/8 width) on the emulated GPU: 2 steps, parameters $r of the distance moved from the CPU's" \
+      || notok "VGG16 structure, emulated GPU vs CPU" "apart $r"
+  else notok "VGG16 structure on the emulated GPU" "$(tail -2 "$T/vg.err" "$T/vc.err")"; fi
 else
-  echo "skip - vgg16 on the emulated GPU: no $EMU (needs nvcc and MPI)"
+  echo "skip - VGG16 structure on the emulated GPU: no $EMU (needs nvcc and MPI)"
 fi
 finish
