@@ -11,6 +11,7 @@
 #include "contract/layers.h"
 
 PDL_DECLARE_LAYERS(ref_)
+PDL_DECLARE_FULLNET_LAYERS(ref_)
 PDL_DECLARE_UPDATES(ref_)
 PDL_DECLARE_INV(ref_)
 extern const kernels_t kernels_ref;

@@ -24,7 +24,8 @@
 #define CUDA_TESTS(X) \
   X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_act_pool_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
   X(test_fc) X(test_maxpool) \
-  X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads) X(test_dense_la)
+  X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads) X(test_dense_la) \
+  X(test_fullnet_layers)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -740,6 +741,94 @@ static void test_dense_la(void) {
   free(in); free(col); free(want);
 }
 
+/* ---- the full-size nets' layers (issue 51): overlapping max-pool, batch norm, global average pool --
+ * against the reference. Errors relative to the output's scale (max(max |ref|, 1)): batch norm's
+ * statistics and sums are in double on both sides, its values take a few float roundings (~1e-7 of
+ * the scale; 1e-5 leaves a margin, a bug gives O(1)); a pool's overlapping windows add up to
+ * ceil(k/s)^2 gradients in float (vs one double sum). */
+static double scaled_err(const float *got, const float *ref, size_t n) {
+  double m = 0, scale = 1;
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs((double)got[i] - (double)ref[i]);
+    if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
+    if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
+  }
+  return m / scale;
+}
+static void check_bn(int B, int C, int HW) {
+  const size_t n = (size_t)B * C * HW;
+  float *in = hnew(n), *dout = hnew(n), *g = hnew(C), *be = hnew(C), *rm = hnew(C), *rv = hnew(C), *sv = hnew(2 * C);
+  float *ro = hnew(n), *rdin = hnew(n), *rdg = hnew(C), *rdb = hnew(C), *eo = hnew(n);
+  float *go = hnew(n), *gdin = hnew(n), *gdg = hnew(C), *gdb = hnew(C), *grm = hnew(C), *grv = hnew(C), *geo = hnew(n);
+  fill(in, n, -1, 2); fill(dout, n, -1, 1); fill(g, C, 0.5f, 1.5f); fill(be, C, -0.5f, 0.5f);
+  fill(rm, C, -0.2f, 0.2f); fill(rv, C, 0.5f, 2);
+  float *d_in = dnew(in, n), *d_dout = dnew(dout, n), *d_g = dnew(g, C), *d_be = dnew(be, C), *d_rm = dnew(rm, C);
+  float *d_rv = dnew(rv, C), *d_sv = cuda_alloc_floats(2 * C), *d_o = cuda_alloc_floats(n), *d_din = cuda_alloc_floats(n);
+  float *d_dg = dnew(rdg, C), *d_db = dnew(rdb, C), *d_eo = cuda_alloc_floats(n);
+  /* eval mode from the starting running statistics, then a training step */
+  ref_bn_forward(eo, in, g, be, rm, rv, sv, B, C, HW, 0, 0.1f, 1e-5f);
+  cuda_bn_forward(d_eo, d_in, d_g, d_be, d_rm, d_rv, d_sv, B, C, HW, 0, 0.1f, 1e-5f);
+  ref_bn_forward(ro, in, g, be, rm, rv, sv, B, C, HW, 1, 0.1f, 1e-5f);
+  ref_bn_backward(rdin, rdg, rdb, dout, in, g, sv, B, C, HW);
+  cuda_bn_forward(d_o, d_in, d_g, d_be, d_rm, d_rv, d_sv, B, C, HW, 1, 0.1f, 1e-5f);
+  cuda_bn_backward(d_din, d_dg, d_db, d_dout, d_in, d_g, d_sv, B, C, HW);
+  dget(geo, d_eo, n); dget(go, d_o, n); dget(gdin, d_din, n); dget(gdg, d_dg, C); dget(gdb, d_db, C);
+  dget(grm, d_rm, C); dget(grv, d_rv, C);
+  const double e[7] = {scaled_err(geo, eo, n), scaled_err(go, ro, n), scaled_err(gdin, rdin, n),
+                       scaled_err(gdg, rdg, C), scaled_err(gdb, rdb, C), scaled_err(grm, rm, C), scaled_err(grv, rv, C)};
+  double w = 0;
+  for (int i = 0; i < 7; i++) w = e[i] > w || isnan(e[i]) ? (isnan(e[i]) ? INFINITY : e[i]) : w;
+  printf("  # bn B%d C%d HW%d: eval %.2g out %.2g din %.2g dgamma %.2g dbeta %.2g running %.2g %.2g\n", B, C, HW, e[0],
+         e[1], e[2], e[3], e[4], e[5], e[6]);
+  EXPECT_MSG(w <= 1e-5, "bn B=%d C=%d HW=%d: %.3g of the scale (a few float roundings, sums in double)", B, C, HW, w);
+  cuda_free(d_in); cuda_free(d_dout); cuda_free(d_g); cuda_free(d_be); cuda_free(d_rm); cuda_free(d_rv); cuda_free(d_sv);
+  cuda_free(d_o); cuda_free(d_din); cuda_free(d_dg); cuda_free(d_db); cuda_free(d_eo);
+  free(in); free(dout); free(g); free(be); free(rm); free(rv); free(sv); free(ro); free(rdin); free(rdg); free(rdb);
+  free(eo); free(go); free(gdin); free(gdg); free(gdb); free(grm); free(grv); free(geo);
+}
+static void check_pool_ks(int B, int C, int H, int W, int k, int s, int ceil_mode) {
+  const int Ho = (H - k + (ceil_mode ? s - 1 : 0)) / s + 1, Wo = (W - k + (ceil_mode ? s - 1 : 0)) / s + 1;
+  const size_t nin = (size_t)B * C * H * W, nout = (size_t)B * C * Ho * Wo;
+  float *in = hnew(nin), *dout = hnew(nout), *ro = hnew(nout), *rdin = hnew(nin), *go = hnew(nout), *gdin = hnew(nin);
+  fill(in, nin, -1, 1); fill(dout, nout, -1, 1);
+  ref_pool_forward(ro, in, B, C, H, W, k, s, ceil_mode);
+  ref_pool_backward(rdin, dout, in, ro, B, C, H, W, k, s, ceil_mode);
+  float *d_in = dnew(in, nin), *d_dout = dnew(dout, nout), *d_o = cuda_alloc_floats(nout), *d_din = cuda_alloc_floats(nin);
+  cuda_pool_forward(d_o, d_in, B, C, H, W, k, s, ceil_mode);
+  cuda_pool_backward(d_din, d_dout, d_in, d_o, B, C, H, W, k, s, ceil_mode);
+  dget(go, d_o, nout); dget(gdin, d_din, nin);
+  EXPECT_SAME(go, ro, nout, "pool k,s forward");
+  const double e = scaled_err(gdin, rdin, nin);
+  EXPECT_MSG(e <= 1e-6, "pool k%d s%d %s backward: %.3g (a few float additions vs one double sum)", k, s,
+             ceil_mode ? "ceil" : "floor", e);
+  cuda_free(d_in); cuda_free(d_dout); cuda_free(d_o); cuda_free(d_din);
+  free(in); free(dout); free(ro); free(rdin); free(go); free(gdin);
+}
+static void test_fullnet_layers(void) {
+  NEED_GPU();
+  check_bn(8, 6, 49);     /* after a conv */
+  check_bn(16, 40, 1);    /* after an fc */
+  check_bn(1, 3, 1);      /* N = 1 */
+  for (int cm = 0; cm <= 1; cm++) {
+    check_pool_ks(2, 3, 11, 9, 3, 2, cm);
+    check_pool_ks(2, 2, 8, 10, 2, 3, cm);
+  }
+  const int B = 3, C = 5, HW = 37;
+  const size_t n = (size_t)B * C * HW;
+  float *in = hnew(n), *ro = hnew(B * C), *rd = hnew(n), *go = hnew(B * C), *gd = hnew(n);
+  fill(in, n, -1, 1);
+  ref_gap_forward(ro, in, B, C, HW);
+  ref_gap_backward(rd, ro, B, C, HW);
+  float *d_in = dnew(in, n), *d_o = cuda_alloc_floats(B * C), *d_d = cuda_alloc_floats(n);
+  cuda_gap_forward(d_o, d_in, B, C, HW);
+  cuda_gap_backward(d_d, d_o, B, C, HW);
+  dget(go, d_o, B * C); dget(gd, d_d, n);
+  EXPECT_MSG(scaled_err(go, ro, B * C) <= 1e-7, "gap forward: a double sum each side, rounded once");
+  EXPECT_SAME(gd, rd, n, "gap backward");
+  cuda_free(d_in); cuda_free(d_o); cuda_free(d_d);
+  free(in); free(ro); free(rd); free(go); free(gd);
+}
+
 #else /* built without CUDA */
 #define DEFINE_SKIP(fn) static void fn(void) { SKIP_NO_GPU("skipped: no CUDA device (built without CUDA)"); }
 CUDA_TESTS(DEFINE_SKIP)
@@ -767,6 +856,7 @@ int main(void) {
   RUN(test_softmax_xent);
   RUN(test_threads);
   RUN(test_dense_la);
+  RUN(test_fullnet_layers);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

@@ -60,7 +60,7 @@
 #endif
 
 #define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps) X(test_optim_updates) X(test_optim_train) \
-  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws) X(test_graph_stale)
+  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws) X(test_graph_stale) X(test_bn_net)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -83,6 +83,13 @@ static int g_ndev;
 #define STEPS 100
 #define CPU_KERNELS kernels_cpu
 #endif
+/* test_bn_net (issue 51): batch norm after convs and an fc, an overlapping pool, global average pooling */
+#ifdef PDL_CUDA_EMU
+#define BN_SPEC "relu C4b P3s2 C6b G F8b S5"
+#else
+#define BN_SPEC "relu C32b C32b P C64b C64b P3s2 C128b G F64b S10"
+#endif
+static const char *g_spec = NET_SPEC;   /* the net setup() builds */
 #define OPT_STEPS 5 /* test_optim_train: few enough that the fixed bounds hold on a GPU too */
 
 typedef struct {
@@ -93,7 +100,7 @@ typedef struct {
 } setup_t;
 
 static void setup(setup_t *s) {
-  net_build(&s->net, NET_SPEC, IN_C, IN_H, IN_W);
+  net_build(&s->net, g_spec, IN_C, IN_H, IN_W);
   s->n = s->net.nparams;
   s->img = (size_t)IN_C * IN_H * IN_W;
   s->w0 = malloc(s->n * sizeof(float));
@@ -206,6 +213,19 @@ static void test_one_step(void) {
 static void test_two_steps(void) {
   NEED_GPU();
   compare(2, 1e-3, 1e-5);
+}
+/* the same comparisons on a net with batch norm (training mode: batch statistics; the running
+ * statistics move on both sides), its gamma and beta updated like every parameter */
+static void test_bn_net(void) {
+  NEED_GPU();
+  g_spec = BN_SPEC;
+  compare(2, 1e-3, 1e-5);
+#ifdef PDL_CUDA_EMU
+  compare(STEPS, 2e-2, 1e-3);
+#else
+  compare(STEPS, -1, -1);
+#endif
+  g_spec = NET_SPEC;
 }
 static void test_many_steps(void) {
   NEED_GPU();
@@ -714,6 +734,7 @@ int main(void) {
   RUN(test_resident_steps);
   RUN(test_eval_ws);
   RUN(test_graph_stale);
+  RUN(test_bn_net);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

@@ -155,6 +155,23 @@ typedef struct {
   void (*download)(void *dst, const void *src, size_t bytes);
   void (*copy)(void *dst, const void *src, size_t bytes);
   int host_memory;
+  /* the layers of the papers' full-size nets (contract/layers.h, PDL_DECLARE_FULLNET_LAYERS;
+   * optional: NULL, and model.c's ws_init refuses a net with such a layer on this backend, naming
+   * it): strided conv (with its scratch floats, as conv_scratch_floats), max-pool with its own
+   * window and stride, batch normalization, global average pooling. Appended here, at the end. */
+  void (*conv_s_forward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int, int,
+                         float *);
+  void (*conv_s_backward)(float *, float *, float *, const float *, const float *, const float *, int, int, int, int,
+                          int, int, int, int, float *);
+  size_t (*conv_s_scratch_floats)(int B, int Ci, int H, int W, int Co, int k, int pad, int st, int nthreads);
+  void (*pool_forward)(float *, const float *, int, int, int, int, int, int, int);
+  void (*pool_backward)(float *, const float *, const float *, const float *, int, int, int, int, int, int, int);
+  void (*bn_forward)(float *, const float *, const float *, const float *, float *, float *, float *, int, int, int, int,
+                     float, float);
+  void (*bn_backward)(float *, float *, float *, const float *, const float *, const float *, const float *, int, int,
+                      int);
+  void (*gap_forward)(float *, const float *, int, int, int);
+  void (*gap_backward)(float *, const float *, int, int, int);
 } kernels_t;
 /* The layer and update entries of a backend whose functions follow contract/layers.h's naming
  * (P = cpu_, ref_), and
@@ -166,6 +183,11 @@ typedef struct {
   .dropout_backward = P##dropout_backward, .softmax_xent_forward = P##softmax_xent_forward, \
   .softmax_xent_backward = P##softmax_xent_backward, .sgd_step = P##sgd_step, .adam_step = P##adam_step, \
   .nag_point = P##nag_point, .avg_step = P##avg_step
+/* The full-size nets' layers of a backend named like that (P = cpu_, ref_), without the scratch size. */
+#define KERNELS_FULLNET_LAYERS(P) \
+  .conv_s_forward = P##conv_s_forward, .conv_s_backward = P##conv_s_backward, .pool_forward = P##pool_forward, \
+  .pool_backward = P##pool_backward, .bn_forward = P##bn_forward, .bn_backward = P##bn_backward, \
+  .gap_forward = P##gap_forward, .gap_backward = P##gap_backward
 /* (host_alloc, host_release, host_copy: util/util.h, included where the table is defined) */
 #define KERNELS_HOST_MEMORY \
   .alloc = host_alloc, .release = host_release, .upload = host_copy, .download = host_copy, .copy = host_copy, \

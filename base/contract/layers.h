@@ -50,6 +50,44 @@
   void P##softmax_xent_backward(float *dlogits, const float *probs, const int *labels, int B, int N, \
                                 float scale);
 
+/* The layers of the papers' full-size nets (issue 51), a second group so that a backend can come
+ * without them (kernels_t's entries are then NULL and model.c refuses a net that needs one, naming
+ * the layer). Same conventions as above (NCHW float32, parameter gradients +=, din = or NULL):
+ *   - conv_s: the conv above with stride st >= 1: Ho = (H + 2*pad - k) / st + 1 (floor), output
+ *     (oh, ow) reads in[oh*st + kh - pad][ow*st + kw - pad]; scratch from the backend's
+ *     conv_s_scratch_floats (contract/kernels.h).
+ *   - pool: max-pool with a k x k window and stride s (windows may overlap, k > s, or leave gaps,
+ *     k < s): Ho = (H - k) / s + 1, or ceil_mode: (H - k + s - 1) / s + 1 with windows clipped at
+ *     the border (H >= k). Backward routes each window's dout to its first maximum (row-major,
+ *     recomputed from in); where windows overlap the contributions add; din is overwritten.
+ *   - bn: batch normalization (Ioffe & Szegedy 2015) of C channels over B images of HW positions
+ *     each (after a conv: HW = Ho*Wo; after an fc: HW = 1, C = units), with the per-channel
+ *     gamma, beta (parameters) and running mean/variance rmean, rvar [C] (state, not parameters).
+ *     train = 1: mean and biased variance over the N = B*HW values of the channel, out = gamma
+ *     (in - mean) / sqrt(var + eps) + beta; save [2][C] receives mean and 1/sqrt(var + eps) for
+ *     the backward; rmean = (1 - m) rmean + m mean, rvar = (1 - m) rvar + m var N / max(N - 1, 1)
+ *     (the unbiased variance, as PyTorch and Chainer; Chainer's max(., 1) at N = 1).
+ *     train = 0: out = gamma (in - rmean) / sqrt(rvar + eps) + beta; nothing else written.
+ *     Backward (after a train = 1 forward on the same in, with its save): xhat = (in - mean) inv,
+ *     dbeta += sum dout, dgamma += sum dout xhat, din = gamma inv / N (N dout - sum dout - xhat
+ *     sum dout xhat), the sums per channel over the batch.
+ *   - gap: global average pooling, out[b][c] = mean over the HW positions of in[b][c];
+ *     backward din[b][c][p] = dout[b][c] / HW. */
+#define PDL_DECLARE_FULLNET_LAYERS(P) \
+  void P##conv_s_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, \
+                         int W, int Co, int k, int pad, int st, float *scratch); \
+  void P##conv_s_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w, \
+                          int B, int Ci, int H, int W, int Co, int k, int pad, int st, float *scratch); \
+  void P##pool_forward(float *out, const float *in, int B, int C, int H, int W, int k, int s, int ceil_mode); \
+  void P##pool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H, \
+                        int W, int k, int s, int ceil_mode); \
+  void P##bn_forward(float *out, const float *in, const float *gamma, const float *beta, float *rmean, \
+                     float *rvar, float *save, int B, int C, int HW, int train, float momentum, float eps); \
+  void P##bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in, \
+                      const float *gamma, const float *save, int B, int C, int HW); \
+  void P##gap_forward(float *out, const float *in, int B, int C, int HW); \
+  void P##gap_backward(float *din, const float *dout, int B, int C, int HW);
+
 /* The optimizers' updates (optim/optim.h runs them through the table), element by element on n
  * parameters in the backend's memory. Each expression is written once here, and every backend
  * evaluates it in this order with each operation rounded on its own (C: -std=c11, no FMA

@@ -13,6 +13,9 @@
 #include "contract/layers.h"
 
 PDL_DECLARE_LAYERS(cpu_)
+/* the full-size nets' layers (cpu_fullnet.c) and the strided conv's scratch floats for nthreads */
+PDL_DECLARE_FULLNET_LAYERS(cpu_)
+size_t cpu_conv_s_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int st, int nthreads);
 /* optim_step's updates (contract/layers.h); the expressions are those of the contract, written
  * once in cpu_elem.c (-std=c11: no FMA contraction), so every caller rounds alike. */
 PDL_DECLARE_UPDATES(cpu_)

@@ -55,4 +55,5 @@ const kernels_t kernels_cpu = {
   .gemm = cpu_gemm, .im2col = cpu_im2col_batch, .copy2d = cpu_copy2d, .axpby = cpu_axpby,
   .spd_inverse = cpu_spd_inverse_ws,
   KERNELS_HOST_MEMORY,
+  KERNELS_FULLNET_LAYERS(cpu_), .conv_s_scratch_floats = cpu_conv_s_scratch_floats,
 };

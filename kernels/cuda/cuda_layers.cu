@@ -1253,3 +1253,211 @@ void cuda_axpby(float *y, size_t incy, const float *x, size_t incx, size_t n, fl
 }
 
 } /* extern "C" */
+
+/* ---- the layers of the papers' full-size nets (contract/layers.h, PDL_DECLARE_FULLNET_LAYERS; issue 51):
+ * max-pool with its own window and stride, batch normalization, global average pooling. Plain kernels,
+ * not cuDNN's batch norm: the contract's running variance at N = 1 (Chainer's max(N - 1, 1)) and its
+ * input gradient NULL are not cuDNN's, and these follow the CPU path's arithmetic (statistics and the
+ * backward's sums in double, reduced in a fixed order in one block per channel; the per-value float
+ * operations in the CPU's order, each rounded on its own), so the two agree to the double sums'
+ * rounding and runs repeat bit for bit. The strided conv has no CUDA entry (the table leaves it NULL
+ * and model.c refuses such a net on this backend, naming the layer). */
+namespace {
+
+constexpr int kBnBlock = 256;   /* threads of a channel's block (a power of two: the tree below) */
+
+/* the sum of v over the block's threads, in a fixed tree order, returned to every thread */
+__device__ double block_sum(double v, double *sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = (int)blockDim.x / 2; s > 0; s >>= 1) {
+    if ((int)threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double t = sh[0];
+  __syncthreads();
+  return t;
+}
+
+/* index of the j-th value (j < B*HW) of channel c */
+__device__ inline size_t bn_at(size_t j, int c, int C, int HW) { return ((j / HW) * C + c) * HW + j % HW; }
+
+/* training forward, one block per channel: batch statistics, the saved mean and 1/sqrt(var + eps),
+ * the running statistics, and out */
+__global__ void k_bn_train_fwd(float *out, const float *in, const float *gamma, const float *beta, float *rmean,
+                               float *rvar, float *save, int B, int C, int HW, float momentum, float eps) {
+  __shared__ double sh[kBnBlock];
+  const int c = blockIdx.x;
+  const size_t N = (size_t)B * HW;
+  double s = 0, q = 0;
+  for (size_t j = threadIdx.x; j < N; j += blockDim.x) s += in[bn_at(j, c, C, HW)];
+  const double mean = block_sum(s, sh) / (double)N;
+  for (size_t j = threadIdx.x; j < N; j += blockDim.x) { const double d = in[bn_at(j, c, C, HW)] - mean; q += d * d; }
+  const double var = block_sum(q, sh) / (double)N;
+  const float m = (float)mean, inv = (float)(1.0 / sqrt(var + (double)eps));
+  if (threadIdx.x == 0) {
+    save[c] = m;
+    save[C + c] = inv;
+    rmean[c] = (float)((1.0 - (double)momentum) * rmean[c] + (double)momentum * mean);
+    rvar[c] = (float)((1.0 - (double)momentum) * rvar[c] +
+                      (double)momentum * var * (double)N / (N > 1 ? (double)(N - 1) : 1.0));
+  }
+  const float a = __fmul_rn(gamma[c], inv), b = beta[c];
+  for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+    const size_t i = bn_at(j, c, C, HW);
+    out[i] = __fadd_rn(__fmul_rn(__fsub_rn(in[i], m), a), b);
+  }
+}
+
+/* evaluation forward: the running statistics, one thread per value */
+__global__ void k_bn_eval_fwd(float *out, const float *in, const float *gamma, const float *beta, const float *rmean,
+                              const float *rvar, size_t n, int C, int HW, float eps) {
+  GRID_STRIDE(i, n) {
+    const int c = (int)((i / HW) % C);
+    const float inv = (float)(1.0 / sqrt((double)rvar[c] + (double)eps)), a = __fmul_rn(gamma[c], inv);
+    out[i] = __fadd_rn(__fmul_rn(__fsub_rn(in[i], rmean[c]), a), beta[c]);
+  }
+}
+
+/* backward, one block per channel: dbeta += sum dout, dgamma += sum dout xhat, din (when not NULL) =
+ * gamma inv (dout - sum dout / N - xhat sum dout xhat / N) */
+__global__ void k_bn_bwd(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                         const float *gamma, const float *save, int B, int C, int HW) {
+  __shared__ double sh[kBnBlock];
+  const int c = blockIdx.x;
+  const size_t N = (size_t)B * HW;
+  const float mean = save[c], inv = save[C + c];
+  double sd = 0, sdx = 0;
+  for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+    const size_t i = bn_at(j, c, C, HW);
+    sd += dout[i];
+    sdx += (double)dout[i] * (double)__fmul_rn(__fsub_rn(in[i], mean), inv);
+  }
+  sd = block_sum(sd, sh);
+  sdx = block_sum(sdx, sh);
+  if (threadIdx.x == 0) {
+    dbeta[c] = __fadd_rn(dbeta[c], (float)sd);
+    dgamma[c] = __fadd_rn(dgamma[c], (float)sdx);
+  }
+  if (!din) return;
+  const float a = __fmul_rn(gamma[c], inv), m1 = (float)(sd / (double)N), m2 = (float)(sdx / (double)N);
+  for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+    const size_t i = bn_at(j, c, C, HW);
+    const float t = __fmul_rn(__fmul_rn(__fsub_rn(in[i], mean), inv), m2);
+    din[i] = __fmul_rn(a, __fsub_rn(__fsub_rn(dout[i], m1), t));
+  }
+}
+
+/* global average pooling: one thread per (image, channel), the sum in double */
+__global__ void k_gap_fwd(float *out, const float *in, size_t BC, int HW) {
+  GRID_STRIDE(p, BC) {
+    double s = 0;
+    for (int i = 0; i < HW; i++) s += in[p * HW + i];
+    out[p] = (float)(s / HW);
+  }
+}
+__global__ void k_gap_bwd(float *din, const float *dout, size_t n, int HW) {
+  GRID_STRIDE(i, n) din[i] = (float)((double)dout[i / HW] / HW);
+}
+
+/* first maximum (row-major) of the k x k, stride-s window (oh, ow), clipped at the border */
+__device__ size_t window_argmax_ks(const float *plane, int H, int W, int k, int s, int oh, int ow) {
+  const int h0 = oh * s, w0 = ow * s, h1 = h0 + k < H ? h0 + k : H, w1 = w0 + k < W ? w0 + k : W;
+  size_t best = (size_t)h0 * W + w0;
+  for (int h = h0; h < h1; h++)
+    for (int x = w0; x < w1; x++)
+      if (plane[(size_t)h * W + x] > plane[best]) best = (size_t)h * W + x;
+  return best;
+}
+__global__ void k_pool_fwd(float *out, const float *in, size_t BC, int H, int W, int k, int s, int Ho, int Wo) {
+  GRID_STRIDE(i, BC * Ho * Wo) {
+    const int ow = (int)(i % Wo), oh = (int)((i / Wo) % Ho);
+    const float *plane = in + i / ((size_t)Ho * Wo) * H * W;
+    out[i] = plane[window_argmax_ks(plane, H, W, k, s, oh, ow)];
+  }
+}
+/* one thread per input value: the sum, over the windows (in row-major window order, as the CPU's
+ * scatter adds them) whose first maximum it is, of their dout; a gather, no atomics */
+__global__ void k_pool_bwd(float *din, const float *dout, const float *in, size_t BC, int H, int W, int k, int s,
+                           int Ho, int Wo) {
+  GRID_STRIDE(i, BC * H * W) {
+    const int x = (int)(i % W), h = (int)((i / W) % H);
+    const size_t pl = i / ((size_t)H * W);
+    const float *plane = in + pl * H * W;
+    const int oh0 = h - k + 1 > 0 ? (h - k + s) / s : 0, ow0 = x - k + 1 > 0 ? (x - k + s) / s : 0;
+    const int oh1 = h / s < Ho - 1 ? h / s : Ho - 1, ow1 = x / s < Wo - 1 ? x / s : Wo - 1;
+    float g = 0.0f;
+    for (int oh = oh0; oh <= oh1; oh++)
+      for (int ow = ow0; ow <= ow1; ow++)
+        if (window_argmax_ks(plane, H, W, k, s, oh, ow) == (size_t)h * W + x)
+          g = __fadd_rn(g, dout[(pl * Ho + oh) * Wo + ow]);
+    din[i] = g;
+  }
+}
+
+} /* namespace */
+
+extern "C" {
+
+void cuda_pool_forward(float *out, const float *in, int B, int C, int H, int W, int k, int s, int ceil_mode) {
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && k > 0 && s > 0 && H >= k && W >= k);
+  const int Ho = (H - k + (ceil_mode ? s - 1 : 0)) / s + 1, Wo = (W - k + (ceil_mode ? s - 1 : 0)) / s + 1;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t BC = (size_t)B * C;
+  k_pool_fwd<<<grid_for(BC * Ho * Wo), kBlock, 0, c->stream>>>(out, in, BC, H, W, k, s, Ho, Wo);
+  CHECK_LAUNCH(k_pool_fwd, c->stream);
+}
+
+void cuda_pool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H, int W,
+                        int k, int s, int ceil_mode) {
+  (void)out;
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && k > 0 && s > 0 && H >= k && W >= k);
+  if (!din) return;
+  const int Ho = (H - k + (ceil_mode ? s - 1 : 0)) / s + 1, Wo = (W - k + (ceil_mode ? s - 1 : 0)) / s + 1;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t BC = (size_t)B * C;
+  k_pool_bwd<<<grid_for(BC * H * W), kBlock, 0, c->stream>>>(din, dout, in, BC, H, W, k, s, Ho, Wo);
+  CHECK_LAUNCH(k_pool_bwd, c->stream);
+}
+
+void cuda_bn_forward(float *out, const float *in, const float *gamma, const float *beta, float *rmean, float *rvar,
+                     float *save, int B, int C, int HW, int train, float momentum, float eps) {
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && HW > 0 && eps > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  if (train) {
+    k_bn_train_fwd<<<(unsigned)C, kBnBlock, 0, c->stream>>>(out, in, gamma, beta, rmean, rvar, save, B, C, HW,
+                                                             momentum, eps);
+    CHECK_LAUNCH(k_bn_train_fwd, c->stream);
+  } else {
+    const size_t n = (size_t)B * C * HW;
+    k_bn_eval_fwd<<<grid_for(n), kBlock, 0, c->stream>>>(out, in, gamma, beta, rmean, rvar, n, C, HW, eps);
+    CHECK_LAUNCH(k_bn_eval_fwd, c->stream);
+  }
+}
+
+void cuda_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in, const float *gamma,
+                      const float *save, int B, int C, int HW) {
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && HW > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  k_bn_bwd<<<(unsigned)C, kBnBlock, 0, c->stream>>>(din, dgamma, dbeta, dout, in, gamma, save, B, C, HW);
+  CHECK_LAUNCH(k_bn_bwd, c->stream);
+}
+
+void cuda_gap_forward(float *out, const float *in, int B, int C, int HW) {
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && HW > 0);
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t BC = (size_t)B * C;
+  k_gap_fwd<<<grid_for(BC), kBlock, 0, c->stream>>>(out, in, BC, HW);
+  CHECK_LAUNCH(k_gap_fwd, c->stream);
+}
+
+void cuda_gap_backward(float *din, const float *dout, int B, int C, int HW) {
+  CUDA_SHAPE_ASSERT(B > 0 && C > 0 && HW > 0);
+  if (!din) return;
+  PdlCudaCtx *c = pdl_cuda_ctx();
+  const size_t n = (size_t)B * C * HW;
+  k_gap_bwd<<<grid_for(n), kBlock, 0, c->stream>>>(din, dout, n, HW);
+  CHECK_LAUNCH(k_gap_bwd, c->stream);
+}
+
+} /* extern "C" */

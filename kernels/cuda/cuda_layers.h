@@ -28,6 +28,17 @@ PDL_DECLARE_LAYERS(cuda_)
  * order, each operation rounded on its own (__f*_rn: no contraction into fused multiply-adds), so
  * that given the same inputs they give the CPU's bits (cpu_*_step, kernels/cpu/cpu_elem.c). */
 PDL_DECLARE_UPDATES(cuda_)
+/* The full-size nets' layers (contract/layers.h, PDL_DECLARE_FULLNET_LAYERS) this backend has: max-pool
+ * with its own window and stride, batch normalization, global average pooling (no strided conv). */
+void cuda_pool_forward(float *out, const float *in, int B, int C, int H, int W, int k, int s, int ceil_mode);
+void cuda_pool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H, int W,
+                        int k, int s, int ceil_mode);
+void cuda_bn_forward(float *out, const float *in, const float *gamma, const float *beta, float *rmean, float *rvar,
+                     float *save, int B, int C, int HW, int train, float momentum, float eps);
+void cuda_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in, const float *gamma,
+                      const float *save, int B, int C, int HW);
+void cuda_gap_forward(float *out, const float *in, int B, int C, int HW);
+void cuda_gap_backward(float *din, const float *dout, int B, int C, int HW);
 
 /* The fused conv + leaky ReLU of kernels_t (conv_act_forward/backward; issue 35 D): the bias and the
  * activation in one epilogue pass after the convolution; backward, the activation's gradient turned

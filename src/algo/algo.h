@@ -151,6 +151,8 @@ struct loop {
   void (*to_host)(void *); void *to_host_arg;   /* loop_device_state */
   workspace_t dws;           /* the evaluation workspace there */
   resident_set_t dte;        /* the test set there */
+  workspace_t *bn_src;       /* loop_state_ws: the workspace whose batch norm running statistics this
+                                node's evaluations use (NULL: none registered) */
 };
 
 void loop_init(loop_t *L, rt_t *rt, job_t *job, loop_sched_t sched, loop_json_fn eval_json,
@@ -228,6 +230,11 @@ void loop_finish(loop_t *L, const float *w_eval, const float *w_final);
 void loop_state(loop_t *L, const char *name, void *p, size_t bytes);
 void loop_state_optim(loop_t *L, const char *name, optim_t *o);
 void loop_state_replica(loop_t *L, const char *name, replica_t *rp);
+/* A training workspace's batch norm state (nothing for a net without batch norm): saved in the
+ * node's checkpoints, and the first one registered on a node is what its evaluations use (each
+ * replica keeps its own running statistics; an evaluation uses those of this node's replica,
+ * docs/DESIGN.md). loop_state_replica registers its replica's. */
+void loop_state_ws(loop_t *L, const char *name, workspace_t *ws);
 /* Every node calls it once, after registering its state and before its first message. With
  * --resume, the nodes agree (one allreduce) on the newest generation that every node holds
  * (its file or the kept .prev) and load it; returns 1 if resumed, 0 for a fresh start (no file

@@ -107,8 +107,22 @@ static double epochs_of(const loop_t *L) {
 }
 
 /* Evaluates w at the current progress (reporter only) and writes the eval line. */
+/* Before an evaluation: the evaluation workspaces take the batch norm running statistics of this
+ * node's training workspace (loop_state_ws); a net with batch norm on a node that has none dies
+ * rather than evaluate with statistics nothing trained. */
+static void bn_sync(loop_t *L) {
+  run_t *r = L->r;
+  if (!net_state_floats(&r->net)) return;
+  if (!L->bn_src)
+    die("%s: net '%s' has batch normalization, and this node evaluates without a replica whose running statistics it "
+        "could use (not supported for this algorithm yet)", r->cfg.algo, r->net.spec);
+  ws_state_copy(&r->eval_ws, L->bn_src);
+  if (L->dk) ws_state_copy(&L->dws, L->bn_src);
+}
+
 static void evaluate(loop_t *L, const float *w) {
   run_t *r = L->r;
+  bn_sync(L);
   double t = loop_time(L), t0 = now_s();
   r->updates = L->updates;
   r->epochs_done = epochs_of(L);
@@ -190,6 +204,7 @@ static void local_agree(loop_t *L, const float *rec) {
 static void local_evaluate(loop_t *L, const float *w) {
   run_t *r = L->r; const train_cfg_t *c = &r->cfg; const dataset_t *te = &r->data.test;
   double err, loss;
+  bn_sync(L);
   net_evaluate(&r->eval_ws, w, te->x, te->y, te->n, &err, &loss);
   float rec[LOOP_LOCAL_F] = {(float)L->updates, (float)(L->time_base + L->rt->ops->now(L->rt)), (float)err, (float)loss};
   if (L->reporter && !c->quiet) progress("%s: node 0 step %ld/%ld  test_err %.4f", c->algo, L->updates, r->total_steps, err);
@@ -365,6 +380,12 @@ void loop_state_replica(loop_t *L, const char *name, replica_t *rp) {
   char b[32];
   snprintf(b, sizeof b, "%.20s.sampler", name); snap_add_sampler(&L->snap, b, &rp->s);
   snprintf(b, sizeof b, "%.20s.rng", name); snap_add(&L->snap, b, &rp->ws.rng, sizeof rp->ws.rng);
+  snprintf(b, sizeof b, "%.20s.bn", name); loop_state_ws(L, b, &rp->ws);
+}
+void loop_state_ws(loop_t *L, const char *name, workspace_t *ws) {
+  if (!net_state_floats(ws->net)) return;
+  snap_add_ws(&L->snap, name, ws);
+  if (!L->bn_src) L->bn_src = ws;
 }
 
 float loop_signal_flag(void) { return (float)pdl_stop_signal; }

@@ -106,6 +106,7 @@ static void opt_node(rt_t *rt, void *arg) {
   loop_state_optim(&L, "optimizer", &o);
   snap_add_sampler(&L.snap, "sampler", &s);
   loop_state(&L, "rng", &ws.rng, sizeof ws.rng);
+  loop_state_ws(&L, "bn", &ws);   /* batch norm's running statistics (a net with batch norm only) */
   long step = 0;
   if (loop_resume(&L)) { optim_refresh(&o, w); step = L.updates; }
   train_state_upload(d, w, &o);
@@ -201,6 +202,7 @@ static void seq_node(rt_t *rt, void *arg) {
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), 0, 1, c->with_replacement, 0);
   const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, x on the host */
   if (dk) replica_on(&rep, dk);
+  loop_state_ws(&L, "bn", &rep.ws);   /* the evaluations' batch norm statistics (a net with batch norm only) */
   loop_begin(&L, x);
   for (long t = 0; t < r->total_steps && !pdl_stop_signal; t++) {
     watchdog_context("%s: step %ld of %ld", c->algo, t, r->total_steps);

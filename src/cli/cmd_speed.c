@@ -309,7 +309,7 @@ static void print_profile(const net_t *net, int B, int fused, const double *prof
     const layer_t *L = &net->L[l];
     const double f = 1e3 * prof[l] / steps, b = 1e3 * prof[NET_MAX_LAYERS + l] / steps;
     if (L->type != L_CONV && f == 0 && b == 0) continue; /* ran inside a fused conv */
-    static const char *const names[] = {"conv", "pool", "fc", "act", "dropout", "fc+softmax"};
+    static const char *const names[] = {"conv", "pool", "fc", "act", "dropout", "fc+softmax", "batchnorm", "gap"};
     char nm[16], shp[32], gf[16] = "-";
     if (L->type == L_CONV) snprintf(nm, sizeof nm, "conv%dx%d", L->k, L->k);
     else snprintf(nm, sizeof nm, "%s", names[L->type]);

@@ -1,14 +1,29 @@
 /* model.h — nets built from spec strings, one flat parameter vector, a workspace sized once.
  *
  * Spec grammar (tokens separated by spaces):
- *   C<n>[k<k>][p<p>]  conv, n filters, k x k (default 3), zero padding p (default k/2), stride 1,
- *                     followed by the current activation
+ *   C<n>[k<k>][p<p>][s<s>][b]  conv, n filters, k x k (default 3), zero padding p (default k/2),
+ *                     stride s (default 1: Ho = (H + 2p - k) / s + 1), followed by the current
+ *                     activation; b: batch normalization between the conv and its activation
+ *                     (the conv then has no bias; BN's gamma and beta are parameters)
  *   P[<s>][c]         non-overlapping s x s max-pool (default 2); suffix c = ceil mode
- *   F<n>              fully connected to n units, followed by the current activation
+ *   P<k>s<s>[c]       k x k max-pool with stride s (k > s: overlapping, e.g. P3s2), Ho =
+ *                     (H - k) / s + 1, ceil mode c: (H - k + s - 1) / s + 1 (P<s>s<s> == P<s>)
+ *   F<n>[b]           fully connected to n units, followed by the current activation; b: batch
+ *                     normalization before it, as for C
+ *   G                 global average pooling: C x H x W -> C x 1 x 1
  *   D[<p>]            dropout with drop probability p (default 0.5), training only
  *   S<n>              fully connected to n classes + softmax cross-entropy; must be last
  *   leaky | relu      activation for the layers that follow (default leaky, slope 0.01)
  * or a preset name (see `pdl nets`). Input shape comes from the data set.
+ * Batch normalization (layer type L_BN, contract/layers.h's bn): training mode (net_forward with
+ * train = 1) normalizes with the batch's statistics and moves the running ones, PyTorch's rule
+ * with momentum NET_BN_MOMENTUM (= Chainer's decay 0.9) and eps NET_BN_EPS; evaluation mode
+ * (train = 0) uses the running statistics. They are state, not parameters: each workspace keeps
+ * its own (ws->bn_run, mean 0 and variance 1 at ws_init), so each replica of an algorithm has its
+ * own and an evaluation uses those of the workspace it runs on.
+ * FLOPs: 2 per multiply-add of conv and fc; batch norm NET_BN_FLOPS_FWD per value forward and
+ * NET_BN_FLOPS_BWD backward; global average pooling 1 per value each way; pools, activations and
+ * dropout count none.
  *
  * Parameters: one contiguous float array; layer l owns w[w_off .. w_off+n_w) then its bias.
  * Gradients: a second array of the same layout, accumulated (+=) by net_backward.
@@ -25,13 +40,18 @@
 #include "contract/kernels.h"
 #include "util/rng.h"
 
-typedef enum { L_CONV, L_POOL, L_FC, L_ACT, L_DROPOUT, L_SOFTMAX } ltype_t;
+typedef enum { L_CONV, L_POOL, L_FC, L_ACT, L_DROPOUT, L_SOFTMAX, L_BN, L_GAP } ltype_t;
+
+#define NET_BN_EPS 1e-5f        /* PyTorch's default (Chainer's is 2e-5) */
+#define NET_BN_MOMENTUM 0.1f    /* running = (1 - m) running + m batch: PyTorch's 0.1, Chainer's decay 0.9 */
+#define NET_BN_FLOPS_FWD 8.0    /* per value: mean 1, variance 3, normalize and scale 4 */
+#define NET_BN_FLOPS_BWD 10.0   /* per value: the two sums 4, the input gradient 6 */
 
 typedef struct {
   ltype_t type;
   int c, h, w;          /* input shape per image */
   int oc, oh, ow;       /* output shape per image */
-  int k, pad, s, ceil_mode;
+  int k, pad, s, ceil_mode;  /* conv: kernel, padding, stride; pool: window k, stride s */
   float slope, drop_p;
   size_t w_off, n_w, b_off, n_b;
   int inplace;          /* output aliases input (activation layers) */
@@ -49,12 +69,16 @@ typedef struct {
   double flops_train;   /* per image, forward + backward (no input gradient for the first layer) */
 } net_t;
 
-typedef struct { const char *name, *spec, *note; } preset_t;
+/* input: the input the preset is laid out for ("CxHxW", the paper's), shown by `pdl nets` */
+typedef struct { const char *name, *spec, *note, *input; } preset_t;
 extern const preset_t net_presets[];
 extern const int net_npresets;
+const preset_t *net_preset(const char *name);   /* NULL if no preset has this name */
 
 /* Build from a preset name or spec for inputs c x h x w; bad spec -> die_usage naming the token. */
 void net_build(net_t *net, const char *spec_or_preset, int c, int h, int w);
+/* The same, returning -1 with the one-line reason in err instead of exiting (0: built). */
+int net_parse(net_t *net, const char *spec_or_preset, int c, int h, int w, char *err, size_t errlen);
 /* He-uniform weights from seed (fan-in scaled), zero biases. */
 /* Up-front memory estimate of training net at batch (bytes: parameters, gradients, optimizer
  * state, activations and their gradients, im2col scratch); net_check_memory refuses (exit 2,
@@ -96,12 +120,24 @@ typedef struct {
                                    * at its own (zeroed), the caller may point it elsewhere (a slot per step) */
   float *host;                    /* host staging for a backend without host memory: probabilities
                                    * for the argmax, dropout masks (NULL when k->host_memory) */
-  void *owned[4 * NET_MAX_LAYERS + 4]; int nowned;
+  void *owned[4 * NET_MAX_LAYERS + 8]; int nowned;
+  float *bn_run[NET_MAX_LAYERS];  /* a batch norm layer's running mean [C] then variance [C] (its state) */
+  float *bn_save[NET_MAX_LAYERS]; /* its last training forward's batch mean and 1/sqrt(var + eps) [2][C] */
+  float *zbias, *dbsink;          /* zeros as the bias of a layer without one (b), and where its
+                                   * kernels' bias gradient goes (never read) */
 } workspace_t;
 
 /* k: the backend (required), e.g. &kernels_cpu; every buffer comes from k->alloc. */
 void ws_init(workspace_t *ws, const net_t *net, int max_batch, int nthreads, const kernels_t *k, uint64_t seed);
 void ws_free(workspace_t *ws);
+/* The batch norm state of a net (running means and variances, the layers in order, mean then
+ * variance of each): its floats, and copies of it out of and into a workspace (host memory s). */
+size_t net_state_floats(const net_t *net);
+void ws_state_get(const workspace_t *ws, float *s);
+void ws_state_set(workspace_t *ws, const float *s);
+/* dst's batch norm state = src's (workspaces of one net, on any backends): an evaluation workspace
+ * given the running statistics of the replica whose parameters it evaluates. */
+void ws_state_copy(workspace_t *dst, const workspace_t *src);
 
 /* Forward pass on x [B][c][h][w] with labels y; returns the SUM over the batch of the
  * cross-entropy loss; probabilities in ws->probs. train=1 enables dropout. If correct != NULL

@@ -1,6 +1,7 @@
 /* snap.c — checkpoint files, format version 5 (snap.h). */
 #include "core/snap.h"
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -38,6 +39,9 @@ static snap_sec_t *add(snap_t *s, const char *name, snap_kind_t kind, void *p, s
 }
 void snap_add(snap_t *s, const char *name, void *p, size_t bytes) { add(s, name, SNAP_MEM, p, bytes); }
 void snap_add_optim(snap_t *s, const char *name, optim_t *o) { add(s, name, SNAP_OPTIM, o, 0); }
+void snap_add_ws(snap_t *s, const char *name, workspace_t *ws) {
+  add(s, name, SNAP_WS, ws, net_state_floats(ws->net) * sizeof(float));
+}
 void snap_add_sampler(snap_t *s, const char *name, sampler_t *sm) { add(s, name, SNAP_SAMPLER, sm, sizeof(sampler_state_t)); }
 
 void snap_path(char *out, size_t n, const char *base, int node, int nnodes, int prev) {
@@ -102,6 +106,12 @@ static int put_section(FILE *m, const snap_sec_t *x) {
     memset(&ss, 0, sizeof ss);
     ss.epoch = sm->epoch; ss.pos = sm->pos; ss.with_replacement = sm->with_replacement; ss.rng = sm->rng;
     p = &ss; len = sizeof ss;
+  } else if (x->kind == SNAP_WS) {
+    len = x->bytes;
+    buf = malloc(len ? len : 1);   /* freed below with free(), as open_memstream's */
+    if (!buf) return -1;
+    ws_state_get((const workspace_t *)x->p, (float *)buf);
+    p = buf;
   } else len = x->bytes;
   snap_rec_t rec; memset(&rec, 0, sizeof rec);
   memcpy(rec.name, x->name, sizeof rec.name); rec.kind = (uint32_t)x->kind; rec.bytes = len;
@@ -251,6 +261,24 @@ static long read_file(const char *path, const run_t *r, int node, int nnodes, sn
       if (!apply) continue;
       sm->rng = ss.rng;
       sampler_seek(sm, (long)ss.epoch, ss.pos);
+    } else if (x->kind == SNAP_WS) {
+      if (b != x->bytes) die("checkpoint %s: section '%s' holds %zu bytes, this run needs %zu", path, x->name, b, x->bytes);
+      workspace_t *ws = x->p;
+      float *st = xmalloc(b ? b : 1);
+      memcpy(st, p, b);
+      /* per batch norm layer: C running means, then C running variances (finite, >= 0) */
+      size_t o = 0;
+      for (int l = 0; l < ws->net->nlayers; l++) {
+        if (ws->net->L[l].type != L_BN) continue;
+        const size_t C = (size_t)ws->net->L[l].oc;
+        for (size_t j = 0; j < 2 * C; j++)
+          if (!isfinite(st[o + j]) || (j >= C && st[o + j] < 0))
+            die("checkpoint %s: section '%s': layer %d's running %s of channel %zu is %g: a damaged or crafted file; "
+                "start over without --resume", path, x->name, l, j < C ? "mean" : "variance", j % C, (double)st[o + j]);
+        o += 2 * C;
+      }
+      if (apply) ws_state_set(ws, st);
+      xfree(st);
     } else {
       if (b != x->bytes) die("checkpoint %s: section '%s' holds %zu bytes, this run needs %zu", path, x->name, b, x->bytes);
       if (apply) memcpy(x->p, p, b);

@@ -24,7 +24,7 @@
 
 #define SNAP_MAX 128
 
-typedef enum { SNAP_MEM, SNAP_OPTIM, SNAP_SAMPLER } snap_kind_t;
+typedef enum { SNAP_MEM, SNAP_OPTIM, SNAP_SAMPLER, SNAP_WS } snap_kind_t;
 typedef struct { char name[32]; snap_kind_t kind; void *p; size_t bytes; } snap_sec_t;
 typedef struct { snap_sec_t sec[SNAP_MAX]; int n; } snap_t;
 
@@ -32,6 +32,11 @@ void snap_init(snap_t *s);
 void snap_add(snap_t *s, const char *name, void *p, size_t bytes);
 void snap_add_optim(snap_t *s, const char *name, optim_t *o);
 void snap_add_sampler(snap_t *s, const char *name, sampler_t *sm);
+/* a workspace's batch norm state (model.h: ws_state_get/set, its running statistics; in the
+ * backend's memory, staged through the host); only for a net that has some (net_state_floats > 0).
+ * A net with batch norm is new with this section, so no file of an older pdl holds one: the format
+ * version stays 5 (a file without the section is refused by the section count, naming it). */
+void snap_add_ws(snap_t *s, const char *name, workspace_t *ws);
 
 /* The file of node `node` of `nnodes` (PATH for node 0, PATH.node<k> otherwise), with ".prev"
  * appended when prev. */

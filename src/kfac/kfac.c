@@ -35,6 +35,12 @@ void kfac_init(kfac_t *k, const net_t *net, const kfac_cfg_t *cfg, int nthreads)
   size_t col = 0;
   for (int i = 0; i < net->nlayers; i++) {
     const layer_t *L = &net->L[i];
+    /* its factors assume a biased stride-1 conv or fc, with activations, pools and dropout between
+     * the layers: batch norm (whose gamma and beta it would leave unpreconditioned,
+     * and whose layer has no bias) and strided convs are refused, not approximated */
+    if (L->type == L_BN || (L->type == L_CONV && L->s != 1))
+      die_usage("K-FAC: net '%s' layer %d is %s, which K-FAC here does not handle", net->spec, i,
+                L->type == L_BN ? "batch normalization (b)" : "a strided conv (s)");
     if (L->type != L_CONV && L->type != L_FC && L->type != L_SOFTMAX) continue;
     kfac_layer_t *K = &k->L[k->nl];
     K->li = i; K->conv = L->type == L_CONV;
