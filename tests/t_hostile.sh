@@ -292,7 +292,7 @@ else wait $p; rc=$?; [ $rc -eq 143 ] && [ -s "$T/hang.ck" ] && ok "SIGTERM ends 
 # save at its first rename (temp file written) or its second (the replaced file kept as .prev).
 sig2() {   # sig2 SIG AT
   local sig=$1 at=$2 ck=$T/s2$1.ck p rc t
-  PDL_TEST_HANG_STEP=20 PDL_TEST_SAVE_PAUSE_MS=4000 "$PDL" "${C[@]}" --steps 50 --checkpoint "$ck" >/dev/null 2>"$T/s2.err" & p=$!
+  PDL_TEST_HANG_STEP=20 PDL_TEST_SAVE_PAUSE_MS=2500 "$PDL" "${C[@]}" --steps 50 --checkpoint "$ck" >/dev/null 2>"$T/s2.err" & p=$!
   for _ in $(seq 300); do [ -s "$ck" ] && break; sleep 0.05; done   # generation 1: the save at the first epoch's end
   cp "$ck" "$T/s2.gen1"; sleep 0.2
   kill -"$sig" $p
