@@ -217,7 +217,7 @@ if command -v mpirun >/dev/null 2>&1; then
 else skip "crafted AGN and EASGD checkpoints" "no mpirun"; fi
 craft "crafted sampler rng all zero (no seed gives it)" sampler 16 q 0,0,0,0 x "section 'sampler': the sampler's rng state is all zero"
 patch "$T/pp2.ck" t 0 q -1000000000000
-case_ "crafted PP-ASGD update count t -1e12 (with --steps: 1e12 updates)" 1 "checkpoint $T/pp2.ck: field 't \(updates done\)' is -1000000000000" \
+case_ "crafted PP-ASGD update count t -1e12" 1 "checkpoint $T/pp2.ck: field 't \(updates done\)' is -1000000000000" \
   "$PDL" "${P[@]}" --steps 40 --checkpoint "$T/pp2.ck" --resume
 # K-FAC's owner state: factor values and counters against the net and the update count
 K=(train --algo kfac --data synthetic:n=256,seed=3 --net tiny --lr 0.02 --threads 1 --quiet --batch 16)
