@@ -65,6 +65,8 @@ static const env_row_t ROWS[] = {
   /* ---- test hooks: unset = off ---- */
   {"PDL_TEST_HANG_STEP", ENV_INT, 0, LONG_MAX, NULL, "off",
    "test hook: update N hangs until a signal (tests/t_train_cli.sh: the watchdog)"},
+  {"PDL_TEST_SAVE_PAUSE_MS", ENV_INT, 1, 600000, NULL, "off",
+   "test hook: a checkpoint save made after a stop signal waits N ms before each of its renames (tests/t_hostile.sh)"},
   {"PDL_COLL_TEST_HANG", ENV_INT, 0, 1L << 24, NULL, "off",
    "test hook of pdl coll: that rank hangs (tests/t_coll.sh: the watchdog)"},
   {"PDL_COLL_INJECT", ENV_RANKELEM, 0, 0, NULL, "off",

@@ -246,7 +246,7 @@ void outfile_probe(const char *path, const char *what) {
   if (dl > 1) { char dir[4096]; memcpy(dir, t, dl - 1); dir[dl - 1] = 0; mkdir_p(dir); }
   snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)dl, t, t + dl);
   int fd = mkstemp(tmp);
-  if (fd < 0) die("cannot write %s %s: %s (checked before the first step)", what, path, strerror(errno));
+  if (fd < 0) die("cannot write %s %s: %s (checked before any work)", what, path, strerror(errno));
   close(fd);
   unlink(tmp);
 }
@@ -337,15 +337,6 @@ void outfile_commit(outfile_t *o) {
   if (bad || rename(o->tmp, o->path) != 0) { int e = errno; unlink(o->tmp); die("cannot write %s %s: %s", o->what, o->path, strerror(e)); }
 }
 
-void outfile_commit_keep(outfile_t *o, const char *suffix) {
-  char prev[4200];
-  snprintf(prev, sizeof prev, "%s%s", o->path, suffix);
-  if (rename(o->path, prev) != 0 && errno != ENOENT) {
-    int e = errno; outfile_abort(o); die("cannot keep the previous %s %s as %s: %s", o->what, o->path, prev, strerror(e));
-  }
-  outfile_commit(o);
-}
-
 void outfile_abort(outfile_t *o) { if (o->f) { fclose(o->f); o->f = NULL; } if (o->tmp[0]) unlink(o->tmp); }
 
 /* A last line without its newline is a torn write (pdl writes a line and its newline in one
@@ -407,6 +398,32 @@ void results_write(results_t *r, const char *line) {
             : "the partial line could not be removed: the file's last line is torn");
   }
   if (locked) flock(r->fd, LOCK_UN);
+}
+
+void results_probe(const char *path, const char *what) {
+  if (!path || !*path) return;
+  char dir[1024]; snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) { *slash = 0; mkdir_p(dir); }
+  path_refuse_special(path, what);
+  struct stat st;
+  const int existed = stat(path, &st) == 0;
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) die("cannot write %s %s: %s (checked before any work)", what, path, strerror(errno));
+  close(fd);
+  if (!existed) unlink(path);
+}
+
+void output_flag(const char *cmd, const char **slot_flag, const char **slot, const char *flag, const char *path) {
+  if (*slot) {
+    char c[4096];
+    path_canonical(path, c, sizeof c);
+    if (path_same_file(*slot, path))
+      die_usage("%s: %s %s and %s %s name the same file (%s): give it once", cmd, *slot_flag, *slot, flag, path, c);
+    die_usage("%s: %s %s and %s %s: one output given twice, only the last would be written; give one", cmd, *slot_flag,
+              *slot, flag, path);
+  }
+  *slot_flag = flag; *slot = path;
 }
 
 void results_close(results_t *r) { if (r->on) close(r->fd); r->on = 0; r->fd = -1; }

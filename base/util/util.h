@@ -76,6 +76,13 @@ typedef struct { int on, fd; char path[1024]; } results_t;   /* on 0 (a zeroed s
 void results_open(results_t *r, const char *path);
 void results_write(results_t *r, const char *line);
 void results_close(results_t *r);
+/* Before any work: the results file `path` of flag `what` can be appended to (as results_open opens
+ * it; a file it had to create is removed again). Dies (exit 1) naming the flag and the path. */
+void results_probe(const char *path, const char *what);
+/* A subcommand's output-file flag: stores `path` of `flag` in *slot (its flag in *slot_flag), and
+ * refuses (exit 2, naming both flags) a second one: the same file named twice, or two files of
+ * which only the last would be written. cmd prefixes the message ("coll", "inverse", ...). */
+void output_flag(const char *cmd, const char **slot_flag, const char **slot, const char *flag, const char *path);
 void mkdir_p(const char *dir);
 
 /* Whole-file outputs (checkpoints, calibration, pdl stability's JSON), written safely:
@@ -89,9 +96,6 @@ typedef struct { FILE *f; char path[4096], tmp[4096]; const char *what; } outfil
 void outfile_open(outfile_t *o, const char *path, const char *what);
 void outfile_commit(outfile_t *o);
 void outfile_abort(outfile_t *o);      /* removes the temp file */
-/* outfile_commit, after renaming the file it replaces (if any) to "<target><suffix>": the
- * previous generation of a checkpoint survives a crash between two nodes' commits. */
-void outfile_commit_keep(outfile_t *o, const char *suffix);
 /* The file a path names, following symlinks (a dangling one too). */
 void path_resolve(const char *path, char *out, size_t n);
 /* The same refusal, up front (before a long run ever reaches its first write). */

@@ -95,6 +95,34 @@ static void agn_momentum(agn_t *H, const float *u, size_t n) {
   memcpy(H->u_prev, u, n * sizeof(float));
 }
 
+/* The server's figures read from a checkpoint (issue 46), against each other and the loop's: every
+ * commit added one count to the staleness histogram (bin min(s, STALE_MAX - 1)) and s to stale_sum,
+ * s at most the commits before it; the steady-state and H2 counts are commits too. */
+static void agn_resume_check(const loop_t *L, const agn_t *H) {
+  const double c = (double)H->commits;
+  loop_check(L, (double)H->total, (double)L->updates, (double)L->updates, "total (the workers' local steps; the loop's updates)");
+  long sum = 0; double below = 0;   /* the histogram's count and its staleness sum below the last bin */
+  for (int i = 0; i < STALE_MAX; i++) {
+    loop_check(L, (double)H->hist[i], 0, c, "staleness_hist[%d]", i);
+    if (H->hist[i] && (double)i >= c)   /* a staleness of i needs i commits before it */
+      loop_check(L, (double)H->hist[i], 0, 0, "staleness_hist[%d] (a staleness above the commits)", i);
+    sum += H->hist[i];
+    if (i < STALE_MAX - 1) below += (double)i * (double)H->hist[i];
+  }
+  if (sum != H->commits)
+    die("checkpoint %s: section 'staleness_hist' counts %ld commits, field 'commits' is %ld (every commit adds one): a "
+        "damaged or crafted file; start over without --resume", loop_node_file(L), sum, H->commits);
+  const double last = (double)H->hist[STALE_MAX - 1];   /* staleness >= STALE_MAX - 1, at most the commits */
+  loop_check(L, H->stale_sum, below + last * (STALE_MAX - 1), last ? below + last * c : below,
+             "stale_sum (the histogram's staleness sum)");
+  loop_check(L, (double)H->n_ss, 0, c, "n_ss");
+  loop_check(L, H->stale_ss, 0, H->stale_sum, "stale_ss");
+  loop_check(L, (double)H->mom_n, 0, c, "mom_n");
+  loop_check(L, (double)H->pulls, 0, 1e15, "pulls");
+  loop_check(L, H->uu, 0, 1e300, "uu");
+  loop_check(L, H->uv, -1e300, 1e300, "uv");
+}
+
 static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
   run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   size_t n = r->net.nparams;
@@ -126,6 +154,7 @@ static void agn_server(rt_t *rt, job_t *job, agn_t *H) {
       if (pulled_at[i] < 0 || pulled_at[i] > H->commits)
         die("checkpoint %s: field 'pulled_at[%d]' is %ld, out of range [0, %ld] (the master clock): a damaged or crafted "
             "file; start over without --resume", loop_node_file(&L), i, pulled_at[i], H->commits);
+    agn_resume_check(&L, H);
   }
   loop_begin(&L, x);
   while (ps_server_active(&s)) {

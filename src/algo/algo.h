@@ -139,7 +139,7 @@ struct loop {
   long saved_epoch;          /* epoch boundary of the last periodic save */
   long saved_updates;        /* progress at the last save or resume (-1: none) */
   double time_base;          /* run time before a resume */
-  int resumed;
+  int resumed, resumed_prev;   /* resumed_prev: from the kept .prev generation */
   struct loop_persist {      /* the loop's and the run's figures, as saved */
     long updates, loss_n, last_eval, next_eval, next_epoch, next_eval_ex, saved_epoch, diverged_at, r_updates;
     double examples, loss_acc, time, test_err, test_loss, train_loss, epochs_done;
@@ -238,13 +238,19 @@ void loop_state_ws(loop_t *L, const char *name, workspace_t *ws);
 /* Every node calls it once, after registering its state and before its first message. With
  * --resume, the nodes agree (one allreduce) on the newest generation that every node holds
  * (its file or the kept .prev) and load it; returns 1 if resumed, 0 for a fresh start (no file
- * anywhere). Dies naming the file on a mismatch or an inconsistent set. LOOP_LOCAL: a resume
- * ends with an allreduce of an agreed evaluation's size (the saved run left its cut through
+ * anywhere). Dies naming the file on a mismatch or an inconsistent set (but on LOOP_CLOCK, every
+ * node's file of that generation must be at the same update: a snapshot is one cut). LOOP_LOCAL: a
+ * resume ends with an allreduce of an agreed evaluation's size (the saved run left its cut through
  * one), so no node goes on before every node has loaded and, on sim, they leave it as they left
  * the cut. */
 int loop_resume(loop_t *L);
-/* This node's checkpoint file (FILE or FILE.node<k>), for a message about a figure it held. */
+/* This node's checkpoint file (FILE or FILE.node<k>; after a resume from the kept generation, its
+ * .prev), for a message about a figure it held. */
 const char *loop_node_file(const loop_t *L);
+/* After loop_resume (issue 46: a checksummed file can still be crafted): a figure read from this
+ * node's checkpoint against what the run can hold. Dies (exit 1) naming the file and the field
+ * (printf-style) when v is NaN or outside [lo, hi]. */
+void loop_check(const loop_t *L, double v, double lo, double hi, const char *field, ...) __attribute__((format(printf, 5, 6)));
 /* Saves this node's snapshot when --checkpoint is given and `now` is set (a stop, the run's
  * end) or an epoch boundary was crossed since the last save. No communication: the caller
  * calls it where every node's state belongs to the same cut. Returns 1 if it saved. */

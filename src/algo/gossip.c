@@ -308,6 +308,38 @@ static void gs_gather(rt_t *rt, gmain_t *M) {
 
 static void gs_summary(json_t *x, const loop_t *L, void *arg);
 
+/* A node's tables and measures read from its checkpoint (issue 46), against the run: every time in
+ * the table a duration (>= 0, finite) or unknown (+INF); the steps the loop's; the pulls at most the
+ * steps, by peer whole counts summing to them (none from itself); durations >= 0 and finite; the peer
+ * choice's rng not xoshiro's all-zero state (which no seed reaches and which yields only zeros). */
+static void gs_resume_check(const loop_t *L, const gnode_t *Nd, const gmain_t *M, const rng_t *peer_rng) {
+  const int K = Nd->K;
+  const double big = 1e12;   /* seconds: the loop's own bound on a run's time */
+  for (size_t k = 0; k < TAB(K); k++)
+    if (Nd->c[k] != INFINITY) loop_check(L, Nd->c[k], 0, big, "times[%zu] (%s time of node %zu; +inf: unknown)", k,
+                                         k < (size_t)K ? "transfer" : "step", k % (size_t)K);
+  const gs_stats_t *st = &M->st;
+  loop_check(L, (double)st->steps, (double)L->updates, (double)L->updates, "stats.steps (the loop's updates)");
+  loop_check(L, (double)st->pulls, 0, K > 1 ? (double)st->steps : 0, "stats.pulls (one exchange per --tau steps at most)");
+  loop_check(L, st->G_sum, 0, big, "stats.G_sum");
+  loop_check(L, st->pull_sum, 0, big, "stats.pull_sum");
+  double sum = 0;
+  for (int j = 0; j < K; j++) {
+    const float cnt = M->pair[j];
+    loop_check(L, cnt, 0, j == Nd->me ? 0 : (double)st->pulls, "pairs[%d] (pulls from node %d)", j, j);
+    if (cnt != floorf(cnt)) loop_check(L, cnt, 0, -1, "pairs[%d] (pulls from node %d: a whole count)", j, j);
+    loop_check(L, M->pair[K + j], 0, big, "pairs[%d] (the pulls' duration sum from node %d)", K + j, j);
+    loop_check(L, M->pair[2 * K + j], 0, big, "pairs[%d] (the shortest pull from node %d)", 2 * K + j, j);
+    sum += cnt;
+  }
+  if (st->pulls < (1L << 24) && sum != (double)st->pulls)   /* (float counts are exact below 2^24) */
+    die("checkpoint %s: section 'pairs' counts %.0f pulls, field 'stats.pulls' is %ld: a damaged or crafted file; start "
+        "over without --resume", loop_node_file(L), sum, st->pulls);
+  if (!(peer_rng->s[0] | peer_rng->s[1] | peer_rng->s[2] | peer_rng->s[3]))
+    die("checkpoint %s: section 'peer_rng' is all zero, a state no seed gives (its draws would all be 0): a damaged or "
+        "crafted file; start over without --resume", loop_node_file(L));
+}
+
 static void gossip_node(rt_t *rt, void *arg) {
   job_t *job = arg; run_t *r = &job->r; const train_cfg_t *c = &r->cfg;
   const rt_ops_t *o = rt->ops;
@@ -330,7 +362,7 @@ static void gossip_node(rt_t *rt, void *arg) {
   for (int s = 0; s < S; s++) server[s] = o->thread_start(rt, -1, gs_server, &Nd);
   long t = 0, total = r->total_steps;   /* local steps per node */
   /* (no request comes before every node has loaded its snapshot: loop_resume ends in an allreduce) */
-  if (loop_resume(&L)) { optim_refresh(&opt, Nd.w); t = L.updates; }
+  if (loop_resume(&L)) { gs_resume_check(&L, &Nd, &M, &peer_rng); optim_refresh(&opt, Nd.w); t = L.updates; }
   float *g = xmalloc(n * sizeof(float));
   while (t < total) {
     watchdog_context("%s node %d: step %ld of %ld", c->algo, me, t, total);

@@ -434,11 +434,9 @@ static void kfac_node(rt_t *rt, void *arg) {
   long step = 0;
   if (loop_resume(&L)) {
     step = L.updates;
-    for (int l = 0; l < k.nl; l++)   /* a crafted file: counts and update numbers within the run's */
-      if (k.folded[l] < 0 || k.inverted_at[l] < -1 || k.inverted_at[l] > step)
-        die("checkpoint %s: field 'kfac.folded[%d]' %ld or 'kfac.inverted_at[%d]' %ld is out of range (>= 0; -1 to the update "
-            "count %ld): a damaged or crafted file; start over without --resume", loop_node_file(&L), l, k.folded[l], l,
-            k.inverted_at[l], step);
+    char why[400];   /* a crafted file: counts, update numbers and factor values within the run's */
+    if (kfac_state_check(&k, step, why, sizeof why))
+      die("checkpoint %s: %s: a damaged or crafted file; start over without --resume", loop_node_file(&L), why);
   }
   kto_host_t th = {&D, &k, w, &o};
   if (D.k) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <unistd.h>
 #include "algo/algo.h"
 #include "util/env.h"
@@ -456,8 +457,8 @@ static void persist_check(const loop_t *L, const char *path) {
 
 /* snap_probe of a node's file; a corrupt one (checksum, length) counts as missing when its other
  * generation is whole, and the node says so: a distributed resume falls back to the kept .prev. */
-static long probe_generation(loop_t *L, const char *path, char *why, size_t n) {
-  long g = snap_probe(path, L->r, L->rt->node, L->rt->nnodes, &L->snap, why, n);
+static long probe_generation(loop_t *L, const char *path, char *why, size_t n, long *updates) {
+  long g = snap_probe(path, L->r, L->rt->node, L->rt->nnodes, &L->snap, why, n, updates);   /* ("loop" is the first section) */
   return g;
 }
 
@@ -470,7 +471,8 @@ int loop_resume(loop_t *L) {
   snap_path(cur, sizeof cur, c->checkpoint, me, N, 0);
   snap_path(prev, sizeof prev, c->checkpoint, me, N, 1);
   char wc[600] = "", wp[600] = "";
-  long gc = probe_generation(L, cur, wc, sizeof wc), gp = probe_generation(L, prev, wp, sizeof wp);
+  long uc, up;   /* each generation's update count */
+  long gc = probe_generation(L, cur, wc, sizeof wc, &uc), gp = probe_generation(L, prev, wp, sizeof wp, &up);
   if (gc == -2 && gp >= 0) {
     fprintf(stderr, "pdl: checkpoint %s: %s; falling back to the kept previous generation %s (snapshot %ld)\n", cur, wc, prev, gp);
     gc = -1;
@@ -479,10 +481,13 @@ int loop_resume(loop_t *L) {
     fprintf(stderr, "pdl: checkpoint %s: %s; the newest generation %s is whole and is used\n", prev, wp, cur);
     gp = -1;
   }
-  /* every node's two generations (0: no file), summed into one vector that all nodes see */
-  float *v = xcalloc(2 * (size_t)N, sizeof(float));
+  /* every node's two generations (0: no file), summed into one vector that all nodes see; but on a
+   * clock of local steps (a server and its workers, each at its own count), their update counts */
+  const int cut = L->sched != LOOP_CLOCK;   /* a snapshot is one cut: every node at the same update */
+  float *v = xcalloc((cut ? 4 : 2) * (size_t)N, sizeof(float));
   v[2 * me] = (float)(gc + 1); v[2 * me + 1] = (float)(gp + 1);
-  if (N > 1) rt->ops->allreduce(rt, v, 2 * (size_t)N);
+  if (cut) { v[2 * N + 2 * me] = (float)uc; v[2 * N + 2 * me + 1] = (float)up; }
+  if (N > 1) rt->ops->allreduce(rt, v, (cut ? 4 : 2) * (size_t)N);
   long best = 0; int any = 0;
   for (int k = 0; k < 2 * N; k++) {   /* the newest generation every node holds */
     long g = (long)v[k] - 1;
@@ -500,6 +505,16 @@ int loop_resume(loop_t *L) {
     die("checkpoint %s: the nodes' files hold no common snapshot generation (file/.prev per node, -1 = missing: %s); "
         "start over without --resume", c->checkpoint, list);
   }
+  for (int i = 1; cut && best && i < N; i++) {   /* a crafted count in one node's file: the nodes would wait on each
+                                                     other for ever (a collective that one node no longer calls) */
+    const int ip = (long)v[2 * i] - 1 != best, i0p = (long)v[0] - 1 != best;
+    const float ui = v[2 * N + 2 * i + ip], u0 = v[2 * N + i0p];
+    if (ui == u0) continue;
+    char f[4200]; snap_path(f, sizeof f, c->checkpoint, i, N, ip);
+    xfree(v);
+    die("checkpoint %s: snapshot %ld is at update %.0f there but at update %.0f in node 0's file: the nodes' files are "
+        "not one cut (a damaged or crafted file); start over without --resume", f, best, ui, u0);
+  }
   xfree(v);
   if (!best) {
     if (L->reporter && !c->quiet) fprintf(stderr, "pdl: no checkpoint at %s: starting from update 0\n", c->checkpoint);
@@ -507,7 +522,11 @@ int loop_resume(loop_t *L) {
   }
   snap_read(best == gc ? cur : prev, L->r, me, N, &L->snap, 1);
   L->gen = best;
+  L->resumed_prev = best != gc;   /* loop_node_file names the file read */
   persist_check(L, best == gc ? cur : prev);   /* a checksummed file can still be crafted */
+  if (L->sched == LOOP_LOCAL && !(L->local.diverged == 0 || L->local.diverged == 1))   /* a flag */
+    die("checkpoint %s: field 'diverged' of section 'loop.local' is %g, not 0 or 1: a damaged or crafted file; start "
+        "over without --resume", best == gc ? cur : prev, L->local.diverged);
   persist_in(L);
   if (L->sched == LOOP_LOCAL) {
     /* the cut again: the nodes leave an allreduce of an agreed evaluation's size together, as they
@@ -537,8 +556,16 @@ int loop_resume(loop_t *L) {
 
 const char *loop_node_file(const loop_t *L) {
   static char path[4200];   /* (sim: actors run one at a time; real: one node per process) */
-  snap_path(path, sizeof path, L->r->cfg.checkpoint, L->rt->node, L->rt->nnodes, 0);
+  snap_path(path, sizeof path, L->r->cfg.checkpoint, L->rt->node, L->rt->nnodes, L->resumed_prev);
   return path;
+}
+
+void loop_check(const loop_t *L, double v, double lo, double hi, const char *field, ...) {
+  if (v >= lo && v <= hi) return;   /* (NaN fails both) */
+  char name[160];
+  va_list ap; va_start(ap, field); vsnprintf(name, sizeof name, field, ap); va_end(ap);
+  die("checkpoint %s: field '%s' is %.15g, out of range [%.15g, %.15g]: a damaged or crafted file; start over without "
+      "--resume", loop_node_file(L), name, v, lo, hi);
 }
 
 int loop_checkpoint(loop_t *L, int now) {

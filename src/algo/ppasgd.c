@@ -230,6 +230,9 @@ static void ppasgd_node(rt_t *rt, void *arg) {
     if (st.S < 0 || st.S > 4096 || !(st.S_bar >= 0 && st.S_bar <= 4096) || !(st.total_sub >= 0 && st.total_sub < 1e18))
       die("checkpoint %s: PP-ASGD's fields 'S' %d, 'S_bar' %g or 'total_sub' %g are out of range ([0, 4096], [0, 4096], "
           "[0, 1e18)): a damaged or crafted file; start over without --resume", loop_node_file(&L), st.S, st.S_bar, st.total_sub);
+    loop_check(&L, (double)st.t, 0, (double)(1L << 40), "t (updates done)");   /* the update numbers and S_bar (eq. 1) count from it */
+    loop_check(&L, st.local_sub, 0, 1e18, "local_sub");
+    for (int g = 0; g < G; g++) loop_check(&L, (double)roles[g].cnt, 0, (double)(1L << 40), "role%d.count", g);
     if (!st.fixed) st.S = (int)floor(st.S_bar);
   }
   for (int g = 0; g < G; g++) th[g] = rt->ops->thread_start(rt, g, pp_grad_role, &roles[g]);

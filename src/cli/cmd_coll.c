@@ -34,7 +34,7 @@ typedef struct {
   long checks;
   int inplace;
   coll_dtype_t dt;
-  const char *json;
+  const char *json, *json_flag;     /* --json FILE (output_flag: given once) */
   double timeout;
   long probe;                       /* >0: only issue this many calls per size (traffic probes) */
   int thread_level;                 /* 0 single, 1 funneled, 2 serialized, 3 multiple */
@@ -142,7 +142,7 @@ static void parse(opts_t *o, int argc, char **argv) {
       if (!strcmp(v, "float")) o->dt = COLL_FLOAT;
       else if (!strcmp(v, "double")) o->dt = COLL_DOUBLE;
       else die_usage("--dtype: '%s' is not float or double", v);
-    } else if (!strcmp(a, "--json")) { NEED(); o->json = v; }
+    } else if (!strcmp(a, "--json")) { NEED(); output_flag("coll", &o->json_flag, &o->json, a, v); }
     else if (!strcmp(a, "--timeout")) { NEED(); o->timeout = parse_double("--timeout", v, 0, 1e7); }
     else if (!strcmp(a, "--probe")) { NEED(); o->probe = parse_long("--probe", v, 1, 1000000); }
     else if (!strcmp(a, "--thread-level")) {
@@ -310,6 +310,7 @@ int cmd_coll(int argc, char **argv) {
   static const int levels[4] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
   int provided = pdl_mpi_init(NULL, NULL, levels[o.thread_level]);
   int rank = pdl_mpi_rank(), n = pdl_mpi_size();
+  if (rank == 0 && !o.probe) results_probe(o.json, "--json");   /* before any work (its only writer) */
   watchdog_start(o.timeout);
   watchdog_context("%s backend start-up", o.nccl ? "nccl" : "mpi");
   const coll_backend_t *b;

@@ -215,7 +215,7 @@ static double time_device(float *x, const float *a, int n, int reps) {
 int cmd_inverse(int argc, char **argv) {
   int sizes[INV_MAX_SIZES] = {256, 1024, 2048}, nsizes = 3, reps = 5, T = (int)sysconf(_SC_NPROCESSORS_ONLN);
   double cond = 1e4;
-  const char *json_path = NULL;
+  const char *json_path = NULL, *json_flag = NULL;
   if (T < 1) T = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -224,9 +224,13 @@ int cmd_inverse(int argc, char **argv) {
     else if (!strcmp(a, "--cond")) { cond = parse_double(a, v, 1.0, 1e7); i++; }
     else if (!strcmp(a, "--reps")) { reps = (int)parse_long(a, v, 1, INV_MAX_REPS); i++; }
     else if (!strcmp(a, "--threads")) { T = (int)parse_long(a, v, 1, 1024); i++; }
-    else if (!strcmp(a, "--json")) { if (!v) die_usage("--json needs a value"); json_path = v; i++; }
+    else if (!strcmp(a, "--json")) {
+      if (!v) die_usage("--json needs a value");
+      output_flag("inverse", &json_flag, &json_path, a, v); i++;
+    }
     else die_usage("inverse: unknown flag '%s' (pdl inverse --help)", a);
   }
+  results_probe(json_path, "--json");   /* before any work, naming the flag */
   cpu_blas_init();
   results_t out;
   results_open(&out, json_path);

@@ -478,7 +478,7 @@ static void speed_usage(FILE *f, const char *cmd) {
 }
 
 static int speed_main(int argc, char **argv, int calibrate) {
-  const char *netname = "ppasgd-cifar", *out = NULL;
+  const char *netname = "ppasgd-cifar", *out = NULL, *out_flag = NULL;
   int B = 128, T = (int)sysconf(_SC_NPROCESSORS_ONLN), R = 5, c = 1, h = 28, w = 28, profile = 0, kfac = 0, fused = 1;
   device_spec_t device; parse_device("--device", "cpu", &device);   /* --device: the registry's backend */
   int graph = 0, host_batch = 0, chunk = 0, decoders = 2;
@@ -507,7 +507,10 @@ static int speed_main(int argc, char **argv, int calibrate) {
     }
     else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
     else if (!strcmp(a, "--device")) { if (!v) die_usage("--device needs a value: %s", kernels_device_forms()); parse_device(a, v, &device); i++; }
-    else if (calibrate && !strcmp(a, "--out")) { if (!v) die_usage("--out needs a value"); out = v; i++; }
+    else if (calibrate && !strcmp(a, "--out")) {
+      if (!v) die_usage("--out needs a value");
+      output_flag("calibrate", &out_flag, &out, a, v); i++;
+    }
     else die_usage("%s: unknown flag '%s' (pdl %s --help)", argv[0], a, argv[0]);
   }
   if (data) {
@@ -530,6 +533,13 @@ static int speed_main(int argc, char **argv, int calibrate) {
       die_usage("%s --device cuda: only the plain training step (and --profile) is timed on a GPU yet (no --algo "
                 "kfac, --update separate%s)", argv[0], calibrate ? " or calibrate" : "");
     return speed_device(&net, B, R, &device, profile, graph, host_batch, chunk);
+  }
+  char cal_path[1024];   /* calibrate: its file, checked before the measurement (minutes) rather than after */
+  if (calibrate) {
+    char host[256] = "host";
+    gethostname(host, sizeof host);
+    if (!out) { snprintf(cal_path, sizeof cal_path, "results/calibration/%s-%s.json", host, net.name); out = cal_path; }
+    outfile_probe(out, out_flag ? "--out" : "calibration (default --out)");
   }
   double sg = measure_sgemm_gflops(1024, T, 5);
   static double prof[2 * NET_MAX_LAYERS + 2];
@@ -614,9 +624,6 @@ static int speed_main(int argc, char **argv, int calibrate) {
   json_meta(&j);
   const char *line = json_end(&j);
   if (calibrate) {
-    char path[1024], host[256] = "host";
-    gethostname(host, sizeof host);
-    if (!out) { snprintf(path, sizeof path, "results/calibration/%s-%s.json", host, net.name); out = path; }
     outfile_t of; outfile_open(&of, out, "calibration");
     if (fprintf(of.f, "%s\n", line) < 0) { outfile_abort(&of); die("cannot write calibration %s", out); }
     outfile_commit(&of);

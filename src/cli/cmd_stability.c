@@ -422,7 +422,7 @@ int cmd_stability(int argc, char **argv) {
   long p = 3, grid = 301, rounds = 20000;
   double band = 0.005, x0 = 1000.0;
   range_t eta = { 0 }, rho = { 0 }, alpha = { 0 };
-  const char *path = NULL;
+  const char *path = NULL, *path_flag = NULL;
   for (int i = 1; i < argc; i++) {
     char flag[64];
     const char *a = argv[i], *val;
@@ -452,7 +452,7 @@ int cmd_stability(int argc, char **argv) {
     else if (!strcmp(flag, "--alpha")) parse_range("--alpha", val, &alpha);
     else if (!strcmp(flag, "--json") || !strcmp(flag, "--results")) {
       if (!val || !*val) die_usage("%s needs a file name", flag);
-      path = val;
+      output_flag("stability", &path_flag, &path, strcmp(flag, "--json") ? "--results" : "--json", val);   /* (an alias) */
     }
     else if (!strcmp(flag, "--grid")) grid = parse_long("--grid", val, 11, 2001), grid_set = 1;
     else if (!strcmp(flag, "--band")) band = parse_double("--band", val, 0.0, 0.5), band_set = 1;
@@ -468,6 +468,7 @@ int cmd_stability(int argc, char **argv) {
   if (!check && (grid_set || band_set)) die_usage("--grid and --band apply to --check only");
   if (!iter && x0_set) die_usage("--x0 applies to --iterate only");
   if (!check && !iter && rounds_set) die_usage("--rounds applies to --check and --iterate only");
+  if (path) outfile_probe(path, path_flag);   /* before any work, naming the flag given */
   install_stop_handlers();
 
   if (check) {

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zlib.h>
+#include "util/env.h"
 
 #define SNAP_MAGIC "PDLCKPT1"
 #define SNAP_VERSION 5
@@ -120,6 +122,21 @@ static int put_section(FILE *m, const snap_sec_t *x) {
   return bad ? -1 : 0;
 }
 
+/* Test hook (tests/t_hostile.sh: a second signal during the save the first one started):
+ * PDL_TEST_SAVE_PAUSE_MS=N makes a save made after a stop signal wait N ms at two points, once its
+ * temp file is written (`at` 1) and once the file it replaces is kept as .prev (2), saying so on
+ * stderr. Unset: off (base/util/env.c's row). The wait ends early only by the signal's own effect:
+ * the second SIGINT/SIGTERM ends the process at once (util.c's stop handler). */
+static void test_save_pause(const char *path, int at) {
+  if (!pdl_stop_signal) return;
+  const long ms = env_long("PDL_TEST_SAVE_PAUSE_MS", 0);
+  if (ms <= 0) return;
+  fprintf(stderr, "pdl: test hook: checkpoint %s: pause %d of 2 (%s), %ld ms\n", path, at,
+          at == 1 ? "its temp file written" : "the replaced file kept as .prev, the new one not yet renamed", ms);
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
 void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen, const snap_t *s, int keep_prev) {
   snap_hdr_t h; fill_header(&h, r, node, nnodes, gen, s->n);
   char *buf = NULL; size_t len = 0;                 /* the whole body in memory, then its CRC */
@@ -135,7 +152,17 @@ void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen,
   bad = fwrite(buf, 1, len, out.f) != len || fwrite(&crc, sizeof crc, 1, out.f) != 1;
   free(buf);
   if (bad) { int e = errno; outfile_abort(&out); die("cannot write checkpoint %s: %s", path, strerror(e)); }
-  if (keep_prev) outfile_commit_keep(&out, ".prev"); else outfile_commit(&out);
+  test_save_pause(path, 1);
+  if (keep_prev) {   /* the file replaced is kept as .prev (the generation before survives a crash between two
+                        nodes' commits); the hook's second pause is between the two renames */
+    char prev[4200];
+    snprintf(prev, sizeof prev, "%s.prev", out.path);
+    if (rename(out.path, prev) != 0 && errno != ENOENT) {
+      int e = errno; outfile_abort(&out); die("cannot keep the previous checkpoint %s as %s: %s", out.path, prev, strerror(e));
+    }
+    test_save_pause(path, 2);
+  }
+  outfile_commit(&out);
 }
 
 static void check_header(const char *path, snap_hdr_t *h, const run_t *r, int node, int nnodes) {
@@ -168,7 +195,9 @@ static void check_header(const char *path, snap_hdr_t *h, const run_t *r, int no
 
 /* why == NULL: dies on everything (snap_read). Otherwise (snap_probe) a damaged file -- too short, or
  * a checksum that does not match while the magic does -- returns -2 with the reason in why. */
-static long read_file(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply, char *why, size_t wn) {
+static long read_file(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply, char *why, size_t wn,
+                      long *lead) {
+  if (lead) *lead = -1;
   FILE *f = fopen(path, "rb");
   if (!f) { if (errno == ENOENT) return -1; die("cannot read checkpoint %s: %s", path, strerror(errno)); }
   struct stat st;   /* read whole, closed before any check can fail */
@@ -258,6 +287,9 @@ static long read_file(const char *path, const run_t *r, int node, int nnodes, sn
       if (ss.with_replacement != sm->with_replacement || ss.epoch < 0 || ss.epoch > 1LL << 40 || ss.pos < 0 || ss.pos > sm->n_shard)
         die("checkpoint %s: section '%s': sampler at epoch %lld position %d does not fit this run's shard of %d examples",
             path, x->name, (long long)ss.epoch, ss.pos, sm->n_shard);
+      if (!(ss.rng.s[0] | ss.rng.s[1] | ss.rng.s[2] | ss.rng.s[3]))   /* xoshiro's one state no seed reaches */
+        die("checkpoint %s: section '%s': the sampler's rng state is all zero (its draws would all be 0): a damaged or "
+            "crafted file; start over without --resume", path, x->name);
       if (!apply) continue;
       sm->rng = ss.rng;
       sampler_seek(sm, (long)ss.epoch, ss.pos);
@@ -282,6 +314,7 @@ static long read_file(const char *path, const run_t *r, int node, int nnodes, sn
     } else {
       if (b != x->bytes) die("checkpoint %s: section '%s' holds %zu bytes, this run needs %zu", path, x->name, b, x->bytes);
       if (apply) memcpy(x->p, p, b);
+      if (lead && i == 0 && b >= sizeof *lead) memcpy(lead, p, sizeof *lead);
     }
   }
   if (off != end) die("checkpoint %s: %zu trailing bytes", path, end - off);
@@ -290,9 +323,9 @@ static long read_file(const char *path, const run_t *r, int node, int nnodes, sn
 }
 
 long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply) {
-  return read_file(path, r, node, nnodes, s, apply, NULL, 0);
+  return read_file(path, r, node, nnodes, s, apply, NULL, 0, NULL);
 }
 
-long snap_probe(const char *path, const run_t *r, int node, int nnodes, snap_t *s, char *why, size_t n) {
-  return read_file(path, r, node, nnodes, s, 0, why, n);
+long snap_probe(const char *path, const run_t *r, int node, int nnodes, snap_t *s, char *why, size_t n, long *lead) {
+  return read_file(path, r, node, nnodes, s, 0, why, n, lead);
 }

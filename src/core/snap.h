@@ -50,8 +50,9 @@ void snap_save(const char *path, const run_t *r, int node, int nnodes, long gen,
 long snap_read(const char *path, const run_t *r, int node, int nnodes, snap_t *s, int apply);
 /* snap_read without applying, for a resume choosing between a file and its .prev: a damaged file
  * (truncated, or its checksum does not match) returns -2 with the reason in why instead of dying;
- * everything else as snap_read. */
-long snap_probe(const char *path, const run_t *r, int node, int nnodes, snap_t *s, char *why, size_t n);
+ * everything else as snap_read. *lead: the first long of the first section (a raw one: the node
+ * loop's update count), -1 when the file has none. */
+long snap_probe(const char *path, const run_t *r, int node, int nnodes, snap_t *s, char *why, size_t n, long *lead);
 /* Every figure read from a file is range-checked (generation, optimizer step count, sampler epoch and
  * position; the loop's own figures in algo/loop.c), naming the file and the field. A save first removes
  * the temp files that interrupted saves left beside the file (outfile_sweep). */

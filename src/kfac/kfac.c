@@ -84,6 +84,43 @@ void kfac_own(kfac_t *k, const int *mine) {
   }
 }
 
+int kfac_state_check(const kfac_t *k, long updates, char *why, size_t n) {
+  for (int l = 0; l < NET_MAX_LAYERS; l++) {
+    const long f = k->folded[l], at = k->inverted_at[l];
+    if (l >= k->nl) {   /* beyond the net's K-FAC layers: kfac_init's zeros */
+      if (f || at) { snprintf(why, n, "field 'kfac.folded[%d]' %ld or 'kfac.inverted_at[%d]' %ld is set, but the net has %d "
+                              "K-FAC layers (a file of another net?)", l, f, l, at, k->nl); return 1; }
+      continue;
+    }
+    if (!k->A[l]) {   /* a layer another node owns: never folded, never inverted here */
+      if (f || at != -1) { snprintf(why, n, "field 'kfac.folded[%d]' %ld or 'kfac.inverted_at[%d]' %ld is set, but layer %d "
+                                    "is not this node's (0 and -1 expected)", l, f, l, at, l); return 1; }
+      continue;
+    }
+    if (f < 0 || f > updates) {   /* one batch per update */
+      snprintf(why, n, "field 'kfac.folded[%d]' is %ld, out of range [0, %ld] (one batch per update)", l, f, updates); return 1;
+    }
+    if (at < -1 || at > updates || (at >= 0 && !f)) {
+      snprintf(why, n, "field 'kfac.inverted_at[%d]' is %ld, out of range [-1, %ld]%s", l, at, updates,
+               at >= 0 && at <= updates ? " (inverses held of factors never folded)" : ""); return 1;
+    }
+    const int da = k->L[l].da, dg = k->L[l].dg;
+    const struct { const char *name; const float *m; int d; } mats[4] = {{"A", k->A[l], da}, {"G", k->G[l], dg},
+                                                                         {"A^-1", k->Ai[l], da}, {"G^-1", k->Gi[l], dg}};
+    for (int q = 0; q < (at >= 0 ? 4 : 2); q++)   /* (no inverses held: a failed inversion's leftovers, never read) */
+      for (size_t i = 0; i < (size_t)mats[q].d * (size_t)mats[q].d; i++) {
+        const float v = mats[q].m[i];
+        const size_t r = i / (size_t)mats[q].d, c = i % (size_t)mats[q].d;
+        if (!isfinite(v) || (q < 2 && r == c && v < 0)) {   /* a factor is a second moment: its diagonal >= 0 */
+          snprintf(why, n, "section 'kfac.factors': layer %d's %s[%zu][%zu] is %g (%s)", l, mats[q].name, r, c, (double)v,
+                   isfinite(v) ? "a factor's diagonal is a mean square, >= 0" : "not finite");
+          return 1;
+        }
+      }
+  }
+  return 0;
+}
+
 void kfac_free(kfac_t *k) {
   if (k->kt) {   /* kfac_on_device's state (kfac_dev.c), in kt's workspace memory */
     const kernels_t *kt = k->kt;

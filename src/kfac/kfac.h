@@ -101,6 +101,14 @@ void kfac_free(kfac_t *k);
  * update count that schedules the refreshes is the caller's). Call once, before any update. */
 void kfac_own(kfac_t *k, const int *mine);
 
+/* After a resume (issue 46: a checksummed file can still be crafted): the owner state read from a
+ * checkpoint against the net and the update count. The layers kfac_own gave this process: at most
+ * one folded batch per update, the inverses' update in [-1, updates] (and only of folded factors),
+ * every entry of A, G (and of the inverses, when held) finite, the factors' diagonals >= 0; the
+ * other layers and the slots past the net's K-FAC layers untouched (0 folded, -1 or 0 inverted).
+ * Returns 0, or 1 with the field and its value in why. */
+int kfac_state_check(const kfac_t *k, long updates, char *why, size_t n);
+
 /* Layer l's bundle [Gw | A | G] of a mini-batch of B: Gw from the flat gradient g (the batch mean),
  * A and G from ws after net_forward(train = 1) and net_backward(scale s) on that batch, with
  * ws->unfused set (the per-example loss gradients are da / s; of whichever labels that backward

@@ -5,18 +5,24 @@
  * checksum after mutation, so the fuzzer reaches the fields behind it (the header, the sections'
  * sizes, and the loop's figures -- update counts, positions, flags -- that a crafted but
  * checksummed file can set to anything); bit 1 set keeps the file as the .prev of a newest file
- * that fails its checksum, so the fall-back reads it. Seeds (tests/fuzz/corpus/resume): a real
- * version-5 checkpoint of the run in both modes. */
+ * that fails its checksum, so the fall-back reads it; bit 2 set registers the local-steps loop's
+ * section "loop.local" after "loop" (LOOP_LOCAL, gossip's schedule); bit 3 set appends K-FAC's owner
+ * sections (kfac_state in algo/kfac_dist.c, here for the net's softmax layer only: its fc layer is
+ * another node's) and runs kfac_state_check on them after the resume. Seeds (tests/fuzz/corpus/resume):
+ * a real version-5 checkpoint of the run in both modes, and that file with the loop.local section
+ * (v5-msgd-local) and with K-FAC sections (v5-msgd-kfac) inserted (CRC recomputed). */
 #include "tests/fuzz/fuzz.h"
 #include <zlib.h>
 #include "algo/algo.h"
 #include "core/run.h"
 #include "core/snap.h"
+#include "kfac/kfac.h"
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   static job_t job; static float *w; static optim_t o; static sampler_t sm; static rng_t rng;
   static char path[128], prev[140]; static int ready;
   static loop_t L;
   static rt_t self;
+  static kfac_t k;
   if (!ready) {
     train_cfg_t c; train_cfg_defaults(&c);
     snprintf(c.data, sizeof c.data, "synthetic:n=64"); snprintf(c.net, sizeof c.net, "F2 S10");   /* as fuzz_checkpoint.c */
@@ -33,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     sampler_init(&sm, &job.r.data.train, c.seed, 0, 1, 0);
     rt_t s = {rt_real_ops(), 0, 1, -1, 1, NULL};
     self = s;
+    kfac_cfg_t kc = {0.03f, 0, 1, KFAC_INV_FAST};
+    kfac_init(&k, &job.r.net, &kc, 1);
+    int mine[NET_MAX_LAYERS] = {0, 1};   /* the softmax layer's factors (3x3, 10x10), not the fc's (785x785) */
+    kfac_own(&k, mine);
     ready = 1;
   }
   if (n < 1) return 0;
@@ -56,12 +66,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     fuzz_write(path, file, n);
   }
   FUZZ_CALL({
-    loop_init(&L, &self, &job, LOOP_UPDATES, NULL, NULL, NULL);   /* the sections seq.c's opt_node registers */
+    loop_init(&L, &self, &job, mode & 4 ? LOOP_LOCAL : LOOP_UPDATES, NULL, NULL, NULL);   /* the sections seq.c's opt_node registers */
     loop_state(&L, "params", w, job.r.net.nparams * sizeof(float));
     loop_state_optim(&L, "optimizer", &o);
     snap_add_sampler(&L.snap, "sampler", &sm);
     loop_state(&L, "rng", &rng, sizeof rng);
-    (void)loop_resume(&L);
+    if (mode & 8) {   /* K-FAC's owner state, as kfac_state registers it */
+      loop_state(&L, "kfac.factors", k.own, k.own_n * sizeof(float));
+      loop_state(&L, "kfac.folded", k.folded, sizeof k.folded);
+      loop_state(&L, "kfac.inverted_at", k.inverted_at, sizeof k.inverted_at);
+    }
+    char why[400];
+    if (loop_resume(&L) && (mode & 8) && kfac_state_check(&k, L.updates, why, sizeof why)) die("checkpoint: %s", why);
   });
   return 0;
 }
