@@ -1,6 +1,7 @@
 /* util.c — see util.h. */
 #include "util/util.h"
 #include "util/env.h"
+#include "util/vec.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -480,6 +481,7 @@ void progress_done(void) {
 }
 
 volatile int pdl_stop_signal;
+int pdl_numerics_off;   /* util/vec.h */
 static volatile sig_atomic_t g_stops;
 static void on_stop(int sig) {
   if (g_stops++) { signal(sig, SIG_DFL); raise(sig); return; }   /* the second one: at once */
