@@ -42,7 +42,7 @@ wall, user, sys_, rss_kb = (float(x) for x in open(sys.argv[2]).read().split()[-
 row = {"bench": "phantom-speed", "algo": s["algo"], "platform": s["platform"], "workers": s["workers"],
        "updates": s["updates"], "wall_s": wall, "cpu_s": user + sys_, "max_rss_mb": rss_kb / 1024,
        "sim_time_s": s["time_s"], "time_per_update_s": s["time_per_update_s"], "S_bar": s["S_bar"],
-       "B_bar": s["B_bar"], "F_U": s["F_U"], "git_rev": s.get("git_rev")}
+       "B_bar": s["B_bar"], "F_U": s["F_U"], "git": s.get("git")}
 open(sys.argv[3], "a").write(json.dumps(row) + "\n")
 print("phantom speed: %s, %d GPUs x %d updates of the ImageNet-1000 net: wall %.1f s (CPU %.1f s), max RSS %.0f MB"
       % (row["algo"], row["workers"], row["updates"], wall, row["cpu_s"], row["max_rss_mb"]))

@@ -1,6 +1,7 @@
 /* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
  * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
+#include "util/vec.h"
 #include "util/env.h"
 #include "core/data_img.h"
 #include <stddef.h>
@@ -215,7 +216,8 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
     data_load_first(&r->data, c->data, (int)c->train_subset, (int)c->test_subset);
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
-  net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
+  if (!pdl_numerics_off)   /* (a timing-only run allocates no such memory: docs/SIM.md, the phantom backend) */
+    net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
   /* every output can be written, checked before the first step (not at the first save, an epoch later) */
   if (c->checkpoint[0]) outfile_probe(c->checkpoint, "checkpoint");
   { const char *dp = env_get("PDL_DUMP_PARAMS"); if (dp && *dp) outfile_probe(dp, "PDL_DUMP_PARAMS file"); }
