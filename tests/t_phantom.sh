@@ -10,8 +10,10 @@
 #    in the times: a backend that charged only the forward pass, or messages cut short, would differ;
 #  - its lines say "numerics":false, "timing_only":true, with null test and train figures, and the
 #    run says on stderr that it has no loss or accuracy;
-#  - refused (exit 2, naming the flag): the real runtime, pdl speed, an unknown cost model, a shape:
-#    data set on a computing device, --checkpoint, --target-err.
+#  - refused (exit 2, naming the flag): the real runtime, pdl speed, a suffix (phantom takes none), a
+#    shape: data set on a computing device, --checkpoint, --target-err;
+#  - the named platforms (tsubame-kfc, tsubame3, gossip8) have their shapes, and their device rate
+#    gives way to --device-rate.
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -65,6 +67,18 @@ assert d["diverged"] is False and d["updates"] == 6
 PY
 grep -q "timing only: no arithmetic, so no loss and no accuracy" "$T/ssgd.ph.err" && ok "phantom run says it has no loss or accuracy" \
   || notok "phantom notice" "$(head -3 "$T/ssgd.ph.err")"
+
+# the named platforms (src/sim/platform.c NAMED): their shapes, and their device rate is a default
+# that --device-rate replaces (so calibration still sets it)
+for pw in "tsubame-kfc:nodes=2 16" "tsubame3:nodes=2 8" "gossip8 8"; do
+  set -- $pw
+  w=$("$PDL" train --algo ssgd --steps 1 --runtime sim --platform "$1" "${D[@]}" --quiet 2>&1 | tail -1 | jget workers 2>/dev/null)
+  [ "$w" = "$2" ] && ok "named platform $1: $2 workers" || notok "named platform $1" "workers '$w', want $2"
+done
+t1=$("$PDL" train --algo ssgd --steps 2 --runtime sim --platform tsubame3:nodes=2 "${D[@]}" --quiet 2>&1 | tail -1 | jget time_s 2>/dev/null)
+t2=$("$PDL" train --algo ssgd --steps 2 --runtime sim --platform tsubame3:nodes=2 --device-rate 1 "${D[@]}" --quiet 2>&1 | tail -1 | jget time_s 2>/dev/null)
+python3 -c "import sys; sys.exit(0 if float('$t2') > 10 * float('$t1') > 0 else 1)" 2>/dev/null \
+  && ok "tsubame3's P100 rate is a default: --device-rate 1 slows it ($t1 s -> $t2 s)" || notok "named platform rate" "'$t1' vs '$t2'"
 
 P=(train "${D[@]}" --algo ssgd --steps 2)
 expect_exit 2 "phantom on the real runtime: exit 2" "$PDL" "${P[@]}" --device phantom
