@@ -150,8 +150,11 @@ hybrid() {
 
 # P4 at the paper's scale, timing only (issue 47: --device phantom, the ImageNet-1000 net at 224x224 on
 # 1-256 simulated K80 dies of TSUBAME-KFC/DL; bench/phantom/run.sh's step p4t, its runs
-# $RES/p4t-*.jsonl; QUICK: 5 updates a run instead of 20)
-p4t() { ONLY=p4t PDL_RESULTS=$RESROOT STEPS4=${STEPS4:-$([ -n "$QUICK" ] && echo 5 || echo 20)} NOSUM=1 bench/phantom/run.sh; }
+# $RES/p4t-*.jsonl; QUICK: 1, 16 and 256 GPUs, 5 updates a run, instead of 1, 2, 4, ..., 256 and 20)
+p4t() {
+  if [ -n "$QUICK" ]; then ONLY=p4t PDL_RESULTS=$RESROOT SIZES="1 16 256" STEPS4=5 NOSUM=1 bench/phantom/run.sh
+  else ONLY=p4t PDL_RESULTS=$RESROOT NOSUM=1 bench/phantom/run.sh; fi
+}
 
 rc=0
 ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of p1, p2 and p3 name their seeds
