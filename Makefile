@@ -86,8 +86,8 @@ EMU_CXX := g++ -std=c++20 -O1 -g1 -Wall -Wextra -Ikernels/cuda/emu -Isrc -Ibase 
 
 # ---- sources --------------------------------------------------------------------------------
 # Everything under base/ (the ground floor: contracts and util), src/ (except the CLI entry and the
-# SimGrid runtime), kernels/cpu, reference.
-LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard base/*/*.c src/*/*.c kernels/cpu/*.c reference/*.c)) $(if $(NVCC),$(wildcard kernels/cuda/*.c))
+# SimGrid runtime), kernels/cpu, kernels/phantom (the timing-only backend), reference.
+LIB_C := $(filter-out src/cli/main.c src/sim/%,$(wildcard base/*/*.c src/*/*.c kernels/cpu/*.c kernels/phantom/*.c reference/*.c)) $(if $(NVCC),$(wildcard kernels/cuda/*.c))
 LIB_CU := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
 LIB_OBJ := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 SIM_C := $(wildcard src/sim/*.c)

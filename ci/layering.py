@@ -40,7 +40,8 @@ ALLOWED = {
     "reference": BASE,
     "kernels/cpu": BASE,
     "kernels/cuda": BASE,
-    "src/core": BASE | {"src/optim", "kernels/cpu", "reference"},
+    "kernels/phantom": BASE,
+    "src/core": BASE | {"src/optim", "kernels/cpu", "kernels/phantom", "reference"},
     "src/optim": BASE,
     "src/kfac": BASE | {"src/core", "kernels/cpu"},
     # the collective layer (MPI helpers, the MPI/NCCL backends, the training seam) sits under the
@@ -78,7 +79,7 @@ CUDA_SYM = re.compile(r'\b(?:(?:cuda|cudnn|cublas|cusolver|nccl)[A-Z]\w*'
                       r'|(?:CUDA|CUDNN|CUBLAS|CUSOLVER|NCCL)_\w+'
                       r'|(?:cuda|cudnn|cublas|cusolver|nccl)_\w+(?=\s*\()'
                       r'|(?:cuda|cudnn|cublas|cusolver|nccl)_\w+_t)\b')
-TABLE_SYM = re.compile(r'\bkernels_(?:cpu|ref|cuda)\b')
+TABLE_SYM = re.compile(r'\bkernels_(?:cpu|ref|cuda|phantom)\b')
 ROOTS = ("base", "kernels", "reference", "src")
 
 

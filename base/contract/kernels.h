@@ -172,6 +172,11 @@ typedef struct {
                       int);
   void (*gap_forward)(float *, const float *, int, int, int);
   void (*gap_backward)(float *, const float *, int, int, int);
+  /* A timing-only backend (kernels/phantom: --device phantom, the sim runtime only) does no
+   * arithmetic: each layer entry adds its cost in flops to a per-thread account instead, and
+   * charged() returns what the calling thread's entries added since its last call (and starts a new
+   * account). NULL for a backend that computes. */
+  double (*charged)(void);
 } kernels_t;
 /* The layer and update entries of a backend whose functions follow contract/layers.h's naming
  * (P = cpu_, ref_), and
@@ -214,9 +219,16 @@ int kernels_device_is_host(const device_spec_t *d);
 int kernels_device_index(const device_spec_t *d, int local_rank, const char *flag);
 /* The table of d's backend on device `index` (kernels_device_index's) for the calling thread, after
  * checking it (else dies naming flag, e.g. "--device", and why; a build without the backend dies
- * saying so); d NULL: the CPU's. desc (may be NULL) gets a one-line description. A device backend
+ * saying so); d NULL: the CPU's (in a timing-only run, kernels_timing_on's). desc (may be NULL) gets a one-line description. A device backend
  * keeps one context per device and thread for the run (the tables' contexts are persistent). */
 const kernels_t *kernels_for(const device_spec_t *d, int index, const char *flag, char *desc, size_t len);
+/* 1 if d names a timing-only backend (kernels_t.charged: no arithmetic, the sim runtime only). */
+int kernels_device_timing(const device_spec_t *d);
+/* A timing-only run (the sim runtime's, algo.c) makes d's timing-only backend the process's default
+ * table: from then on kernels_for(NULL, ...) hands out d's table (every replica, optimizer and
+ * workspace of the run, none of them computing), and the backend may be opened at all (before, opening
+ * it dies with exit 2 naming flag: it has nothing to run but a simulation). Returns the table. */
+const kernels_t *kernels_timing_on(const device_spec_t *d, const char *flag);
 /* The devices backend `name` can hand out now (0: none, with the reason in why; a host backend: 0,
  * why ""), for commands that time a device where one exists (pdl inv). */
 int kernels_devices(const char *name, char *why, size_t len);

@@ -148,10 +148,19 @@ hybrid() {
   done
 }
 
+# P4 at the paper's scale, timing only (issue 47: --device phantom, the ImageNet-1000 net at 224x224 on
+# 1-256 simulated K80 dies of TSUBAME-KFC/DL; bench/phantom/run.sh's step p4t, its runs
+# $RES/p4t-*.jsonl; QUICK: 1, 16 and 256 GPUs, 5 updates a run, instead of 1, 2, 4, ..., 256 and 20)
+p4t() {
+  if [ -n "$QUICK" ]; then ONLY=p4t PDL_RESULTS=$RESROOT SIZES="1 16 256" STEPS4=5 NOSUM=1 bench/phantom/run.sh
+  else ONLY=p4t PDL_RESULTS=$RESROOT NOSUM=1 bench/phantom/run.sh; fi
+}
+
 rc=0
 ST=; [ "$SEEDS" = 1 ] || ST=-seeds-$(echo $SEEDS | tr ' ' '-')   # the done marks of p1, p2 and p3 name their seeds
-for e in p1 p2 p3 p4 hybrid; do case $e in p1|p2|p3) m=$e$ST ;; *) m=$e ;; esac; done_or_run "$m" "$e" || rc=1; done
+for e in p1 p2 p3 p4 p4t hybrid; do case $e in p1|p2|p3) m=$e$ST ;; *) m=$e ;; esac; done_or_run "$m" "$e" || rc=1; done
 SEEDS="$SEEDS" TARGET4=$TARGET4 python3 bench/ppasgd/summarize.py "$RES" "$TABLE.tmp" "${QUICK:+quick}" || rc=1
+python3 bench/phantom/summarize.py "$RES" "$TABLE.tmp" || rc=1   # adds P4-scaling-timing to the measurements
 for gp in plots/ppasgd-*.gp; do render_plot "$gp" || rc=1; done
 table_print
 exit $rc

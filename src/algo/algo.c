@@ -127,6 +127,17 @@ int algo_train(const train_cfg_t *c) {
     int N = 0, G = 0;
     if (!cf.platform[0]) die_usage("train: --runtime sim needs --platform (e.g. cluster:nodes=2,gpus=4)");
     if (rt_sim_platform_shape(cf.platform, &N, &G) != 0) die_usage("train: bad --platform '%s'", cf.platform);
+    /* --device phantom (issue 47): from here on the process's default backend is the timing-only one
+     * (every replica, optimizer and workspace), and vectors, parameter set-up and payloads compute
+     * nothing (util/vec.h); set before run_setup, whose evaluation workspace is the default's too */
+    const kernels_t *tk = kernels_device_timing(&cf.device) ? kernels_timing_on(&cf.device, "--device") : NULL;
+    if (tk) {
+      pdl_numerics_off = 1;
+      if (!cf.quiet)
+        fprintf(stderr, "pdl: --device %s: timing only: no arithmetic, so no loss and no accuracy (the test and "
+                "train figures are null); evaluations are skipped at their usual points, and no divergence or "
+                "--target-err can stop the run: it runs its --steps/--epochs\n", cf.device.backend);
+    }
     job->G = G; job->nnodes = N;
     if (A->shape == ALGO_SERVER && N < 2)
       die_usage("train: --algo %s needs a server node and >= 1 worker node (platform of >= 2 nodes)", cf.algo);
@@ -134,6 +145,7 @@ int algo_train(const train_cfg_t *c) {
     job->r.simulated = 1; job->r.nranks = N;
     rt_sim_cfg_t sc; memset(&sc, 0, sizeof sc);
     sc.platform = cf.platform; sc.device_gflops = algo_device_rate(&cf, &job->r.net); sc.seed = cf.seed;
+    sc.timing_only = tk != NULL;
     install_stop_handlers();   /* (rt_sim keeps them across SimGrid's own set-up) */
     int rc = rt_sim_run(&sc, N, A->node, job);
     run_free(&job->r);

@@ -95,6 +95,7 @@ double loop_time(const loop_t *L) {
 void loop_loss(loop_t *L, double loss_sum, long count) { L->loss_acc += loss_sum; L->loss_n += count; }
 
 int loop_diverged(loop_t *L, double loss, long step) {
+  if (pdl_numerics_off) return 0;   /* a timing-only run has no loss: nothing stops it but its length */
   if (isfinite(loss) && loss <= L->r->cfg.diverge_loss) return 0;
   if (L->sched == LOOP_LOCAL) { L->local.diverged = 1; return 1; }   /* this node's own: it goes on */
   if (L->sched != LOOP_CLOCK) L->updates = step + 1;
@@ -121,15 +122,31 @@ static void bn_sync(loop_t *L) {
   if (L->dk) ws_state_copy(&L->dws, L->bn_src);
 }
 
+
+/* A timing-only run's lines (--device phantom, issue 47): no numbers but times and counts, and they
+ * say so. */
+static void timing_json(json_t *x, const train_cfg_t *c) {
+  if (!pdl_numerics_off) return;
+  json_bool(x, "numerics", 0);
+  json_bool(x, "timing_only", 1);
+  json_str(x, "device", c->device.backend);
+}
+
+/* Evaluates w at the current progress (reporter only) and writes the eval line. A timing-only run
+ * evaluates nothing (test and train figures null) but writes the line at the same point, so that
+ * the schedule, and the eval lines' own figures (F_U, S_bar, ...), are those of a numerics run. */
 static void evaluate(loop_t *L, const float *w) {
   run_t *r = L->r;
-  bn_sync(L);
+  if (!pdl_numerics_off) bn_sync(L);
   double t = loop_time(L), t0 = now_s();
   r->updates = L->updates;
   r->epochs_done = epochs_of(L);
   json_t x; json_frag_begin(&x);
   double train_loss_at_w = NAN;
-  if (L->sched == LOOP_CLOCK) {   /* the point's own loss on the training set, as the EASGD paper plots the center */
+  if (pdl_numerics_off) {
+    r->train_loss = r->test_err = r->test_loss = NAN;
+    timing_json(&x, &r->cfg);
+  } else if (L->sched == LOOP_CLOCK) {   /* the point's own loss on the training set, as the EASGD paper plots the center */
     const dataset_t *tr = &r->data.train;
     int ntr = tr->n < r->data.test.n ? tr->n : r->data.test.n;
     double terr;
@@ -140,7 +157,9 @@ static void evaluate(loop_t *L, const float *w) {
   } else if (L->loss_n) r->train_loss = L->loss_acc / (double)L->loss_n;
   L->loss_acc = 0; L->loss_n = 0;
   if (L->eval_json) L->eval_json(&x, L, L->arg);
-  if (L->dk) {   /* w in the device's memory */
+  if (pdl_numerics_off) {
+    run_eval_write(r, t, json_frag(&x));
+  } else if (L->dk) {   /* w in the device's memory */
     net_evaluate_ws(&L->dws, w, L->dte.x, L->dte.y, L->dte.n, &r->test_err, &r->test_loss);
     run_eval_write(r, t, json_frag(&x));
   } else {
@@ -148,7 +167,8 @@ static void evaluate(loop_t *L, const float *w) {
   }
   L->job->eval_time += now_s() - t0;
   L->last_eval = L->updates;
-  if (L->sched == LOOP_CLOCK && run_check_diverged(r, train_loss_at_w, L->updates / clock_workers(L))) L->stop = 1;
+  if (L->sched == LOOP_CLOCK && !pdl_numerics_off && run_check_diverged(r, train_loss_at_w, L->updates / clock_workers(L)))
+    L->stop = 1;
   if (r->cfg.target_err > 0 && r->test_err <= r->cfg.target_err) L->job->reached = 1;
 }
 
@@ -171,6 +191,7 @@ static void local_line(loop_t *L, const float *ev, long m, long e) {
   json_num(&j, "time_s", tm / K); json_num(&j, "time_max_s", tmax);
   json_num(&j, "test_err", r->test_err); json_num(&j, "test_loss", r->test_loss);
   json_num_array(&j, "test_err_nodes", errs, K, 5);
+  timing_json(&j, c);
   results_write(&r->res, json_end(&j));
   if (!c->quiet) fprintf(stderr, "%s: step %ld  time %.4g s  mean test_err %.4f\n", c->algo, r->updates, tm / K, r->test_err);
   xfree(errs);
@@ -204,9 +225,11 @@ static void local_agree(loop_t *L, const float *rec) {
 
 static void local_evaluate(loop_t *L, const float *w) {
   run_t *r = L->r; const train_cfg_t *c = &r->cfg; const dataset_t *te = &r->data.test;
-  double err, loss;
-  bn_sync(L);
-  net_evaluate(&r->eval_ws, w, te->x, te->y, te->n, &err, &loss);
+  double err = NAN, loss = NAN;   /* a timing-only run: none */
+  if (!pdl_numerics_off) {
+    bn_sync(L);
+    net_evaluate(&r->eval_ws, w, te->x, te->y, te->n, &err, &loss);
+  }
   float rec[LOOP_LOCAL_F] = {(float)L->updates, (float)(L->time_base + L->rt->ops->now(L->rt)), (float)err, (float)loss};
   if (L->reporter && !c->quiet) progress("%s: node 0 step %ld/%ld  test_err %.4f", c->algo, L->updates, r->total_steps, err);
   L->last_eval = L->updates;
@@ -335,6 +358,7 @@ void loop_finish(loop_t *L, const float *w_eval, const float *w_final) {
     L->t_end = loop_time(L);
   }
   json_t x; json_frag_begin(&x);
+  timing_json(&x, c);
   if (L->summary_json) L->summary_json(&x, L, L->arg);
   if (L->rt->ops->simulated) {
     json_str(&x, "platform", c->platform);

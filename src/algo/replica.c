@@ -104,7 +104,21 @@ static int pool_ready(void) {
   return 1;
 }
 
+/* A timing-only backend (--device phantom; kernels_t.charged): no batch is drawn (there is no data
+ * to compute on), the passes compute nothing, and what their layers charged is the gradient's cost
+ * (with no cost model: the counted flops, the same as flops_train * b). Its loss is 0, which nothing
+ * reads as one (loop.c: no loss, no divergence in a timing-only run). */
+static double grad_timing(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
+  const kernels_t *k = rp->ws.k;
+  k->charged();   /* a new account: what this thread's earlier passes charged is not this gradient's */
+  net_forward(&rp->ws, params, rp->x, rp->y, rp->b, 1, NULL);
+  net_backward(&rp->ws, params, gacc, rp->y, rp->b, scale);
+  rt->ops->compute(rt, k->charged());
+  return 0.0;
+}
+
 double replica_grad(replica_t *rp, rt_t *rt, const float *params, float *gacc, float scale) {
+  if (rp->ws.k->charged) return grad_timing(rp, rt, params, gacc, scale);
   double flops = rp->net->flops_train * rp->b;
   if (rp->overlap && rt->ops->simulated) {
     gjob_t j = {rp, params, gacc, scale, 0, 0, NULL};

@@ -506,7 +506,12 @@ static int speed_main(int argc, char **argv, int calibrate) {
       kfac = !strcmp(v, "kfac"); i++;
     }
     else if (!strcmp(a, "--input")) { parse_input(v, &c, &h, &w); i++; }
-    else if (!strcmp(a, "--device")) { if (!v) die_usage("--device needs a value: %s", kernels_device_forms()); parse_device(a, v, &device); i++; }
+    else if (!strcmp(a, "--device")) {
+      if (!v) die_usage("--device needs a value: %s", kernels_device_forms());
+      parse_device(a, v, &device); i++;
+      if (kernels_device_timing(&device))   /* nothing to time: it computes nothing */
+        die_usage("%s --device %s: the timing-only backend computes nothing; it runs under pdl train --runtime sim only", argv[0], v);
+    }
     else if (calibrate && !strcmp(a, "--out")) {
       if (!v) die_usage("--out needs a value");
       output_flag("calibrate", &out_flag, &out, a, v); i++;

@@ -37,6 +37,16 @@ int cmd_train(int argc, char **argv) {
       die_usage("train: --device %s: --algo %s runs one gradient role per rank on its GPU: --grad-threads 1 (not %d)",
                 dv, c.algo, c.grad_threads);
   }
+  if (kernels_device_timing(&c.device)) {   /* --device phantom: the sim runtime's timing-only backend (issue 47) */
+    const char *dv = c.device.backend;
+    if (strcmp(c.runtime, "sim"))
+      die_usage("train: --device %s computes nothing: it charges the sim runtime's clock; add --runtime sim --platform ...",
+                dv);
+    if (c.checkpoint[0]) die_usage("train: --device %s: --checkpoint: a timing-only run has no state to save", dv);
+    if (c.target_err > 0) die_usage("train: --device %s: --target-err: a timing-only run has no test error", dv);
+    if (c.probe > 0) die_usage("train: --device %s: --probe measures parameters: a timing-only run has none", dv);
+  } else if (!strncmp(c.data, "shape:", 6))
+    die_usage("train: --data %s has no pixels: it is for --device phantom (timing only)", c.data);
   if (strcmp(c.coll, "mpi") && one)
     die_usage("train: --coll %s: --algo %s is sequential and makes no collective calls; --coll is for the distributed "
               "algorithms", c.coll, c.algo);

@@ -4,6 +4,7 @@
  * A new backend is one row of `backends` (and its own folder under kernels/). */
 #include "core/model.h"
 #include "kernels/cpu/cpu_layers.h"
+#include "kernels/phantom/phantom.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,10 @@ typedef struct {
   int (*devices)(char *why, size_t len);
   void (*fail_handler)(void (*handler)(const char *msg));
   const char *missing;  /* why this build lacks it */
+  int timing;           /* a timing-only backend (kernels_t.charged): opened only by a sim run (kernels_timing_on) */
 } backend_t;
+
+static const kernels_t *timing_default;   /* kernels_timing_on's: what kernels_for(NULL) hands out */
 
 static const kernels_t *cpu_open(int index, const char *suffix, const char *flag, char *desc, size_t len) {
   (void)index; (void)suffix; (void)flag;
@@ -39,13 +43,22 @@ static const kernels_t *cuda_open(int index, const char *suffix, const char *fla
 }
 #endif
 
+static const kernels_t *phantom_open(int index, const char *suffix, const char *flag, char *desc, size_t len) {
+  (void)index; (void)suffix;
+  if (!timing_default)
+    die_usage("%s phantom: the timing-only backend computes nothing; it runs under pdl train --runtime sim only", flag);
+  if (desc && len) snprintf(desc, len, "phantom: timing only, each layer's counted flops at the platform's device rate");
+  return &kernels_phantom;
+}
+
 static const backend_t backends[] = {
-  {"cpu", "cpu", "CPU", 1, 0, cpu_open, NULL, NULL, NULL},
+  {"cpu", "cpu", "CPU", 1, 0, cpu_open, NULL, NULL, NULL, 0},
 #ifdef PDL_HAVE_CUDA
-  {"cuda", "cuda[:N]", "CUDA", 0, 0, cuda_open, cuda_kernels_devices, cuda_kernels_fail_handler, NULL},
+  {"cuda", "cuda[:N]", "CUDA", 0, 0, cuda_open, cuda_kernels_devices, cuda_kernels_fail_handler, NULL, 0},
 #else
-  {"cuda", "cuda[:N]", "CUDA", 0, 0, NULL, NULL, NULL, "this pdl was built without CUDA (no nvcc when it was built)"},
+  {"cuda", "cuda[:N]", "CUDA", 0, 0, NULL, NULL, NULL, "this pdl was built without CUDA (no nvcc when it was built)", 0},
 #endif
+  {"phantom", "phantom", "phantom", 1, 0, phantom_open, NULL, NULL, NULL, 1},
 };
 enum { NBACKENDS = (int)(sizeof backends / sizeof backends[0]) };
 
@@ -109,7 +122,20 @@ int kernels_device_index(const device_spec_t *d, int local_rank, const char *fla
   return (local_rank > 0 ? local_rank : 0) % nd;
 }
 
+int kernels_device_timing(const device_spec_t *d) { return must_find(d)->timing; }
+
+const kernels_t *kernels_timing_on(const device_spec_t *d, const char *flag) {
+  const backend_t *b = must_find(d);
+  if (!b->timing) die("internal: kernels_timing_on: %s is not a timing-only backend", b->name);
+  static const kernels_t dummy;   /* lets the backend's open through */
+  if (!timing_default) timing_default = &dummy;
+  char desc[512];
+  timing_default = b->open(-1, d->suffix, flag ? flag : "--device", desc, sizeof desc);
+  return timing_default;
+}
+
 const kernels_t *kernels_for(const device_spec_t *d, int index, const char *flag, char *desc, size_t len) {
+  if (!d && timing_default) return timing_default;   /* a timing-only run: nothing computes */
   const backend_t *b = must_find(d);
   if (!flag) flag = "--device";
   if (!b->open) {

@@ -540,9 +540,46 @@ static void load_synthetic(data_t *d, const char *opts, aug_t *aug) {
   }
 }
 
+/* ---- shape: images of a size, no pixels (issue 47) --------------------------------------------
+ * For --device phantom, which computes nothing and draws no batch: the net's input shape and class
+ * count (the paper's ImageNet-1000 at 224 x 224 without a byte of ImageNet), and a train-set size
+ * that sets the epoch. The images are zeros that are never written (calloc: no memory is touched),
+ * the labels i mod classes. pdl train refuses it on any other device. */
+static void load_shape(data_t *d, const char *opts) {
+  long n = 1024, ntest = 16, c = 3, h = 224, w = 224, classes = 1000;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", opts);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(item, '=');
+    if (!eq) die_usage("shape data set: '%s' is not key=value (keys: n, ntest, c, h, w, classes)", item);
+    *eq = 0;
+    const char *key = item, *val = eq + 1;
+    if (!strcmp(key, "n")) n = syn_value(key, val, 1, MAX_EXAMPLES);
+    else if (!strcmp(key, "ntest")) ntest = syn_value(key, val, 1, MAX_EXAMPLES);
+    else if (!strcmp(key, "c")) c = syn_value(key, val, 1, 3);
+    else if (!strcmp(key, "h")) h = syn_value(key, val, 1, 1024);
+    else if (!strcmp(key, "w")) w = syn_value(key, val, 1, 1024);
+    else if (!strcmp(key, "classes")) classes = syn_value(key, val, 2, 100000);
+    else die_usage("shape data set: unknown key '%s' (keys: n, ntest, c, h, w, classes)", key);
+  }
+  if ((double)(n + ntest) * (double)(c * h * w) > (double)(1L << 30))   /* (address space only, but calloc may refuse it) */
+    die_usage("shape data set: n=%ld + ntest=%ld images of %ldx%ldx%ld is over 2^30 floats", n, ntest, c, h, w);
+  snprintf(d->name, sizeof d->name, "shape");
+  dataset_t *sets[2] = {&d->train, &d->test};
+  long counts[2] = {n, ntest};
+  for (int s = 0; s < 2; s++) {
+    dataset_t *ds = sets[s];
+    ds->n = (int)counts[s]; ds->c = (int)c; ds->h = (int)h; ds->w = (int)w; ds->classes = (int)classes;
+    ds->x = xcalloc((size_t)ds->n * (size_t)(c * h * w), sizeof(float));
+    ds->y = xmalloc(sizeof(int) * (size_t)ds->n);
+    for (int i = 0; i < ds->n; i++) ds->y[i] = (int)(i % classes);
+  }
+}
+
 /* ---- spec dispatch ------------------------------------------------------------------------- */
 
-#define SPEC_FORMS "fashion-mnist[:DIR], cifar10:DIR, cifar100:DIR, imagenet32:DIR, imagenet64:DIR, imagenet:DIR or synthetic[:k=v,...]"
+#define SPEC_FORMS "fashion-mnist[:DIR], cifar10:DIR, cifar100:DIR, imagenet32:DIR, imagenet64:DIR, imagenet:DIR, synthetic[:k=v,...] or shape:k=v,... (no pixels: --device phantom)"
 
 /* "DIR[,k=v...]" after a file-backed spec's "NAME:": dir gets DIR, o the options. `allowed`: the
  * keys this loader takes besides aug (e.g. "size classes"). */
@@ -614,6 +651,7 @@ void data_load(data_t *d, const char *spec) {
     data_load_imagenet_jpeg(d, dir, &o);
   } else if (!strcmp(spec, "synthetic")) load_synthetic(d, "", &o.aug);
   else if (!strncmp(spec, "synthetic:", 10)) load_synthetic(d, spec + 10, &o.aug);
+  else if (!strncmp(spec, "shape:", 6)) load_shape(d, spec + 6);
   else die_usage("unknown data set spec '%s' (expected " SPEC_FORMS ")", spec);
   if (o.aug.on && d->train.c > 0) {
     if (o.aug.pad >= d->train.h || o.aug.pad >= d->train.w)

@@ -1,6 +1,7 @@
 /* run.c — configuration parsing, set-up, evaluation and summary shared by every training run (see
  * run.h; checkpoints are snap.c's files, which the node loop saves and loads). */
 #include "core/run.h"
+#include "util/vec.h"
 #include "util/env.h"
 #include "core/data_img.h"
 #include <stddef.h>
@@ -63,7 +64,7 @@ static const optdef_t
   od_steps = {"--steps", OD_LONG, 1, (double)(1L << 40), NULL, NULL, "K", "updates (overrides --epochs)", CFG(steps), 0, NULL},
   od_seed = {"--seed", OD_LONG, 0, 0, NULL, "1", "S", "seed for init, shuffling, dropout", CFG(seed), 0, set_seed},
   od_threads = {"--threads", OD_INT, 1, 1024, NULL, "cores / replicas", "T", "OpenMP threads per replica", CFG(threads), 0, NULL},
-  od_device = {"--device", OD_STR, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N]: train on CUDA device N (the sequential optimizers, the data sets and the evaluation on the device too; the distributed algorithms (their descriptors' .device) with --device cuda, each rank on a GPU of its host (its local rank modulo the host's GPUs; cuda:N puts every rank on N): ssgd, kfac and kfac-dist keep their parameters and optimizer state there, the others compute their gradients there and keep the rest on the host (a parameter server's state on its rank's host); kfac's factors and preconditioning by cuBLAS and its inversions by cuSOLVER there; conv by cuDNN or im2col + cuBLAS, the faster per shape; PDL_CUDA_CONV=cudnn|im2col forces one; the batches gathered on the device in chunks of up to 64 steps, PDL_TRAIN_RESIDENT=0 uploads each; the chunks replayed as CUDA graphs, PDL_TRAIN_GRAPH=0 runs them eagerly)", CFG(device), 0, set_device},
+  od_device = {"--device", OD_STR, 0, 0, NULL, "cpu", "D", "cpu | cuda[:N] | phantom: phantom (with --runtime sim only) computes nothing and charges the simulated clock what each layer would cost, for the papers' nets at full size (timing only: no loss or accuracy; docs/SIM.md); cuda: train on CUDA device N (the sequential optimizers, the data sets and the evaluation on the device too; the distributed algorithms (their descriptors' .device) with --device cuda, each rank on a GPU of its host (its local rank modulo the host's GPUs; cuda:N puts every rank on N): ssgd, kfac and kfac-dist keep their parameters and optimizer state there, the others compute their gradients there and keep the rest on the host (a parameter server's state on its rank's host); kfac's factors and preconditioning by cuBLAS and its inversions by cuSOLVER there; conv by cuDNN or im2col + cuBLAS, the faster per shape; PDL_CUDA_CONV=cudnn|im2col forces one; the batches gathered on the device in chunks of up to 64 steps, PDL_TRAIN_RESIDENT=0 uploads each; the chunks replayed as CUDA graphs, PDL_TRAIN_GRAPH=0 runs them eagerly)", CFG(device), 0, set_device},
   od_eval_every = {"--eval-every", OD_LONG, 0, (double)(1L << 40), NULL, "each epoch", "N", "also evaluate every N updates", CFG(eval_every), 0, NULL},
   od_train_subset = {"--train-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N training examples", CFG(train_subset), 0, NULL},
   od_test_subset = {"--test-subset", OD_INT, 1, 1 << 30, NULL, NULL, "N", "use only the first N test examples", CFG(test_subset), 0, NULL},
@@ -215,7 +216,8 @@ void run_setup(run_t *r, const train_cfg_t *c, int examples_per_update) {
     data_load_first(&r->data, c->data, (int)c->train_subset, (int)c->test_subset);
   const dataset_t *tr = &r->data.train;
   net_build(&r->net, c->net, tr->c, tr->h, tr->w);
-  net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
+  if (!pdl_numerics_off)   /* (a timing-only run allocates no such memory: docs/SIM.md, the phantom backend) */
+    net_check_memory(&r->net, examples_per_update > c->batch ? examples_per_update : c->batch);
   /* every output can be written, checked before the first step (not at the first save, an epoch later) */
   if (c->checkpoint[0]) outfile_probe(c->checkpoint, "checkpoint");
   { const char *dp = env_get("PDL_DUMP_PARAMS"); if (dp && *dp) outfile_probe(dp, "PDL_DUMP_PARAMS file"); }

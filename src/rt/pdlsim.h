@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include "rt/rt.h"
 
-#define PDL_SIM_ABI 1
+#define PDL_SIM_ABI 2   /* 2: rt_sim_cfg_t.timing_only */
 #define PDL_SIM_EBADSPEC 2
 #define PDL_SIM_EFAIL 1
 

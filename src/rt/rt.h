@@ -84,6 +84,9 @@ typedef struct {
   const char *platform;    /* sim platform spec (see src/sim/platform.c) */
   double device_gflops;    /* device rate for platforms that take it (0: platform default) */
   unsigned long seed;
+  int timing_only;         /* 1: no numerics (--device phantom): messages take the time of their
+                              full size but carry only their last 64 KiB (where node programs keep
+                              their control floats), and collectives add and copy only those */
   char platform_desc[512]; /* out: what was simulated (hosts, rates, links), for results */
 } rt_sim_cfg_t;
 

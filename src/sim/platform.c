@@ -263,12 +263,48 @@ static int file_shape(const char *path, int *nnodes, int *ndev, char *err, size_
   return 0;
 }
 
+/* Named platforms (issue 47): the papers' clusters, as a generated kind with keys fixed in front of the
+ * user's (which may override any of them: a later key wins) and device and CPU defaults that are
+ * not "given in the spec" (so calibration or a phantom cost model still sets the device rate).
+ * Sources (docs/SIM.md, "Named platforms"):
+ *   tsubame-kfc  TSUBAME-KFC/DL, PP-ASGD's ImageNet runs (the paper's footnote 4: 2 Xeon E5-2620 v2 and
+ *                4 K80 = 8 GPUs per node, FDR InfiniBand): cluster:'s own defaults, 8 dies per node.
+ *   tsubame3     TSUBAME3.0, the K-FAC paper's (its Table 1: 2 Xeon E5-2680 v4 of 14 cores at 2.4 GHz,
+ *                4 P100 (SXM2), 4 Omni-Path HFI 100 Gb/s): 400 Gb/s per node, 0.5 us per link
+ *                (~1 us MPI latency node to node); 28 cores x 38.4 GFLOP/s (2.4 GHz x 32 SP flop/cycle
+ *                AVX2 FMA, half of it, as cluster:'s CPU); memory 61.4 GB/s (2 x 4 channels DDR4-2400
+ *                = 153.6 GB/s peak, 40% as cluster:'s); device 3638 GFLOP/s = 10.6 TFLOP/s (P100 SXM2
+ *                datasheet) x 1500/4370, the share of peak cluster:'s K80 default assumes.
+ *   gossip8      the gossip paper's 8 nodes (its Sec. 5: narrow nodes 1.0 Gb/s, wide 10 Gb/s, delay
+ *                5.0 ms on every node; Fig. 1a: node IDs below 6 wide): links:k=8 with 6 wide nodes
+ *                first, lat 5 ms per node link; its Table 1 (Xeon E5-2698 v4: 20 cores at 2.2 GHz,
+ *                P100-PCIE-16GB): 20 cores x 35.2 GFLOP/s, memory 30.7 GB/s (4 channels DDR4-2400,
+ *                40%), device 3192 GFLOP/s = 9.3 TFLOP/s (P100 PCIe datasheet) x 1500/4370. */
+typedef struct { const char *name, *expand; double dev_gflops, cpu_gflops, membw_gbps; int cores; } named_t;
+static const named_t NAMED[] = {
+  {"tsubame-kfc", "cluster:gpus=8", K80_DIE_GFLOPS, E5_2620V2_CORE_GFLOPS, KFC_MEMBW_GBPS, E5_2620V2_CORES},
+  {"tsubame3", "cluster:gpus=4,ib=400,lat=0.5", 10600.0 * K80_DIE_GFLOPS / 4370.0, 38.4, 61.4, 28},
+  {"gossip8", "links:k=8,bw=10Gbps*6+1Gbps*2,lat=5ms", 9300.0 * K80_DIE_GFLOPS / 4370.0, 35.2, 30.7, 20},
+};
+
 int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *p, char *err,
                size_t errlen) {
   memset(p, 0, sizeof *p);
   if (!spec || !*spec)
     return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC,
-                  "empty sim platform (want cluster:..., links:..., machine:... or file:PATH)");
+                  "empty sim platform (want cluster:..., links:..., machine:..., file:PATH, or a named one: "
+                  "tsubame-kfc:, tsubame3:, gossip8:)");
+  const named_t *named = NULL;
+  char expanded[1200];
+  for (size_t i = 0; i < sizeof NAMED / sizeof NAMED[0]; i++) {
+    size_t nl = strlen(NAMED[i].name);
+    if (strncmp(spec, NAMED[i].name, nl) || (spec[nl] && spec[nl] != ':')) continue;
+    const char *user = spec[nl] ? spec + nl + 1 : "";
+    if ((size_t)snprintf(expanded, sizeof expanded, "%s%s%s", NAMED[i].expand, *user ? "," : "", user) >= sizeof expanded)
+      return pdlsim_seterr(err, errlen, PDL_SIM_EBADSPEC, "%s: spec too long", NAMED[i].name);
+    named = &NAMED[i];
+    spec = expanded;
+  }
   const char *colon = strchr(spec, ':');
   size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
   const char *rest = colon ? colon + 1 : "";
@@ -294,6 +330,10 @@ int plat_parse(const char *spec, int nnodes_hint, double device_gflops, plat_t *
     return 0;
   }
   set_defaults(p);
+  if (named) {
+    p->dev_flops = named->dev_gflops * 1e9; p->cpu_flops = named->cpu_gflops * 1e9;
+    p->membw = named->membw_gbps * 1e9; p->cpu_cores = named->cores;
+  }
   double ib_bw = FDR_IB_GBITS * 1e9 / 8;
   const char *bwlist = NULL, *ratelist = NULL; size_t bwlen = 0, ratelen = 0;
   const char *s = rest;

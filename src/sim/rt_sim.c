@@ -36,6 +36,9 @@
 #include <unistd.h>
 
 #define MAX_TAG 1024
+/* A timing-only run's messages carry their last CUT_BYTES only: where every node program keeps what
+ * is not parameters (control floats, a table, a count: algo.h's CTL_F floats ride at the end). */
+#define CUT_BYTES ((size_t)64 * 1024)
 
 typedef struct role {
   rt_t rt;
@@ -46,10 +49,11 @@ typedef struct role {
   struct role *next;          /* all roles of the run */
 } role_t;
 
-/* A message: header + payload bytes (the simulated size is bytes, the header is free). */
+/* A message: header + payload (the simulated size is bytes, the header is free). The payload is
+ * bytes [off, off + kept) of what was sent: all of it, unless the run is timing-only (cut). */
 typedef struct msg {
   int src, tag;
-  size_t bytes;
+  size_t bytes, off, kept;
   struct msg *next;           /* stash link */
   unsigned char data[];
 } msg_t;
@@ -67,6 +71,7 @@ static struct {
   int desc_file;              /* file: platform, described after its first run */
   char file[1024];
   int nnodes, ndev;
+  int cut;                    /* timing-only run: payloads cut to their last CUT_BYTES */
   node_t *nodes;              /* [nnodes] */
   role_t *roles;
   int mains_done, threads_started, threads_done, nthreads_named;
@@ -159,13 +164,17 @@ static void s_mutex_free(rt_t *rt, void *m) { (void)rt; if (m) sg_mutex_destroy(
 static void s_yield(rt_t *rt) { (void)rt; sg_actor_yield(); }
 
 /* ---- messages ---------------------------------------------------------------------------------- */
-static msg_t *msg_new(int src, int tag, const void *buf, size_t bytes) {
-  msg_t *m = malloc(sizeof *m + bytes);
-  if (!m) simc_fatal("out of memory for a %zu-byte message", bytes);
-  m->src = src; m->tag = tag; m->bytes = bytes; m->next = NULL;
-  if (bytes) memcpy(m->data, buf, bytes);
+/* A message of `bytes` whose payload is bytes [off, off + kept) of buf. */
+static msg_t *msg_new(int src, int tag, const void *buf, size_t bytes, size_t off, size_t kept) {
+  msg_t *m = malloc(sizeof *m + kept);
+  if (!m) simc_fatal("out of memory for a %zu-byte message", kept);
+  m->src = src; m->tag = tag; m->bytes = bytes; m->off = off; m->kept = kept; m->next = NULL;
+  if (kept) memcpy(m->data, (const unsigned char *)buf + off, kept);
   return m;
 }
+/* What of a message of `bytes` travels: all of it, or its last CUT_BYTES in a timing-only run. */
+static size_t cut_off(size_t bytes) { return G.cut && bytes > CUT_BYTES ? bytes - CUT_BYTES : 0; }
+size_t simc_cut_floats(void) { return G.cut ? CUT_BYTES / sizeof(float) : 0; }
 
 static void check_node(const rt_t *rt, int peer, const char *what) {
   if (peer < 0 || peer >= G.nnodes) simc_fatal("%s: node %d out of range 0..%d", what, peer, G.nnodes - 1);
@@ -183,7 +192,8 @@ static sg_mailbox_t p2p_box(int dst, int tag) {
 
 static void s_send(rt_t *rt, int dst, const void *buf, size_t bytes, int tag) {
   check_node(rt, dst, "send"); check_tag(tag, "send");
-  msg_t *m = msg_new(rt->node, tag, buf, bytes);
+  const size_t off = cut_off(bytes);
+  msg_t *m = msg_new(rt->node, tag, buf, bytes, off, bytes - off);
   sg_mailbox_put(p2p_box(dst, tag), m, (long)bytes);
 }
 
@@ -191,7 +201,7 @@ static void deliver(msg_t *m, void *buf, size_t bytes, int node, const char *wha
   if (m->bytes != bytes)
     simc_fatal("%s: node %d expected %zu bytes from node %d (tag %d) but %zu were sent", what, node, bytes,
                m->src, m->tag, m->bytes);
-  if (bytes) memcpy(buf, m->data, bytes);
+  if (m->kept) memcpy((unsigned char *)buf + m->off, m->data, m->kept);
   free(m);
 }
 
@@ -243,11 +253,12 @@ static sg_mailbox_t coll_box(int src, int dst) {
   return sg_mailbox_by_name(name);
 }
 
-void *simc_isend(rt_t *rt, int dst, const void *buf, size_t bytes) {
+void *simc_isend_part(rt_t *rt, int dst, const void *buf, size_t bytes, size_t off, size_t kept) {
   check_node(rt, dst, "collective send");
-  msg_t *m = msg_new(rt->node, -1, buf, bytes);
+  msg_t *m = msg_new(rt->node, -1, buf, bytes, off, kept);
   return sg_mailbox_put_async(coll_box(rt->node, dst), m, (long)bytes);
 }
+void *simc_isend(rt_t *rt, int dst, const void *buf, size_t bytes) { return simc_isend_part(rt, dst, buf, bytes, 0, bytes); }
 
 void simc_send_wait(void *handle) {
   if (sg_comm_wait(handle) != SG_OK) simc_fatal("collective send failed");
@@ -265,8 +276,9 @@ void simc_recv_add(rt_t *rt, int src, float *acc, size_t n) {
   if (m->bytes != n * sizeof(float))
     simc_fatal("collective recv: node %d expected %zu bytes from node %d but %zu were sent", rt->node,
                n * sizeof(float), src, m->bytes);
-  const float *x = (const float *)m->data;
-  for (size_t i = 0; i < n; i++) acc[i] += x[i];
+  const float *x = (const float *)m->data;   /* the floats [off, off + kept) of the n */
+  float *a = acc + m->off / sizeof(float);
+  for (size_t i = 0, k = m->kept / sizeof(float); i < k; i++) a[i] += x[i];
   free(m);
 }
 
@@ -500,6 +512,7 @@ int pdl_sim_run(rt_sim_cfg_t *cfg, int nnodes_hint, rt_fn node_main, void *arg, 
   plat_free(&p);
 
   G.active = 1;
+  G.cut = cfg->timing_only != 0;
   G.roles = NULL;
   G.mains_done = G.threads_started = G.threads_done = G.nthreads_named = 0;
   G.t0 = simgrid_get_clock();

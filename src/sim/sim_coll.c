@@ -18,10 +18,34 @@
 
 #define SMALL_BYTES (32 * 1024)
 
-static float *fdup(const float *x, size_t n) {
+/* A timing-only run (simc_cut_floats() > 0) moves and adds only the last T floats of a buffer (win.lo
+ * = n - T) or, per_block, of each block (allgatherv, reduce_scatterv: kfac-dist's control floats end
+ * each node's block); the network still charges every chunk's full size. Numerics on: everything. */
+typedef struct { size_t lo; int per_block; } win_t;
+static win_t win_tail(size_t n) { size_t T = simc_cut_floats(); win_t w = {T && n > T ? n - T : 0, 0}; return w; }
+static const win_t WIN_BLOCKS = {0, 1};
+/* The part of chunk [off, off + cnt) that moves, as floats [*lo, *hi). */
+static void chunk_part(win_t w, size_t off, size_t cnt, size_t *lo, size_t *hi) {
+  const size_t T = simc_cut_floats();
+  *hi = off + cnt;
+  *lo = !T ? off : w.per_block ? (cnt > T ? off + cnt - T : off) : (w.lo > off ? w.lo : off);
+  if (*lo > *hi) *lo = *hi;
+}
+static void *isend_chunk(rt_t *rt, int dst, float *buf, size_t off, size_t cnt, win_t w) {
+  size_t lo, hi;
+  chunk_part(w, off, cnt, &lo, &hi);
+  return simc_isend_part(rt, dst, buf + off, cnt * sizeof(float), (lo - off) * sizeof(float), (hi - lo) * sizeof(float));
+}
+/* A copy of the n floats of x (the parts that move, in a timing-only run; the rest is not read). */
+static float *fdup(const float *x, size_t n, const size_t *off, const size_t *cnt, int N, win_t w) {
   float *y = malloc(n ? n * sizeof(float) : 1);
   if (!y) simc_fatal("out of memory for a %zu-float collective buffer", n);
-  if (n) memcpy(y, x, n * sizeof(float));
+  if (!simc_cut_floats()) { if (n) memcpy(y, x, n * sizeof(float)); return y; }
+  for (int i = 0; i < (off ? N : 1); i++) {
+    size_t lo, hi;
+    chunk_part(w, off ? off[i] : 0, off ? cnt[i] : n, &lo, &hi);
+    if (hi > lo) memcpy(y + lo, x + lo, (hi - lo) * sizeof(float));
+  }
   return y;
 }
 
@@ -45,22 +69,22 @@ static int md(int a, int N) { return ((a % N) + N) % N; }
 
 /* Ring reduce-scatter on buf (chunks off/cnt): afterwards node r holds the full sum of chunk
  * (r + shift) mod N, shift = 1 for allreduce's layout, 0 for reduce_scatterv's. */
-static void ring_reduce_scatter(rt_t *rt, float *buf, const size_t *off, const size_t *cnt, int shift) {
+static void ring_reduce_scatter(rt_t *rt, float *buf, const size_t *off, const size_t *cnt, int shift, win_t w) {
   int N = rt->nnodes, r = rt->node, right = md(r + 1, N), left = md(r - 1, N);
   for (int k = 0; k < N - 1; k++) {
     int s = md(r - k - 1 + shift, N), g = md(r - k - 2 + shift, N);
-    void *h = simc_isend(rt, right, buf + off[s], cnt[s] * sizeof(float));
+    void *h = isend_chunk(rt, right, buf, off[s], cnt[s], w);
     simc_recv_add(rt, left, buf + off[g], cnt[g]);
     simc_send_wait(h);
   }
 }
 
 /* Ring allgather: node r starts owning chunk (r + shift) mod N, ends with all chunks. */
-static void ring_allgather(rt_t *rt, float *buf, const size_t *off, const size_t *cnt, int shift) {
+static void ring_allgather(rt_t *rt, float *buf, const size_t *off, const size_t *cnt, int shift, win_t w) {
   int N = rt->nnodes, r = rt->node, right = md(r + 1, N), left = md(r - 1, N);
   for (int k = 0; k < N - 1; k++) {
     int s = md(r - k + shift, N), g = md(r - k - 1 + shift, N);
-    void *h = simc_isend(rt, right, buf + off[s], cnt[s] * sizeof(float));
+    void *h = isend_chunk(rt, right, buf, off[s], cnt[s], w);
     simc_recv(rt, left, buf + off[g], cnt[g] * sizeof(float));
     simc_send_wait(h);
   }
@@ -106,8 +130,8 @@ void simc_allreduce(rt_t *rt, float *buf, size_t n) {
     return;
   }
   size_t *cnt = ring_counts(n, N), *off = offsets_of(cnt, N, NULL);
-  ring_reduce_scatter(rt, buf, off, cnt, 1);
-  ring_allgather(rt, buf, off, cnt, 1);
+  ring_reduce_scatter(rt, buf, off, cnt, 1, win_tail(n));
+  ring_allgather(rt, buf, off, cnt, 1, win_tail(n));
   free(cnt); free(off);
 }
 
@@ -115,15 +139,15 @@ void simc_reduce(rt_t *rt, float *buf, size_t n, int root) {
   check_root(rt, root, "reduce");
   int N = rt->nnodes, r = rt->node;
   if (N == 1 || n == 0) return;
-  float *acc = r == root ? buf : fdup(buf, n);
+  float *acc = r == root ? buf : fdup(buf, n, NULL, NULL, 1, win_tail(n));
   if (is_small(n, N)) {
     binomial_reduce(rt, acc, n, root);
   } else {
     size_t *cnt = ring_counts(n, N), *off = offsets_of(cnt, N, NULL);
-    ring_reduce_scatter(rt, acc, off, cnt, 1);
+    ring_reduce_scatter(rt, acc, off, cnt, 1, win_tail(n));
     int mine = md(r + 1, N);
     if (r != root) {
-      void *h = simc_isend(rt, root, acc + off[mine], cnt[mine] * sizeof(float));
+      void *h = isend_chunk(rt, root, acc, off[mine], cnt[mine], win_tail(n));
       simc_send_wait(h);
     } else {
       void **hs = malloc(sizeof(void *) * (size_t)N), **ms = malloc(sizeof(void *) * (size_t)N);
@@ -153,22 +177,24 @@ void simc_bcast(rt_t *rt, float *buf, size_t n, int root) {
     void **hs = malloc(sizeof(void *) * (size_t)N);
     if (!hs) simc_fatal("out of memory");
     for (int i = 0; i < N; i++)
-      if (i != root) hs[i] = simc_isend(rt, i, buf + off[i], cnt[i] * sizeof(float));
+      if (i != root) hs[i] = isend_chunk(rt, i, buf, off[i], cnt[i], win_tail(n));
     for (int i = 0; i < N; i++)
       if (i != root) simc_send_wait(hs[i]);
     free(hs);
   } else {
     simc_recv(rt, root, buf + off[r], cnt[r] * sizeof(float));
   }
-  ring_allgather(rt, buf, off, cnt, 0);
+  ring_allgather(rt, buf, off, cnt, 0, win_tail(n));
   free(cnt); free(off);
 }
 
 void simc_allgatherv(rt_t *rt, const float *mine, float *all, const size_t *counts) {
   int N = rt->nnodes, r = rt->node;
   size_t *off = offsets_of(counts, N, NULL);
-  if (all + off[r] != mine && counts[r]) memmove(all + off[r], mine, counts[r] * sizeof(float));
-  if (N > 1) ring_allgather(rt, all, off, counts, 0);
+  size_t lo, hi;   /* (lo relative to the block, for mine) */
+  chunk_part(WIN_BLOCKS, 0, counts[r], &lo, &hi);
+  if (all + off[r] != mine && hi > lo) memmove(all + off[r] + lo, mine + lo, (hi - lo) * sizeof(float));
+  if (N > 1) ring_allgather(rt, all, off, counts, 0, WIN_BLOCKS);
   free(off);
 }
 
@@ -176,14 +202,16 @@ void simc_reduce_scatterv(rt_t *rt, const float *buf, float *mine, const size_t 
   int N = rt->nnodes, r = rt->node;
   size_t total;
   size_t *off = offsets_of(counts, N, &total);
+  size_t lo, hi;   /* this node's block: what moves of it (relative to the block) */
+  chunk_part(WIN_BLOCKS, 0, counts[r], &lo, &hi);
   if (N == 1) {
-    if (counts[0] && mine != buf) memmove(mine, buf, counts[0] * sizeof(float));
+    if (hi > lo && mine != buf) memmove(mine + lo, buf + lo, (hi - lo) * sizeof(float));
     free(off);
     return;
   }
-  float *acc = fdup(buf, total);
-  ring_reduce_scatter(rt, acc, off, counts, 0);
-  if (counts[r]) memcpy(mine, acc + off[r], counts[r] * sizeof(float));
+  float *acc = fdup(buf, total, off, counts, N, WIN_BLOCKS);
+  ring_reduce_scatter(rt, acc, off, counts, 0, WIN_BLOCKS);
+  if (hi > lo) memcpy(mine + lo, acc + off[r] + lo, (hi - lo) * sizeof(float));
   free(acc); free(off);
 }
 

@@ -51,6 +51,12 @@ void simc_barrier(rt_t *rt);
 /* Point-to-point on the collective channel (rt_sim.c): ordered per (src, dst) pair, separate
  * from the user send/recv channel. isend copies buf and returns a handle for simc_send_wait. */
 void *simc_isend(rt_t *rt, int dst, const void *buf, size_t bytes);
+/* isend of `bytes` (the time the network charges) whose payload is only bytes [off, off + kept) of
+ * buf: the receiver's recv / recv_add / irecv_finish write only those (a timing-only run's cut). */
+void *simc_isend_part(rt_t *rt, int dst, const void *buf, size_t bytes, size_t off, size_t kept);
+/* Floats at the end of a buffer (or of each block of an allgatherv / reduce_scatterv) that a
+ * timing-only run's collectives move and add; 0: all of them (numerics on). */
+size_t simc_cut_floats(void);
 void simc_send_wait(void *handle);
 void simc_recv(rt_t *rt, int src, void *buf, size_t bytes);
 /* Receives n floats from src and adds them: acc[i] += incoming[i]. */
