@@ -180,8 +180,8 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, H->p, c->with_replacement, (uint64_t)(me - 1));
   rep.overlap = 1;   /* sim: gradients on the helper pool; nothing writes W or g meanwhile */
-  const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, W on the host */
-  if (dk) replica_on(&rep, dk);
+  loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, W on the host */
+  loop_device_replica(&L, &rep);
   opt_kind_t k; optim_parse(c->worker_opt, &k);
   optim_t o; optim_init(&o, k, n, c->momentum, c->wd);
   ps_client_t pc; ps_client_init(&pc, rt, n);
