@@ -189,8 +189,13 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
   ps_req_t q; memset(&q, 0, sizeof q);
   loop_state_optim(&L, "optimizer", &o);
   loop_state_replica(&L, "worker", &rep);
-  long t = loop_resume(&L) ? L.updates : 0, K = r->total_steps;   /* L.updates: this worker's clock */
-  int stop = t < K ? ps_pull(&pc, &q) : 0, stopped = 0;    /* W = Pull() */
+  /* ADAG-AGN's next window starts at the center pulled for the last one (Alg. 3), not at one that
+   * holds its commit: that center is saved, and a resumed worker starts there without a pull */
+  const int window_saved = H->variant == H_ADAG_AGN;
+  if (window_saved) loop_state(&L, "window_center", pc.reply, n * sizeof(float));
+  const int resumed = loop_resume(&L);
+  long t = resumed ? L.updates : 0, K = r->total_steps;   /* L.updates: this worker's clock */
+  int stop = t < K && !(resumed && window_saved) ? ps_pull(&pc, &q) : 0, stopped = 0;    /* W = Pull() */
   float ginv = 1.0f / H->gamma;
   while (!stop && t < K) {
     watchdog_context("%s worker %d: step %ld of %ld", c->algo, me, t, K);
