@@ -25,7 +25,7 @@
 # --resume to epoch 2 = the uninterrupted device run, bit for bit (a server and workers at 2 ranks,
 # one node and peers in one process: gossip then makes no exchange, ssgd and kfac-dist sum over one
 # node; their 2-rank resumes are t_cuda_emu_pdl.sh's).
-# pdl-test: cpu=40 mpi
+# pdl-test: cpu=45 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
