@@ -8,8 +8,7 @@
 # ppasgd and asgd-dist (src/algo/ppasgd.c):
 #   - --staleness emulate:S (one process, deterministic): ppasgd (S = 2) and asgd-dist (S = 1) on
 #     the device against the CPU run: the same number of evaluations, and final parameters within
-#     2e-2 of the distance they moved (t_cuda_emu_pdl's bound: the summation orders differ); a
-#     checkpoint after epoch 1 and --resume on the device = the uninterrupted device run, bit for bit;
+#     2e-2 of the distance they moved (t_cuda_emu_pdl's bound: the summation orders differ);
 #   - the real runtime at 2 ranks (asynchronous: not reproducible run to run, so no bit-for-bit
 #     pair): ppasgd --coll nccl and asgd-dist --coll mpi on the devices train (a summary line with
 #     a finite loss, each rank naming its device), and a signal-free --checkpoint + --resume of
@@ -18,11 +17,15 @@
 # only with 2 GPUs).
 # The others, each against its CPU run (final parameters within 2e-2 of the distance moved):
 #   - the seq-* comparators (one node, deterministic);
-#   - the EASGD and parameter-server families at 2 ranks (a server and one worker: deterministic),
-#     and for easgd, easgd-sync and agn a checkpoint after epoch 1 + --resume = uninterrupted;
+#   - the EASGD and parameter-server families at 2 ranks (a server and one worker: deterministic);
 #   - the four gossip variants at 2 ranks (asynchronous pulls: not reproducible even on the CPU, so
 #     they train, name the device and end with a finite test loss).
-# pdl-test: cpu=40 mpi
+# Then every algorithm that `pdl train --help` lists (the list and each one's roles read there, so a
+# new algorithm is checked without an edit here): on the device, a checkpoint after epoch 1 and
+# --resume to epoch 2 = the uninterrupted device run, bit for bit (a server and workers at 2 ranks,
+# one node and peers in one process: gossip then makes no exchange, ssgd and kfac-dist sum over one
+# node; their 2-rank resumes are t_cuda_emu_pdl.sh's).
+# pdl-test: cpu=45 mpi
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 BUILD=${BUILD:-build}
@@ -54,10 +57,6 @@ for as in ppasgd:2 asgd-dist:1; do
      && ! grep -q '"gpu":"' "$T/c$a.jsonl"; then
     ok "$a --staleness emulate:$S --device cuda (emulated): $ne_g evaluations, parameters apart $r of the distance moved from the CPU's (<= 2e-2)"
   else notok "$a emulate:$S device vs CPU" "apart $r, evaluations $ne_g vs $ne_c"; fi
-  "$EMU" train --device cuda "${C[@]}" "${E[@]}" --epochs 1 --checkpoint "$T/ck$a" > /dev/null 2>&1
-  PDL_DUMP_PARAMS="$T/r$a" "$EMU" train --device cuda "${C[@]}" "${E[@]}" --checkpoint "$T/ck$a" --resume > /dev/null 2>&1
-  cmp -s "$T/r$a" "$T/g$a" && ok "$a emulate:$S on the device: checkpoint after epoch 1 + --resume = uninterrupted (bit for bit)" \
-    || notok "$a emulate:$S device checkpoint/resume" "final parameters differ"
 done
 
 # the real runtime, 2 ranks: asynchronous (no bit-for-bit pair); each trains on its device
@@ -95,17 +94,43 @@ for a in seq-sgd seq-msgd seq-nag seq-asgd seq-mvasgd; do dev_vs_cpu $a 1 --algo
 for a in easgd easgd-sync eamsgd downpour mdownpour adownpour mvadownpour agn downpour-lambda dynsgd adag adag-alg1 adag-agn; do
   dev_vs_cpu $a 2 --algo $a
 done
-for a in easgd easgd-sync agn; do
-  MPIRUN -np 2 "$EMU" train --device cuda "${C[@]}" --algo $a --epochs 1 --checkpoint "$T/k$a" > /dev/null 2>&1
-  PDL_DUMP_PARAMS="$T/q$a" MPIRUN -np 2 "$EMU" train --device cuda "${C[@]}" --algo $a --checkpoint "$T/k$a" --resume \
-    > /dev/null 2>&1
-  cmp -s "$T/q$a" "$T/g$a" && ok "$a on the device at 2 ranks: checkpoint after epoch 1 + --resume = uninterrupted (bit for bit)" \
-    || notok "$a device checkpoint/resume" "final parameters differ"
-done
 for a in gossip gossip-warmup gossip-push gossip-warmup-compute; do
   out=$(MPIRUN -np 2 "$EMU" train --device cuda "${C0[@]}" --algo $a --results "$T/s$a.jsonl" 2>&1); rc=$?
   if [ $rc -eq 0 ] && loss_ok "$T/s$a.jsonl" && [ "$(grep -c 'gradients on cuda:' <<<"$out")" = 2 ]; then
     ok "$a --device cuda at 2 ranks (emulated devices): trains ($(grep -c '"eval"' "$T/s$a.jsonl") evaluations, a finite loss), each rank on its device"
   else notok "$a --device cuda at 2 ranks" "rc=$rc $(tail -2 <<<"$out")"; fi
+done
+
+# every algorithm of `pdl train --help` (the list and each one's roles read there): on the device,
+# --epochs 1 with --checkpoint, then --resume to epoch 2 = the uninterrupted device run, bit for
+# bit. A server and workers: 2 ranks (one worker: deterministic); one node and peers: 1 process
+# (deterministic, no mpirun: peers at 2 ranks are covered above and in t_cuda_emu_pdl.sh). The
+# uninterrupted run is the one above where there is one ($T/g<algo>, same arguments), else made
+# here. Arguments beyond C's for determinism or state worth saving: PP-ASGD's emulated staleness,
+# K-FAC's running factors and held inverses, Adam's learning rate.
+resume_args() {
+  case $1 in
+    ppasgd) echo --staleness emulate:2 ;;
+    asgd-dist) echo --staleness emulate:1 ;;
+    kfac|kfac-dist) echo --lr 0.02 --kfac-stat-decay 0.9 --kfac-inv-every 3 ;;
+    adam) echo --lr 0.002 ;;
+  esac
+}
+mapfile -t ROWS < <("$EMU" train --help | sed -n '/^algorithms (--algo/,/^the algorithms/p' \
+  | awk '/^  [a-z]/ { a = $1; next } /^ +\[/ && a != "" { print a, (index($0, "[server") ? 2 : 1); a = "" }')
+[ "${#ROWS[@]}" -gt 30 ] && ok "train --help lists ${#ROWS[@]} algorithms, each with its roles" \
+  || notok "the algorithm list of train --help" "${#ROWS[@]} rows: ${ROWS[*]}"
+for row in "${ROWS[@]}"; do
+  read -r a np <<<"$row"
+  run=("$EMU"); [ "$np" -gt 1 ] && run=(MPIRUN -np "$np" "$EMU")
+  X=(--device cuda "${C[@]}" --algo "$a" $(resume_args "$a"))
+  [ -s "$T/g$a" ] || PDL_DUMP_PARAMS="$T/g$a" "${run[@]}" train "${X[@]}" > "$T/u$a" 2>&1 < /dev/null
+  "${run[@]}" train "${X[@]}" --epochs 1 --checkpoint "$T/k$a" > "$T/h$a" 2>&1 < /dev/null
+  PDL_DUMP_PARAMS="$T/q$a" "${run[@]}" train "${X[@]}" --checkpoint "$T/k$a" --resume --results "$T/q$a.jsonl" \
+    > "$T/r$a" 2>&1 < /dev/null
+  if [ -s "$T/g$a" ] && cmp -s "$T/q$a" "$T/g$a" && grep -q '"resumed_at":[1-9]' "$T/q$a.jsonl"; then
+    ok "$a on the device ($np process(es)): checkpoint after epoch 1 + --resume = uninterrupted (bit for bit)"
+  else notok "$a device checkpoint/resume ($np process(es))" \
+    "$(cmp "$T/q$a" "$T/g$a" 2>&1 | head -1) $(cat "$T/u$a" "$T/h$a" "$T/r$a" 2>/dev/null | grep -v '^pdl: ' | tail -3)"; fi
 done
 finish

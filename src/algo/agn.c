@@ -209,8 +209,8 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, H->p, c->with_replacement, (uint64_t)(me - 1));
   rep.overlap = 1;   /* sim: gradients on the helper pool; nothing writes W or g meanwhile */
-  const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, W on the host */
-  if (dk) replica_on(&rep, dk);
+  loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, W on the host */
+  loop_device_replica(&L, &rep);
   opt_kind_t k; optim_parse(c->worker_opt, &k);
   optim_t o; optim_init(&o, k, n, c->momentum, c->wd);
   ps_client_t pc; ps_client_init(&pc, rt, n);
@@ -218,8 +218,13 @@ static void agn_worker(rt_t *rt, job_t *job, const agn_t *H) {
   ps_req_t q; memset(&q, 0, sizeof q);
   loop_state_optim(&L, "optimizer", &o);
   loop_state_replica(&L, "worker", &rep);
-  long t = loop_resume(&L) ? L.updates : 0, K = r->total_steps;   /* L.updates: this worker's clock */
-  int stop = t < K ? ps_pull(&pc, &q) : 0, stopped = 0;    /* W = Pull() */
+  /* ADAG-AGN's next window starts at the center pulled for the last one (Alg. 3), not at one that
+   * holds its commit: that center is saved, and a resumed worker starts there without a pull */
+  const int window_saved = H->variant == H_ADAG_AGN;
+  if (window_saved) loop_state(&L, "window_center", pc.reply, n * sizeof(float));
+  const int resumed = loop_resume(&L);
+  long t = resumed ? L.updates : 0, K = r->total_steps;   /* L.updates: this worker's clock */
+  int stop = t < K && !(resumed && window_saved) ? ps_pull(&pc, &q) : 0, stopped = 0;    /* W = Pull() */
   float ginv = 1.0f / H->gamma;
   while (!stop && t < K) {
     watchdog_context("%s worker %d: step %ld of %ld", c->algo, me, t, K);

@@ -194,9 +194,9 @@ int loop_eval_due(const loop_t *L, long updates, int last);
  * only where the host copy is read: right before it saves a snapshot (loop_checkpoint) and at
  * loop_finish (the parameter dump), on every node. */
 void loop_device_state(loop_t *L, void (*to_host)(void *arg), void *arg);
-/* The sum over nodes of x [m] in k's workspace memory: NCCL on k's stream where the runtime has a
- * device collective (rt->ops->allreduce_dev) and k is a device, else staged through host [m]
- * (download, rt->ops->allreduce, upload). */
+/* The sum over nodes of x [m] in k's workspace memory: in place on host memory (host unused);
+ * NCCL on k's stream where the runtime has a device collective (rt->ops->allreduce_dev) and k is a
+ * device, else staged through host [m] (download, rt->ops->allreduce, upload). */
 void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m);
 /* The node keeps its parameters on backend k (a CUDA device; LOOP_UPDATES): from now on the w_eval
  * of loop_progress and loop_finish is k's memory, and the reporter evaluates there, on a resident
@@ -215,6 +215,44 @@ const kernels_t *loop_device(loop_t *L, const char *what, int keep);
 /* A role started on another thread binds that thread to the node's device (the same table, the
  * thread's own context, kept while the role runs); nothing on a host backend. */
 void loop_device_thread(const loop_t *L);
+/* After loop_device: the replica's gradients on the node's device (replica_on with loop_device's
+ * table; nothing on the host, where the replica already is). */
+void loop_device_replica(const loop_t *L, replica_t *rp);
+
+/* ---- placement: the node's state where it trains (issue 50) ----------------------------------
+ * A node program that keeps its parameters and optimizer where it trains writes its update once,
+ * against a loop_place_t; the loop decides what lives where. loop_place calls loop_device(L, what,
+ * 1) and returns the table the node trains on (the CPU's on the host). On a device: P->w and P->o
+ * are twins of the caller's w and o (host memory, the ones the snapshot registers) in the device's
+ * memory, uploaded by loop_place_upload (after loop_resume) and brought back by the loop right
+ * before a snapshot and at loop_finish (loop_device_state; a node with more device state registers
+ * its own function and calls loop_place_download from it); P->x is a zero-filled buffer of m floats
+ * there (m 0: none) and P->xh its host twin. On the host: P->w = w, P->o = o, P->x = P->xh one host
+ * buffer, and the transfers do nothing. */
+typedef struct {
+  const kernels_t *k;        /* the node's table */
+  train_state_t d;           /* (d.w, d.o: the twins on a device) */
+  float *w; optim_t *o;      /* where the node trains: what its update, gradient point and evaluations read */
+  float *hw; optim_t *ho;    /* the caller's host copies */
+  float *x, *xh; size_t m;   /* the exchange buffer there and its host twin */
+} loop_place_t;
+const kernels_t *loop_place(loop_t *L, loop_place_t *P, const char *what, float *w, optim_t *o, size_t m);
+void loop_place_upload(loop_place_t *P);
+void loop_place_download(loop_place_t *P);
+void loop_place_free(loop_place_t *P);
+/* Buffers in k's memory twinned with host buffers (what a node stages collectives through): the
+ * twin of n floats at h (h itself on host memory, else k->alloc, zero-filled), freed by
+ * loop_twin_free; down/up copy n floats between a twin and its host buffer (nothing when they are
+ * one); loop_zero and loop_scale are x = 0 and x *= s in k's memory (vec_zero, vec_scale on the
+ * host; k->axpby on a device); loop_host_view is x readable on the host: x on host memory, else
+ * downloaded into h (n floats). */
+float *loop_twin(const kernels_t *k, float *h, size_t n);
+void loop_twin_free(const kernels_t *k, float *x, float *h);
+void loop_twin_down(const kernels_t *k, float *h, const float *x, size_t n);
+void loop_twin_up(const kernels_t *k, float *x, const float *h, size_t n);
+void loop_zero(const kernels_t *k, float *x, size_t n);
+void loop_scale(const kernels_t *k, float *x, float s, size_t n);
+const float *loop_host_view(const kernels_t *k, float *h, const float *x, size_t n);
 /* Ends the run: a last evaluation unless the latest progress was just evaluated, the summary
  * line (with platform and device rate on sim), and PDL_DUMP_PARAMS of w_final. LOOP_LOCAL: every
  * node calls it (it gathers the evaluation records and the nodes' end times; the run's time is
@@ -271,4 +309,8 @@ typedef struct { double loss; float stop, signal; } ctl_t;
 void ctl_pack(float *p, double loss, float stop);   /* p[0..CTL_F): loss, stop, loop_signal_flag() */
 ctl_t ctl_unpack(const float *p);                   /* one record, or the allreduced sum */
 void ctl_merge(ctl_t *acc, const float *p);         /* adds one node's record (start from ctl_t{0}) */
+/* The allreduce of a node's buffer x [n + CTL_F] in k's memory (xh: its host twin, loop_twin) with
+ * this node's control floats (ctl_pack(loss, stop)) behind its n floats: allreduce_ws (in place on
+ * the host; on a device the control floats go up before and come back after). Returns the sums. */
+ctl_t loop_allreduce_ctl(rt_t *rt, const kernels_t *k, float *x, float *xh, size_t n, double loss, float stop);
 #endif

@@ -202,8 +202,8 @@ static void ea_worker(rt_t *rt, job_t *job, const ea_t *A) {
   loop_t L; loop_init(&L, rt, job, LOOP_CLOCK, NULL, NULL, NULL);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
   rep.overlap = 1;   /* sim: gradients on the helper pool; safe, nothing writes x or g while the role computes */
-  const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, x on the host */
-  if (dk) replica_on(&rep, dk);
+  loop_device(&L, "worker gradients", 0);   /* --device: the gradients there, x on the host */
+  loop_device_replica(&L, &rep);
   optim_t o; optim_init(&o, A->wopt, n, A->wmu, c->wd);   /* SGD (Alg. 1), NAG (EAMSGD) or --worker-opt */
   ps_client_t pc; ps_client_init(&pc, rt, n);
   ps_req_t q; memset(&q, 0, sizeof q);
@@ -274,8 +274,8 @@ static void ea_sync(rt_t *rt, job_t *job, ea_t *A) {
   if (me > 0) {
     replica_init(&rep, r, c->batch, threads, me - 1, A->p, c->with_replacement, (uint64_t)(me - 1));
     rep.overlap = 1;   /* sim: the helper pool, as in ea_worker */
-    const kernels_t *dk = loop_device(&L, "worker gradients", 0);   /* --device: as in ea_worker */
-    if (dk) replica_on(&rep, dk);
+    loop_device(&L, "worker gradients", 0);   /* --device: as in ea_worker */
+    loop_device_replica(&L, &rep);
     optim_init(&o, OPT_SGD, n, 0, c->wd);
   }
   long rounds = (A->K + tau - 1) / tau, t = 0, k = 0;

@@ -350,8 +350,8 @@ static void gossip_node(rt_t *rt, void *arg) {
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 2), 0, 1, c->with_replacement, (uint64_t)me);
   replica_shard(&rep, r, me, K);              /* X_i: this node's own shard */
   if (c->noniid > 0) sampler_skew(&rep.s, c->noniid);
-  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, w on the host */
-  if (dk) replica_on(&rep, dk);
+  loop_device(&L, "gradients", 0);   /* --device: the gradients there, w on the host */
+  loop_device_replica(&L, &rep);
   optim_t opt; optim_init(&opt, OPT_SGD, n, c->momentum, c->wd);   /* Alg. 1: plain SGD unless --momentum */
   rng_t peer_rng; rng_seed(&peer_rng, c->seed, 7000u + (uint64_t)me);
   loop_state(&L, "w", Nd.w, n * sizeof(float)); loop_state_optim(&L, "sgd", &opt); loop_state_replica(&L, "replica", &rep);

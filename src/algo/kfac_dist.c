@@ -45,8 +45,7 @@ typedef struct {
   int owner[NET_MAX_LAYERS];
   double *load;                                      /* [N] inversion cost owned by each node */
   const char *rates;
-  const char *on;                                    /* where the K-FAC work runs: host, or the device table's name */
-  const char *inverse_on;                            /* a device table's name: its spd_inverse inverts (NULL: --kfac-inverse) */
+  const char *on;                                    /* where the K-FAC work runs: host, or the table's name (kfac_place) */
   double inv_scale;                                  /* sim: the calibrated scale of the inversion charges */
   kfac_t *k;
   double msg1_bytes, msg2_bytes;                     /* floats sent per update in steps 3 and 6, x4 */
@@ -150,7 +149,7 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
   json_num(j, "kfac_damping", k->cfg.damping);
   json_num(j, "kfac_stat_decay", k->cfg.stat_decay);
   json_int(j, "kfac_inv_every", k->cfg.inv_every);
-  json_str(j, "kfac_inverse", s->inverse_on ? s->inverse_on : kfac_inv_name(k->cfg.inverse));
+  json_str(j, "kfac_inverse", kfac_inverse_name(k));
   json_str(j, "kfac_comm", s->comm_allreduce ? "allreduce" : "reduce-scatterv");
   json_str(j, "kfac_assign", s->assign_lpt ? "lpt" : "layer");
   json_str(j, "kfac_fisher", s->fisher_sampled ? "sampled" : "empirical");
@@ -174,7 +173,8 @@ static void kfac_summary(json_t *j, const loop_t *L, void *arg) {
 
 /* The two compute phases of an update run as a role on the node's device, so that the sim
  * runtime charges them at the device's rate (the main role lives on the node's CPU host); on the
- * real runtime they run inline. */
+ * real runtime they run inline. Their buffers (w, g, the bundles, the ΔW) are in the memory of
+ * the node's table (loop_place: the host's own buffers on the CPU). */
 typedef struct {
   kfac_t *k; replica_t *rep; const krates_t *kr; const int *owner;
   const float *w; float *g, *bund, *mine, *myupd;
@@ -182,8 +182,8 @@ typedef struct {
   int me, N, b; long step; double loss, t_fb, t_inv, t_pre;   /* t_*: this update's phases, the runtime's clock */
   /* --kfac-fisher sampled: labels drawn from the model, the sampled loss's gradient (discarded) */
   int sampled; uint64_t seed; int *ys; float *gs;
-  float *probs_h;        /* --device and sampled: the model's probabilities, downloaded to draw from */
-  const kernels_t *kt;   /* --device (kdev_t): w, g, the bundles and the ΔW in its workspace memory */
+  float *probs_h;        /* sampled: the model's probabilities on the host, to draw from (loop_host_view) */
+  const kernels_t *kt;   /* the node's table (loop_place) */
 } phase_t;
 
 /* --kfac-fisher sampled (Martens & Grosse 2015 §5): the label of each of this node's b examples
@@ -208,20 +208,15 @@ static void sample_labels(const phase_t *p, const float *probs, int classes) {
 static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   phase_t *p = arg; kfac_t *k = p->k;
   double t0 = rt->ops->now(rt);
-  if (p->kt) p->kt->axpby(p->g, 1, NULL, 0, p->rep->net->nparams, 0.0f, 0.0f);   /* g = 0 */
-  else vec_zero(p->g, p->rep->net->nparams);
+  loop_zero(p->kt, p->g, p->rep->net->nparams);   /* g = 0 */
   p->loss = replica_grad(p->rep, rt, p->w, p->g, 1.0f / (float)p->b);   /* the local mean gradient */
   double fl_sampled = 0;
   if (p->sampled) {   /* the G factors from the sampled labels' backward; Gw stays the data's */
     const net_t *net = p->rep->net;
-    const float *probs = p->rep->ws.probs;
-    if (p->kt && !p->kt->host_memory) {   /* (a wait: the labels are drawn on the host) */
-      p->kt->download(p->probs_h, probs, (size_t)p->b * net->classes * sizeof(float));
-      probs = p->probs_h;
-    }
+    /* (a wait on a device: the labels are drawn on the host) */
+    const float *probs = loop_host_view(p->kt, p->probs_h, p->rep->ws.probs, (size_t)p->b * net->classes);
     sample_labels(p, probs, net->classes);
-    if (p->kt) p->kt->axpby(p->gs, 1, NULL, 0, net->nparams, 0.0f, 0.0f);
-    else vec_zero(p->gs, net->nparams);
+    loop_zero(p->kt, p->gs, net->nparams);
     net_backward(&p->rep->ws, p->w, p->gs, p->ys, p->b, 1.0f / (float)p->b);   /* (host labels: the table uploads them) */
     fl_sampled = (net->flops_train - net->flops_fwd) * p->b;
   }
@@ -229,13 +224,8 @@ static void phase_grad(rt_t *rt, void *arg) {   /* steps 1-2 */
   double fl0 = k->st.fl_factors;
   for (int l = 0; l < k->nl; l++) {
     float *B = p->bund + p->off_b[l];
-    if (p->kt) {
-      kfac_bundle_dev(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);
-      if (p->N > 1) p->kt->axpby(B, 1, NULL, 0, k->L[l].bundle, 1.0f / (float)p->N, 0.0f);
-      continue;
-    }
-    kfac_bundle(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);
-    if (p->N > 1) vec_scale(B, 1.0f / (float)p->N, k->L[l].bundle);
+    kfac_bundle(k, l, &p->rep->ws, p->b, 1.0f / (float)p->b, p->g, B);   /* (kfac_place chose its code) */
+    if (p->N > 1) loop_scale(p->kt, B, 1.0f / (float)p->N, k->L[l].bundle);
   }
   rt->ops->compute(rt, fl_sampled + (k->st.fl_factors - fl0) / p->kr->factors);
 }
@@ -244,8 +234,7 @@ static void owner_one(void *arg, int l) {
   phase_t *p = arg;
   const float *bundle = p->mine + (p->off_b[l] - p->my_b0);
   float *dw = p->myupd + (p->off_w[l] - p->my_w0);
-  if (p->kt) kfac_owner_update_dev(p->k, l, bundle, p->step, dw);
-  else kfac_owner_update(p->k, l, bundle, p->step, dw);
+  kfac_owner_update(p->k, l, bundle, p->step, dw);
 }
 static double inv_rel_v(const void *kr, int n) { return inv_rel(kr, n); }
 static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
@@ -273,7 +262,7 @@ static void phase_owner(rt_t *rt, void *arg) {  /* steps 4-5 */
   p->t_inv = t1 - t0; p->t_pre = rt->ops->now(rt) - t1;
 }
 
-static void on_device(rt_t *rt, rt_fn fn, void *arg) {
+static void phase_run(rt_t *rt, rt_fn fn, void *arg) {
   if (!rt->ops->simulated) { fn(rt, arg); return; }
   rt->ops->thread_join(rt, rt->ops->thread_start(rt, 0, fn, arg));
 }
@@ -312,34 +301,34 @@ static void kbuf_free(kbuf_t *B) {
   xfree(B->bund); xfree(B->upd); xfree(B->cnt_b); xfree(B->cnt_w);
 }
 
-/* --device cuda (issue 35 G): w, the momentum, the gradient, the bundles and the ΔW live in the
- * workspace memory of the rank's GPU (rt->ops->gpu, as ssgd), and so do the owner's factors and
- * inverses (kfac_dev.c: cuBLAS factors and preconditioning, cuSOLVER inversions). Steps 3 and 6 run
- * on the device with NCCL on the compute stream (rt->ops->allreduce_dev, --kfac-comm allreduce);
- * with --coll mpi, or --kfac-comm reduce-scatterv (NCCL has no Scatterv), they are staged through
- * the host buffers. The control floats (loss, flags) go up and come back as CTL_F floats per node;
- * with --kfac-fisher sampled the model's probabilities come down for the draws (sample_labels).
- * w, the momentum and the owner state come to the host only where a checkpoint may be saved and
- * at the end. PDL_KFAC_DEV=1 runs this same path with the CPU backend's table (host memory): the
- * test of its logic where no GPU is. */
+/* Where the node trains (loop_place): on the CPU the host buffers of kbuf_t and the node's own g
+ * and dw; with --device cuda (issue 35 G) w, the momentum, the gradient, the bundles and the ΔW
+ * live in the workspace memory of the rank's GPU (the registry's device for this rank, as ssgd),
+ * and so do the owner's factors and inverses (kfac_place -> kfac_dev.c: cuBLAS factors and
+ * preconditioning, cuSOLVER inversions). Steps 3 and 6 run there with NCCL on the compute stream
+ * (allreduce_ws: rt->ops->allreduce_dev, --kfac-comm allreduce); with --coll mpi, or --kfac-comm
+ * reduce-scatterv (NCCL has no Scatterv), they are staged through the host buffers (loop_twin_*:
+ * nothing to stage on the CPU). The control floats (loss, flags) go up and come back as CTL_F floats
+ * per node; with --kfac-fisher sampled the model's probabilities come down for the draws
+ * (sample_labels). w, the momentum and the owner state come to the host only where a checkpoint
+ * may be saved and at the end. PDL_KFAC_DEV=1 runs the table path (kfac_dev.c) with the CPU
+ * backend's table (host memory): the test of its logic where no GPU is. */
 typedef struct {
-  const kernels_t *k; train_state_t d;
-  float *g, *dw, *bund, *mine, *upd, *myupd;   /* kbuf_t's buffers' twins, in k's workspace memory */
-} kdev_t;
-static void kdev_init(kdev_t *D, const kernels_t *kt, const kbuf_t *B, int me, size_t n, float *w, optim_t *o) {
+  const kernels_t *k;
+  float *g, *dw, *bund, *mine, *upd, *myupd;   /* twins of the host buffers, in k's memory (loop_twin) */
+} ktwin_t;
+static void ktwin_init(ktwin_t *D, const kernels_t *kt, const kbuf_t *B, int me, size_t n, float *g, float *dw) {
   D->k = kt;
-  train_state_init(&D->d, kt, w, NULL, o);
-  D->g = kt->alloc(n * sizeof(float)); D->dw = kt->alloc(n * sizeof(float));
-  D->bund = kt->alloc((B->tot_b ? B->tot_b : 1) * sizeof(float));
-  D->mine = B->share ? D->bund + B->my_b0 : kt->alloc((B->cnt_b[me] ? B->cnt_b[me] : 1) * sizeof(float));
-  D->upd = kt->alloc(B->tot_w * sizeof(float));
-  D->myupd = B->share ? D->upd + B->my_w0 : kt->alloc(B->cnt_w[me] * sizeof(float));
+  D->g = loop_twin(kt, g, n); D->dw = loop_twin(kt, dw, n);
+  D->bund = loop_twin(kt, B->bund, B->tot_b ? B->tot_b : 1);
+  D->mine = B->share ? D->bund + B->my_b0 : loop_twin(kt, B->mine, B->cnt_b[me] ? B->cnt_b[me] : 1);
+  D->upd = loop_twin(kt, B->upd, B->tot_w);
+  D->myupd = B->share ? D->upd + B->my_w0 : loop_twin(kt, B->myupd, B->cnt_w[me]);
 }
-static void kdev_free(kdev_t *D, const kbuf_t *B) {
-  if (!D->k) return;
-  if (!B->share) { D->k->release(D->mine); D->k->release(D->myupd); }
-  D->k->release(D->g); D->k->release(D->dw); D->k->release(D->bund); D->k->release(D->upd);
-  train_state_free(&D->d);
+static void ktwin_free(ktwin_t *D, const kbuf_t *B, float *g, float *dw) {
+  if (!B->share) { loop_twin_free(D->k, D->mine, B->mine); loop_twin_free(D->k, D->myupd, B->myupd); }
+  loop_twin_free(D->k, D->g, g); loop_twin_free(D->k, D->dw, dw);
+  loop_twin_free(D->k, D->bund, B->bund); loop_twin_free(D->k, D->upd, B->upd);
 }
 /* owner time over nodes, for the load-balance figures */
 static void owner_times(rt_t *rt, kstats_t *st) {
@@ -368,14 +357,31 @@ static void kfac_state(loop_t *L, kfac_t *k, const int *owner, int me, float *w,
   loop_state(L, "kfac.inverted_at", k->inverted_at, sizeof k->inverted_at);
 }
 
-/* --device: what the loop brings to the host before it saves a snapshot and at the end
- * (loop_device_state): w and the momentum (train_state_download) and the owned layers' factors and
- * inverses (kfac_dev_state). */
-typedef struct { kdev_t *D; kfac_t *k; float *w; optim_t *o; } kto_host_t;
+/* What the loop brings to the host before it saves a snapshot and at the end (loop_device_state):
+ * w and the momentum (loop_place_download) and the owned layers' factors and inverses
+ * (kfac_dev_state); nothing on the CPU's host path. */
+typedef struct { loop_place_t *P; kfac_t *k; } kto_host_t;
 static void kfac_to_host(void *arg) {
   kto_host_t *t = arg;
-  train_state_download(&t->D->d, t->w, t->o);
+  loop_place_download(t->P);
   kfac_dev_state(t->k, 0);
+}
+
+/* PDL_KFAC_DEV=1: the table path (kfac_dev.c) with the CPU's table */
+static int kfac_table_env(void) { const char *kd = env_get("PDL_KFAC_DEV"); return kd && !strcmp(kd, "1"); }
+
+/* Before the runtime starts: the table path (a device backend, or PDL_KFAC_DEV=1) runs on the real
+ * runtime only, and not with --kfac-split (ScaLAPACK on host memory). */
+static int kfac_prepare(job_t *job) {
+  const train_cfg_t *c = &job->r.cfg;
+  const kfac_opts_t *ko = (const kfac_opts_t *)c->algo_opts;
+  const int table = kfac_table_env(), host = kernels_device_is_host(&c->device);
+  if (table && !strcmp(c->runtime, "sim"))
+    die_usage("train: PDL_KFAC_DEV=1: the device path of --algo %s runs on --runtime real only", c->algo);
+  if ((table || !host) && ko->split != KFAC_SPLIT_OFF)
+    die_usage("train: --device %s: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device",
+              c->device.backend);
+  return -1;
 }
 
 static void kfac_node(rt_t *rt, void *arg) {
@@ -407,30 +413,15 @@ static void kfac_node(rt_t *rt, void *arg) {
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float)), *dw = xcalloc(n, sizeof(float));
   net_init_params(&r->net, w, c->seed);   /* every node starts from the same parameters */
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
-  kdev_t D; memset(&D, 0, sizeof D);
-  const char *kd = env_get("PDL_KFAC_DEV");
-  st.on = "host";
-  const kernels_t *kt = NULL;
-  if (!kernels_device_is_host(&c->device) || (kd && !strcmp(kd, "1"))) {
-    if (rt->ops->simulated) die_usage("train: PDL_KFAC_DEV=1: the device path of --algo %s runs on --runtime real only", c->algo);
-    if (ko->split != KFAC_SPLIT_OFF)
-      die_usage("train: --device %s: --kfac-split runs ScaLAPACK on host memory: drop --kfac-split, or drop --device",
-                c->device.backend);
-    kt = loop_device(&L, "K-FAC", 1);   /* placement: this rank's device through the registry */
-    if (!kt) kt = kernels_for(NULL, -1, NULL, NULL, 0);   /* PDL_KFAC_DEV=1: the device path on the CPU's table */
-  }
-  if (kt) {
-    if (!kt->gemm || !kt->im2col || !kt->copy2d || !kt->axpby || !kt->spd_inverse)
-      die("--device: the %s backend has no dense linear algebra for K-FAC's factors and inversions (a build without "
-          "cuSOLVER?)", kt->name);
-    kdev_init(&D, kt, &B, me, n, w, &o);
-    replica_on(&rep, kt);
-    st.on = kt->name;   /* the inversions: kt->spd_inverse (kfac_dev.c), whatever --kfac-inverse says */
-    if (!kt->host_memory) st.inverse_on = kt->name;
-  }
+  loop_place_t P;
+  const kernels_t *kt = loop_place(&L, &P, "K-FAC", w, &o, 0);   /* w and the momentum where the node trains */
+  ktwin_t D; ktwin_init(&D, kt, &B, me, n, g, dw);                   /* the buffers there */
+  loop_device_replica(&L, &rep);
   rep.ws.unfused = 1;                     /* the factors read every layer's pre-activation gradient */
   kfac_state(&L, &k, st.owner, me, w, n, &o, &rep);
-  if (D.k) kfac_on_device(&k, D.k, b);
+  /* the K-FAC work there too: kfac.c's host code on the CPU, kfac_dev.c's on a device (the inversions then
+   * kt->spd_inverse, whatever --kfac-inverse says) */
+  st.on = kfac_place(&k, kt, b, kfac_table_env()) ? kt->name : "host";
   long step = 0;
   if (loop_resume(&L)) {
     step = L.updates;
@@ -438,77 +429,60 @@ static void kfac_node(rt_t *rt, void *arg) {
     if (kfac_state_check(&k, step, why, sizeof why))
       die("checkpoint %s: %s: a damaged or crafted file; start over without --resume", loop_node_file(&L), why);
   }
-  kto_host_t th = {&D, &k, w, &o};
-  if (D.k) {
-    train_state_upload(&D.d, w, &o); kfac_dev_state(&k, 1);
-    loop_device_state(&L, kfac_to_host, &th);   /* w, the momentum and the owner's factors: to the host only to be saved */
-  }
-  optim_t *const O = D.k ? D.d.o : &o;
-  float *const W = D.k ? D.d.w : w;
-  phase_t ph = {&k, &rep, &kr, st.owner, W, g, bund, mine, myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0, 0, 0, 0, 0,
-                ko->fisher_sampled, c->seed, NULL, NULL, NULL, NULL};
-  if (D.k) { ph.g = D.g; ph.bund = D.bund; ph.mine = D.mine; ph.myupd = D.myupd; ph.kt = D.k; }
+  kto_host_t th = {&P, &k};
+  loop_place_upload(&P); kfac_dev_state(&k, 1);
+  loop_device_state(&L, kfac_to_host, &th);   /* w, the momentum and the owner's factors: to the host only to be saved */
+  phase_t ph = {&k, &rep, &kr, st.owner, P.w, D.g, D.bund, D.mine, D.myupd, B.off_b, B.off_w, B.my_b0, B.my_w0, me, N, b, 0,
+                0, 0, 0, 0, ko->fisher_sampled, c->seed, NULL, NULL, NULL, kt};
   if (ph.sampled) {
     ph.ys = xmalloc((size_t)b * sizeof(int));
-    ph.gs = D.k ? D.k->alloc(n * sizeof(float)) : xmalloc(n * sizeof(float));
-    if (D.k) ph.probs_h = xmalloc((size_t)b * r->net.classes * sizeof(float));
+    ph.gs = kt->alloc(n * sizeof(float));
+    ph.probs_h = xmalloc((size_t)b * r->net.classes * sizeof(float));
   }
   for (; step < r->total_steps; step++) {
     watchdog_context("kfac update %ld on node %d", step, me);
     /* 1-2: gradient and factors of this node's b examples */
     double t0 = rt->ops->now(rt);
     ph.step = step;
-    on_device(rt, phase_grad, &ph);
+    phase_run(rt, phase_grad, &ph);
     double t2 = rt->ops->now(rt), t1 = t0 + ph.t_fb;
     /* 3: Reduce + Scatterv (or Allreduce) of the bundles to their owners */
-    if (N > 1 && D.k) {
-      if (st.comm_allreduce) allreduce_ws(rt, D.k, D.bund, bund, tot_b);
-      else {   /* NCCL has no Scatterv: through the host */
-        D.k->download(bund, D.bund, tot_b * sizeof(float));
+    if (N > 1) {
+      if (st.comm_allreduce) allreduce_ws(rt, kt, D.bund, bund, tot_b);
+      else {   /* NCCL has no Scatterv: staged through the host */
+        loop_twin_down(kt, bund, D.bund, tot_b);
         rt->ops->reduce_scatterv(rt, bund, mine, cnt_b);
-        D.k->upload(D.mine, mine, cnt_b[me] * sizeof(float));
+        loop_twin_up(kt, D.mine, mine, cnt_b[me]);
       }
-    } else if (N > 1) {
-      if (st.comm_allreduce) rt->ops->allreduce(rt, bund, tot_b);
-      else rt->ops->reduce_scatterv(rt, bund, mine, cnt_b);
     }
     double t3 = rt->ops->now(rt);
     /* 4-5: the owner's inversions and ΔW */
-    if (st.comm_allreduce && N > 1) {
-      if (D.k) D.k->axpby(D.upd, 1, NULL, 0, tot_w, 0.0f, 0.0f);
-      else vec_zero(upd, tot_w);
-    }
-    on_device(rt, phase_owner, &ph);
+    if (st.comm_allreduce && N > 1) loop_zero(kt, D.upd, tot_w);
+    phase_run(rt, phase_owner, &ph);
     double loss = ph.loss;
     ctl_pack(myupd + cnt_w[me] - CTL_F, loss, L.job->reached ? 1.0f : 0.0f);
-    if (D.k) D.k->upload(D.myupd + cnt_w[me] - CTL_F, myupd + cnt_w[me] - CTL_F, CTL_F * sizeof(float));
+    loop_twin_up(kt, D.myupd + cnt_w[me] - CTL_F, myupd + cnt_w[me] - CTL_F, CTL_F);
     double t4 = rt->ops->now(rt);
     /* 6: Allgather (or Allreduce) of the ΔW */
-    if (N > 1 && D.k) {
-      if (st.comm_allreduce) allreduce_ws(rt, D.k, D.upd, upd, tot_w);
+    if (N > 1) {
+      if (st.comm_allreduce) allreduce_ws(rt, kt, D.upd, upd, tot_w);
       else {
-        D.k->download(myupd, D.myupd, cnt_w[me] * sizeof(float));
+        loop_twin_down(kt, myupd, D.myupd, cnt_w[me]);
         rt->ops->allgatherv(rt, myupd, upd, cnt_w);
-        D.k->upload(D.upd, upd, tot_w * sizeof(float));
+        loop_twin_up(kt, D.upd, upd, tot_w);
       }
-    } else if (N > 1) {
-      if (st.comm_allreduce) rt->ops->allreduce(rt, upd, tot_w);
-      else rt->ops->allgatherv(rt, myupd, upd, cnt_w);
     }
     double t5 = rt->ops->now(rt);
     /* 7: the same momentum step on every node */
     ctl_t x = {0, 0, 0};
     for (int q = 0, at = 0; q < N; q++) {
       at += (int)cnt_w[q];
-      if (D.k) D.k->download(upd + at - CTL_F, D.upd + at - CTL_F, CTL_F * sizeof(float));
+      loop_twin_down(kt, upd + at - CTL_F, D.upd + at - CTL_F, CTL_F);
       ctl_merge(&x, upd + at - CTL_F);
     }
     if (x.stop > 0) break;
-    for (int l = 0; l < k.nl; l++) {
-      if (D.k) kfac_to_flat_dev(&k, l, D.upd + B.off_w[l], D.dw);
-      else kfac_to_flat(&k, l, upd + B.off_w[l], dw);
-    }
-    optim_step(O, W, D.k ? D.dw : dw, loop_lr(&L, step));   /* v = mu v - lr (ΔW + wd w); w += v */
+    for (int l = 0; l < k.nl; l++) kfac_to_flat(&k, l, D.upd + B.off_w[l], D.dw);
+    optim_step(P.o, P.w, D.dw, loop_lr(&L, step));   /* v = mu v - lr (ΔW + wd w); w += v */
     rt->ops->work(rt, 4.0 * n * 6);
     double t6 = rt->ops->now(rt);
     st.fb += t1 - t0; st.factors += t2 - t1; st.comm1 += t3 - t2; st.own += t4 - t3; st.comm2 += t5 - t4;
@@ -517,16 +491,17 @@ static void kfac_node(rt_t *rt, void *arg) {
     loop_loss(&L, mloss, 1);
     const int last = step + 1 == r->total_steps, diverged = loop_diverged(&L, mloss, step);
     if (diverged) break;
-    loop_progress(&L, W, step + 1, (double)(step + 1) * b * N, last);
+    loop_progress(&L, P.w, step + 1, (double)(step + 1) * b * N, last);
     if (x.signal > 0) { loop_interrupted(x.signal); step++; break; }
     loop_checkpoint(&L, 0);
   }
   loop_checkpoint(&L, pdl_stop_signal || step == r->total_steps);
   owner_times(rt, &st);
-  loop_finish(&L, W, w);
-  if (D.k && ph.gs) { D.k->release(ph.gs); ph.gs = NULL; }
-  kdev_free(&D, &B);
-  replica_free(&rep); optim_free(&o); ksplit_close(&k); kfac_free(&k); kbuf_free(&B); xfree(ph.ys); xfree(ph.gs);
+  loop_finish(&L, P.w, w);
+  if (ph.gs) kt->release(ph.gs);
+  ktwin_free(&D, &B, g, dw);
+  loop_place_free(&P);
+  replica_free(&rep); optim_free(&o); ksplit_close(&k); kfac_free(&k); kbuf_free(&B); xfree(ph.ys);
   xfree(ph.probs_h);
   xfree(w); xfree(g); xfree(dw); xfree(st.load);
 }
@@ -570,12 +545,12 @@ static const optdef_t *const kfac_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_sta
 static const optdef_t *const kfac_dist_opts[] = {ALGO_OPTS_DIST, &od_damping, &od_stat_decay, &od_inv_every, &od_inverse,
                                                  &od_comm, &od_assign, &od_fisher, &od_split, NULL};
 const algo_t algo_kfac = {
-  .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1, .device = 1,
+  .name = "kfac", .shape = ALGO_ONE_NODE, .momentum = 0.9f, .node = kfac_node, .prepare = kfac_prepare, .checkpoint = 1, .device = 1,
   .help = "K-FAC (Martens & Grosse; KFC convs): dW = G^-1 grad A^-1 with pi-split damping, then momentum SGD (--momentum 0: the paper's Alg. 1)",
   .opts = kfac_opts,
 };
 const algo_t algo_kfac_dist = {
-  .name = "kfac-dist", .shape = ALGO_PEERS, .momentum = 0.9f, .node = kfac_node, .checkpoint = 1, .device = 1,
+  .name = "kfac-dist", .shape = ALGO_PEERS, .momentum = 0.9f, .node = kfac_node, .prepare = kfac_prepare, .checkpoint = 1, .device = 1,
   .help = "distributed K-FAC (Tsuji et al. Fig. 3): bundles reduced to layer owners, owners invert, allgather dW",
   .opts = kfac_dist_opts,
 };

@@ -257,7 +257,8 @@ int loop_eval_due(const loop_t *L, long updates, int last) {
 void loop_device_state(loop_t *L, void (*to_host)(void *arg), void *arg) { L->to_host = to_host; L->to_host_arg = arg; }
 
 void allreduce_ws(rt_t *rt, const kernels_t *k, float *x, float *host, size_t m) {
-  if (!k->host_memory && rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, k->stream ? k->stream() : NULL)) return;
+  if (k->host_memory) { rt->ops->allreduce(rt, x, m); return; }
+  if (rt->ops->allreduce_dev && rt->ops->allreduce_dev(rt, x, m, k->stream ? k->stream() : NULL)) return;
   k->download(host, x, m * sizeof(float));
   rt->ops->allreduce(rt, host, m);
   k->upload(x, host, m * sizeof(float));
@@ -398,6 +399,52 @@ void loop_device_thread(const loop_t *L) {
   if (L->pk && L->pk->bind) L->pk->bind(L->dev);
 }
 
+void loop_device_replica(const loop_t *L, replica_t *rp) {
+  if (L->pk) replica_on(rp, L->pk);
+}
+
+/* ---- placement ------------------------------------------------------------------------------ */
+static void place_to_host(void *arg) { loop_place_download(arg); }
+
+const kernels_t *loop_place(loop_t *L, loop_place_t *P, const char *what, float *w, optim_t *o, size_t m) {
+  memset(P, 0, sizeof *P);
+  const kernels_t *dk = loop_device(L, what, 1);
+  P->k = dk ? dk : kernels_for(NULL, -1, NULL, NULL, 0);
+  P->hw = w; P->ho = o; P->m = m;
+  train_state_init(&P->d, P->k, w, NULL, o);   /* on the host: w and o themselves */
+  P->w = P->d.w; P->o = P->d.o;
+  if (m) { P->xh = xcalloc(m, sizeof(float)); P->x = loop_twin(P->k, P->xh, m); }
+  if (P->d.device) loop_device_state(L, place_to_host, P);   /* w and o come to the host only to be read there */
+  return P->k;
+}
+void loop_place_upload(loop_place_t *P) { train_state_upload(&P->d, P->hw, P->ho); }
+void loop_place_download(loop_place_t *P) { train_state_download(&P->d, P->hw, P->ho); }
+void loop_place_free(loop_place_t *P) {
+  if (P->m) { loop_twin_free(P->k, P->x, P->xh); xfree(P->xh); }
+  train_state_free(&P->d);
+  memset(P, 0, sizeof *P);
+}
+
+float *loop_twin(const kernels_t *k, float *h, size_t n) {
+  return k->host_memory ? h : k->alloc((n ? n : 1) * sizeof(float));
+}
+void loop_twin_free(const kernels_t *k, float *x, float *h) { if (x && x != h) k->release(x); }
+void loop_twin_down(const kernels_t *k, float *h, const float *x, size_t n) { if (h != x) k->download(h, x, n * sizeof(float)); }
+void loop_twin_up(const kernels_t *k, float *x, const float *h, size_t n) { if (x != h) k->upload(x, h, n * sizeof(float)); }
+void loop_zero(const kernels_t *k, float *x, size_t n) {
+  if (k->host_memory) vec_zero(x, n);
+  else k->axpby(x, 1, NULL, 0, n, 0.0f, 0.0f);
+}
+void loop_scale(const kernels_t *k, float *x, float s, size_t n) {
+  if (k->host_memory) vec_scale(x, s, n);
+  else k->axpby(x, 1, NULL, 0, n, s, 0.0f);
+}
+const float *loop_host_view(const kernels_t *k, float *h, const float *x, size_t n) {
+  if (k->host_memory) return x;
+  k->download(h, x, n * sizeof(float));
+  return h;
+}
+
 /* ---- checkpoints ---------------------------------------------------------------------------- */
 void loop_state(loop_t *L, const char *name, void *p, size_t bytes) { snap_add(&L->snap, name, p, bytes); }
 void loop_state_optim(loop_t *L, const char *name, optim_t *o) { snap_add_optim(&L->snap, name, o); }
@@ -424,6 +471,13 @@ void ctl_merge(ctl_t *acc, const float *p) {
   acc->loss += p[0];
   if (p[1] > acc->stop) acc->stop = p[1];
   if (p[2] > acc->signal) acc->signal = p[2];
+}
+ctl_t loop_allreduce_ctl(rt_t *rt, const kernels_t *k, float *x, float *xh, size_t n, double loss, float stop) {
+  ctl_pack(xh + n, loss, stop);
+  loop_twin_up(k, x + n, xh + n, CTL_F);
+  allreduce_ws(rt, k, x, xh, n + CTL_F);
+  loop_twin_down(k, xh + n, x + n, CTL_F);   /* (a wait for the sum on a device) */
+  return ctl_unpack(xh + n);
 }
 
 static void persist_out(loop_t *L) {   /* loop -> the saved section */

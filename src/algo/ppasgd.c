@@ -221,8 +221,8 @@ static void ppasgd_node(rt_t *rt, void *arg) {
   void *mW = rt->ops->mutex_new(rt);
   volatile int running = 1;
   pp_role_t *roles = pp_roles_init(rt, job, threads, &what, mW, &running);
-  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the grad roles' replicas there */
-  for (int g = 0; g < G; g++) { roles[g].L = &L; if (dk) replica_on(&roles[g].rep, dk); }
+  loop_device(&L, "gradients", 0);   /* --device: the grad roles' replicas there */
+  for (int g = 0; g < G; g++) { roles[g].L = &L; loop_device_replica(&L, &roles[g].rep); }
   void **th = xmalloc((size_t)G * sizeof(void *));
   float *what0 = what;   /* the buffer the "w_hat" section names (what is swapped every update) */
   pp_state(&L, &st, w, what0, &o, roles, G, n);
@@ -318,8 +318,8 @@ static int pp_emulate(job_t *job, int S, int predict) {
   float *w = xmalloc(n * sizeof(float)), *g = xcalloc(n, sizeof(float));  /* optim_step re-zeroes g */
   float *hist = xmalloc((size_t)(S + 1) * n * sizeof(float));   /* ring of the last S+1 w_hat */
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), 0, 1, 0, 0);
-  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, w and M on the host */
-  if (dk) replica_on(&rep, dk);
+  loop_device(&L, "gradients", 0);   /* --device: the gradients there, w and M on the host */
+  loop_device_replica(&L, &rep);
   net_init_params(&r->net, w, c->seed);
   optim_t o; optim_init(&o, OPT_MSGD, n, c->momentum, c->wd);
   float coef = pp_coef(c->momentum, S);

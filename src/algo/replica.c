@@ -168,3 +168,39 @@ double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *
   rt->ops->thread_join(rt, rt->ops->thread_start(rt, device, dev_grad_role, &d));
   return d.loss;
 }
+
+void replica_group_init(replica_group_t *rg, replica_t *rp, int G, float scale) {
+  memset(rg, 0, sizeof *rg);
+  rg->rp = rp; rg->G = G; rg->scale = scale; rg->n = rp[0].net->nparams;
+  rg->roles = xcalloc((size_t)G, sizeof *rg->roles);
+  rg->th = xcalloc((size_t)G, sizeof(void *));
+  const int host = rp[0].ws.k->host_memory;
+  if (!host && G != 1) die("internal: replica_group_init: a device backend runs one grad role per node (--grad-threads 1), not %d", G);
+  for (int g = 0; g < G; g++) {
+    rg->roles[g].rp = &rp[g]; rg->roles[g].scale = scale;
+    rg->roles[g].acc = host ? xcalloc(rg->n, sizeof(float)) : NULL;   /* (a device's one role adds into sum) */
+  }
+}
+
+void replica_group_free(replica_group_t *rg) {
+  for (int g = 0; rg->roles && g < rg->G; g++) xfree(rg->roles[g].acc);
+  xfree(rg->roles); xfree(rg->th);
+  memset(rg, 0, sizeof *rg);
+}
+
+static void group_role(rt_t *rt, void *arg) {   /* D_g = scale x sum_k grad J(x_k; params) */
+  struct group_role *q = arg;
+  q->loss = replica_grad(q->rp, rt, q->at, q->acc, q->scale);
+}
+
+double replica_group_grad(replica_group_t *rg, rt_t *rt, const float *params, float *sum) {
+  const int G = rg->G; const size_t n = rg->n;
+  if (!rg->rp[0].ws.k->host_memory)   /* the one role, here, into sum on the device */
+    return replica_grad(&rg->rp[0], rt, params, sum, rg->scale);
+  for (int g = 0; g < G; g++) { rg->roles[g].at = params; rg->th[g] = rt->ops->thread_start(rt, g, group_role, &rg->roles[g]); }
+  for (int g = 0; g < G; g++) rt->ops->thread_join(rt, rg->th[g]);
+  vec_copy(sum, rg->roles[0].acc, n); vec_zero(rg->roles[0].acc, n);   /* sum = sum_g D_g; D_g = 0 */
+  double ls = rg->roles[0].loss;
+  for (int g = 1; g < G; g++) { vec_add(sum, rg->roles[g].acc, n); vec_zero(rg->roles[g].acc, n); ls += rg->roles[g].loss; }
+  return ls;
+}

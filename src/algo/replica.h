@@ -60,4 +60,22 @@ double replica_grad_host(replica_t *rp, rt_t *rt, const float *params, float *ga
  * which loop_device bound to the device (a started role would be a new device context per call),
  * through replica_grad_host. */
 double replica_grad_on_device(replica_t *rp, rt_t *rt, int device, const float *params, float *g);
+
+/* A node's G grad roles, one replica each (rp[0..G), their backend the node's: replica_on):
+ * replica_group_grad sums, over the roles, scale x the gradient of each one's next batch at
+ * params into sum ([n], in the replicas' backend memory) and returns the sum of their losses. On a
+ * host backend each role runs on a thread started on device g (so the sim charges that device),
+ * adding into its own accumulator, and the accumulators are then summed into sum in role order
+ * (sum overwritten; the accumulators left zeroed). On a device backend (G must be 1) the one role
+ * runs on the calling thread, which loop_device bound to the device (a started role would be a
+ * new device context), adding into sum itself, which must then hold zeros (optim_step leaves its
+ * gradient so; k->alloc zero-fills). */
+typedef struct replica_group {
+  replica_t *rp; int G; float scale; size_t n;
+  struct group_role { replica_t *rp; const float *at; float *acc; float scale; double loss; } *roles;
+  void **th;
+} replica_group_t;
+void replica_group_init(replica_group_t *rg, replica_t *rp, int G, float scale);
+double replica_group_grad(replica_group_t *rg, rt_t *rt, const float *params, float *sum);
+void replica_group_free(replica_group_t *rg);
 #endif

@@ -8,8 +8,9 @@
  *     supplement's Fig. 6): the core's optimizer, its time simulated like the distributed runs' and
  *     its evaluation that of a parameter server's center (LOOP_CLOCK), so its curves sit on the
  *     same axes as EASGD's. A run with --threads 1 and a net without dropout equals `pdl train
- *     --algo <opt>` bit for bit. Not a distributed algorithm: an analysis that reuses the
- *     algorithm layer. */
+ *     --algo <opt>` bit for bit. Checkpoints (x, the optimizer, the replica) at the run's end and
+ *     on a stop, as a parameter server's. Not a distributed algorithm: an analysis that reuses
+ *     the algorithm layer. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,20 +201,28 @@ static void seq_node(rt_t *rt, void *arg) {
   float *x = xmalloc(n * sizeof(float)), *g = xmalloc(n * sizeof(float));   /* [n] */
   net_init_params(&r->net, x, c->seed);
   replica_t rep; replica_init(&rep, r, c->batch, loop_threads(&L, 1), 0, 1, c->with_replacement, 0);
-  const kernels_t *dk = loop_device(&L, "gradients", 0);   /* --device: the gradients there, x on the host */
-  if (dk) replica_on(&rep, dk);
+  loop_device(&L, "gradients", 0);   /* --device: the gradients there, x on the host */
+  loop_device_replica(&L, &rep);
+  /* checkpoints: x, the optimizer and the replica at the run's end (the clock's last step) or a stop */
+  loop_state(&L, "x", x, n * sizeof(float));
+  loop_state_optim(&L, "optimizer", &o);
+  loop_state_replica(&L, "replica", &rep);
   loop_state_ws(&L, "bn", &rep.ws);   /* the evaluations' batch norm statistics (a net with batch norm only) */
-  loop_begin(&L, x);
-  for (long t = 0; t < r->total_steps && !pdl_stop_signal; t++) {
+  long t = 0;
+  if (loop_resume(&L)) { t = L.updates; optim_refresh(&o, x); }
+  loop_begin(&L, x);   /* (not after a resume) */
+  for (; t < r->total_steps && !pdl_stop_signal;) {
     watchdog_context("%s: step %ld of %ld", c->algo, t, r->total_steps);
     double loss = replica_grad_on_device(&rep, rt, 0, optim_grad_point(&o, x), g);
     optim_step(&o, x, g, loop_lr(&L, t));
     rt->ops->work(rt, 4.0 * n * 6);
-    loop_advance(&L, t + 1, (double)(t + 1) * c->batch);
+    t++;
+    loop_advance(&L, t, (double)t * c->batch);
     loop_loss(&L, loss, 1);
-    if (loop_diverged(&L, loss, t + 1)) break;
-    if (loop_progress(&L, optim_eval_point(&o, x), t + 1, (double)(t + 1) * c->batch, 0)) break;
+    if (loop_diverged(&L, loss, t)) break;
+    if (loop_progress(&L, optim_eval_point(&o, x), t, (double)t * c->batch, 0)) break;
   }
+  loop_checkpoint(&L, 1);
   loop_finish(&L, optim_eval_point(&o, x), x);
   optim_free(&o); replica_free(&rep); xfree(x); xfree(g);
 }
@@ -221,7 +230,7 @@ static void seq_node(rt_t *rt, void *arg) {
 static const optdef_t *const seq_opts[] = {ALGO_OPTS_DIST, &od_with_replacement, NULL};
 #define SEQ_ALGO(cname, aname, kind, text) \
   const algo_t algo_##cname = {.name = aname, .shape = ALGO_ONE_NODE, .node = seq_node, .variant = kind, .device = 1, \
-                               .opts = seq_opts, .help = text};
+                               .opts = seq_opts, .checkpoint = 1, .help = text};
 SEQ_ALGO(seq_sgd, "seq-sgd", OPT_SGD, "p = 1 comparator on the seam: the core's sgd (simulated time, center-style evaluation)")
 SEQ_ALGO(seq_msgd, "seq-msgd", OPT_MSGD, "p = 1 comparator on the seam: the core's msgd")
 SEQ_ALGO(seq_nag, "seq-nag", OPT_NAG, "p = 1 comparator on the seam: the core's nag (Nesterov MSGD)")

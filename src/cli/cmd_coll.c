@@ -27,7 +27,7 @@
 
 typedef struct {
   coll_op_t op;
-  int nccl;
+  const coll_lib_t *lib;            /* --backend (src/coll/colls.def's list; default its first) */
   size_t min_b, max_b;
   long factor;
   long iters, warmup;               /* -1: OSU-like defaults by size */
@@ -50,9 +50,10 @@ static void help(void) {
          "  --op NAME          collective (default allreduce):\n");
   for (int i = 0; i < COLL_NOPS; i++)
     printf("                       %-30s busbw x %-9s %s\n", coll_ops[i].name, coll_ops[i].busbw, coll_ops[i].what);
-  printf("  --backend mpi|nccl  MPI on host buffers (default) or NCCL on one CUDA device per rank;\n"
-         "                     without a device NCCL prints 'skipped: no CUDA device' and exits 0.\n"
-         "                     The calls are the ones pdl train --coll mpi|nccl makes (NCCL's\n"
+  printf("  --backend NAME     the collective library (default %s), the one list of src/coll/colls.def:\n", coll_libs[0]->name);
+  for (int i = 0; i < coll_nlibs; i++) printf("                       %-8s %s\n", coll_libs[i]->name, coll_libs[i]->what);
+  printf("                     without its device a device library prints 'skipped: <why>' and exits 0.\n"
+         "                     The calls are the ones pdl train --coll NAME makes (NCCL's\n"
          "                     reduce_scatterv/allgatherv: one grouped ncclReduce/ncclBroadcast per block)\n"
          "  -m MIN:MAX         sizes in bytes, K/M/G = 2^10/2^20/2^30 (default 4:4M); one value = one size\n"
          "  -f FACTOR          size multiplier between rows (default 2)\n"
@@ -113,6 +114,7 @@ static void parse_hooks(opts_t *o) {
 
 static void parse(opts_t *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
+  o->lib = coll_libs[0];
   o->op = COLL_ALLREDUCE; o->min_b = 4; o->max_b = 4u << 20; o->factor = 2;
   o->iters = -1; o->warmup = -1; o->checks = 1; o->dt = COLL_FLOAT; o->timeout = 120;
   const char *mspec = NULL;
@@ -128,9 +130,7 @@ static void parse(opts_t *o, int argc, char **argv) {
       o->op = (coll_op_t)op;
     } else if (!strcmp(a, "--backend")) {
       NEED();
-      if (!strcmp(v, "mpi")) o->nccl = 0;
-      else if (!strcmp(v, "nccl")) o->nccl = 1;
-      else die_usage("--backend: '%s' is not mpi or nccl", v);
+      if (!(o->lib = coll_lib_find(v))) die_usage("--backend: '%s' is not %s", v, coll_lib_names(" or "));
     } else if (!strcmp(a, "-m")) { NEED(); mspec = v; }
     else if (!strcmp(a, "-f")) { NEED(); o->factor = parse_long("-f", v, 2, 1024); }
     else if (!strcmp(a, "-i")) { NEED(); o->iters = parse_long("-i", v, 1, 100000000); }
@@ -302,7 +302,7 @@ int cmd_coll(int argc, char **argv) {
   opts_t o;
   parse(&o, argc, argv);
 #ifndef PDL_HAVE_MPI
-  if (o.nccl) { char why[256]; coll_backend_nccl(why, sizeof why); printf("skipped: %s\n", why); return 0; }
+  if (!o.lib->host) { char why[256]; o.lib->open(why, sizeof why); printf("skipped: %s\n", why); return 0; }
   die("pdl coll needs MPI: this build has none (rebuild without NO_MPI=1, with libopenmpi-dev installed)");
 #else
   /* The watchdog thread calls MPI only when it fires (MPI_Abort, a last resort), so the level
@@ -312,19 +312,14 @@ int cmd_coll(int argc, char **argv) {
   int rank = pdl_mpi_rank(), n = pdl_mpi_size();
   if (rank == 0 && !o.probe) results_probe(o.json, "--json");   /* before any work (its only writer) */
   watchdog_start(o.timeout);
-  watchdog_context("%s backend start-up", o.nccl ? "nccl" : "mpi");
-  const coll_backend_t *b;
-  if (o.nccl) {
-    char why[512];
-    b = coll_backend_nccl(why, sizeof why);
-    if (!b) {
-      if (rank == 0) { printf("skipped: %s\n", why); fflush(stdout); }
-      watchdog_stop();
-      pdl_mpi_finalize();
-      return 0;
-    }
-  } else {
-    b = coll_backend_mpi();
+  watchdog_context("%s backend start-up", o.lib->name);
+  char why[512];
+  const coll_backend_t *b = o.lib->open(why, sizeof why);
+  if (!b) {   /* a device library without its device (or build): every rank alike */
+    if (rank == 0) { printf("skipped: %s\n", why); fflush(stdout); }
+    watchdog_stop();
+    pdl_mpi_finalize();
+    return 0;
   }
   size_t es = coll_elt_size(o.dt);
   long max_iters = o.iters > 0 ? o.iters : 100;

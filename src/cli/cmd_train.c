@@ -3,6 +3,7 @@
  * list comes from the algorithm table (src/algo/algos.def). */
 #include <string.h>
 #include "algo/algo.h"
+#include "coll/coll.h"
 #include "core/run.h"
 
 int cmd_train(int argc, char **argv) {
@@ -13,6 +14,8 @@ int cmd_train(int argc, char **argv) {
   const algo_t *A = algo_find(c.algo);
   if (!A) algo_train(&c);   /* exits 2 with the list of algorithms */
   train_cfg_parse(&c, argc, argv, A->opts, algo_refuse_flag);
+  if (!coll_lib_find(c.coll))   /* the collective libraries: the one list, src/coll/colls.def */
+    die_usage("train: --coll: '%s' is not %s (pdl coll --help)", c.coll, coll_lib_names(" or "));
   const int one = A->shape == ALGO_ONE_NODE;
   if (!kernels_device_is_host(&c.device)) {   /* the node programs that train on a device say so (algo_t.device) */
     const char *dv = c.device.backend;

@@ -90,6 +90,23 @@ typedef struct {
   int (*device)(void);
 } coll_backend_t;
 
+/* ---- the collective libraries: the one list (colls.def) ----
+ * Every name that pdl train --coll and pdl coll --backend accept is a row of coll_libs, built
+ * from colls.def (the default, mpi, first); each row is the library's own descriptor, defined in
+ * its file. open returns its backend, or NULL with the reason in why when this build or machine
+ * lacks it (every rank alike); host: its memory is host memory (no device to set up: coll_seam
+ * hands it the caller's buffers and the other libraries need a device). */
+typedef struct {
+  const char *name;      /* --coll NAME, --backend NAME */
+  const char *what;      /* one line for the help */
+  int host;
+  const coll_backend_t *(*open)(char *why, size_t why_len);
+} coll_lib_t;
+extern const coll_lib_t *const coll_libs[];
+extern const int coll_nlibs;
+const coll_lib_t *coll_lib_find(const char *name);        /* NULL when no row has that name */
+const char *coll_lib_names(const char *sep);              /* "mpi<sep>nccl" (static storage) */
+
 /* MPI backend: needs MPI initialised (pdl_mpi_init). NULL in builds without MPI. */
 const coll_backend_t *coll_backend_mpi(void);
 /* NCCL backend: sets one device per rank and builds the communicator over MPI. Returns NULL
@@ -120,9 +137,9 @@ void coll_result_region(const coll_call_t *c, const coll_backend_t *b, size_t *o
  * coll_call_t, the function pdl coll times. Called by one thread per process, all ranks in the
  * same order (the runtime's contract). */
 typedef struct coll_seam coll_seam_t;
-/* name "mpi" or "nccl"; must be called by every rank (NCCL sets up collectively). Returns NULL
- * with the reason in why when the backend is not available (no MPI build; no device or no NCCL
- * build for nccl), on every rank alike. */
+/* name: a row of coll_libs; must be called by every rank (NCCL sets up collectively). Returns NULL
+ * with the reason in why when the name is no row's or the backend is not available (no MPI build;
+ * no device or no NCCL build for nccl), on every rank alike. */
 coll_seam_t *coll_seam_open(const char *name, char *why, size_t why_len);
 const char *coll_seam_name(const coll_seam_t *s);     /* the backend's name */
 void coll_seam_allreduce(coll_seam_t *s, float *buf, size_t n);                 /* sum, in place */

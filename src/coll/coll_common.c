@@ -4,7 +4,32 @@
 #include "coll/coll.h"
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+/* the collective libraries (colls.def), in help order */
+#define COLL(x) extern const coll_lib_t coll_lib_##x;
+#include "coll/colls.def"
+#undef COLL
+#define COLL(x) &coll_lib_##x,
+const coll_lib_t *const coll_libs[] = {
+#include "coll/colls.def"
+};
+#undef COLL
+const int coll_nlibs = (int)(sizeof coll_libs / sizeof coll_libs[0]);
+
+const coll_lib_t *coll_lib_find(const char *name) {
+  for (int i = 0; i < coll_nlibs; i++) if (!strcmp(coll_libs[i]->name, name)) return coll_libs[i];
+  return NULL;
+}
+
+const char *coll_lib_names(const char *sep) {
+  static char names[256];
+  names[0] = 0;
+  for (int i = 0; i < coll_nlibs; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? sep : "", coll_libs[i]->name);
+  return names;
+}
 
 const coll_op_info_t coll_ops[COLL_NOPS] = {
   [COLL_ALLREDUCE] = {"allreduce", 0, 0, 0, 1, "2(n-1)/n", "sum of all ranks' vectors, on every rank"},

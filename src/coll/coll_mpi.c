@@ -6,6 +6,7 @@
 #include "coll/coll.h"
 #include "coll/mpi_util.h"
 #include "util/util.h"
+#include <stdio.h>
 #include <string.h>
 
 #ifdef PDL_HAVE_MPI
@@ -80,3 +81,10 @@ const coll_backend_t *coll_backend_mpi(void) { return &g_mpi; }
 #else
 const coll_backend_t *coll_backend_mpi(void) { return NULL; }
 #endif
+
+static const coll_backend_t *mpi_open(char *why, size_t why_len) {
+  const coll_backend_t *b = coll_backend_mpi();
+  if (!b) snprintf(why, why_len, "this build has no MPI (built with NO_MPI=1)");
+  return b;
+}
+const coll_lib_t coll_lib_mpi = {"mpi", "MPI on host buffers (the default)", 1, mpi_open};

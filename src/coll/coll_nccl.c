@@ -240,3 +240,6 @@ const coll_backend_t *coll_backend_nccl(char *why, size_t why_len) {
   return NULL;
 }
 #endif
+
+const coll_lib_t coll_lib_nccl = {"nccl", "NCCL on one CUDA device per rank, host buffers staged through it (exits 2 "
+                                  "without a device)", 0, coll_backend_nccl};

@@ -21,17 +21,10 @@ struct coll_seam {
 };
 
 coll_seam_t *coll_seam_open(const char *name, char *why, size_t why_len) {
-  const coll_backend_t *b = NULL;
-  if (!strcmp(name, "mpi")) {
-    b = coll_backend_mpi();
-    if (!b) { snprintf(why, why_len, "this build has no MPI (built with NO_MPI=1)"); return NULL; }
-  } else if (!strcmp(name, "nccl")) {
-    b = coll_backend_nccl(why, why_len);
-    if (!b) return NULL;
-  } else {
-    snprintf(why, why_len, "'%s' is not mpi or nccl", name);
-    return NULL;
-  }
+  const coll_lib_t *lib = coll_lib_find(name);   /* the one list (colls.def) */
+  if (!lib) { snprintf(why, why_len, "'%s' is not %s", name, coll_lib_names(" or ")); return NULL; }
+  const coll_backend_t *b = lib->open(why, why_len);
+  if (!b) return NULL;
   coll_seam_t *s = xcalloc(1, sizeof *s);
   s->b = b;
   s->device = b->device != NULL;   /* the backend says so: device() only where its memory is a device's */

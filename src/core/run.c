@@ -50,7 +50,6 @@ static void set_device(const optdef_t *d, void *area, const char *v) {
   parse_device(d->name, v, &((train_cfg_t *)area)->device);
 }
 static const char *const runtimes[] = {"real", "sim", NULL};
-static const char *const colls[] = {"mpi", "nccl", NULL};
 static const optdef_t
   od_data = {"--data", OD_STR, 0, 0, NULL, "fashion-mnist", "D", "fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]", CFG(data), 0, NULL},
   od_net = {"--net", OD_STR, 0, 0, NULL, "ppasgd-cifar", "N", "preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10'", CFG(net), 0, NULL},
@@ -80,7 +79,7 @@ static const optdef_t
   od_runtime = {"--runtime", OD_STR, 0, 0, runtimes, "real", "R", "real (pthreads + MPI ranks) | sim (SimGrid, real numerics)", CFG(runtime), 0, NULL},
   /* not in the checkpoint header (resume 0): the state is the same whichever backend summed it,
    * so a resume may switch backends; sums agree bit for bit at 2 ranks, within rounding above */
-  od_coll = {"--coll", OD_STR, 0, 0, colls, "mpi", "C", "the real runtime's collectives: mpi (MPI on host buffers) | nccl (NCCL on one CUDA device per rank, host buffers staged through it; exits 2 without a device); distributed algorithms on --runtime real only", CFG(coll), 0, NULL};
+  od_coll = {"--coll", OD_STR, 0, 0, NULL, "mpi", "C", "the real runtime's collective library, one of src/coll/colls.def's (pdl coll --help lists them; pdl train checks the name): mpi (MPI on host buffers), nccl (NCCL on one CUDA device per rank, host buffers staged through it; exits 2 without a device), ...; distributed algorithms on --runtime real only", CFG(coll), 0, NULL};
 const optdef_t od_with_replacement = {"--with-replacement", OD_BOOL, 0, 0, NULL, NULL, NULL,
   "draw mini-batches with replacement (default: shuffled epochs)", CFG(with_replacement), 1, NULL};
 const optdef_t *const train_opts[] = {

@@ -145,6 +145,15 @@ double kfac_pi_diag(const float *a, size_t inca, int da, const float *g, size_t 
  * kfac_free (kfac.c) releases it with the rest. */
 void kfac_on_device(kfac_t *k, const kernels_t *kt, int B);
 void kfac_dev_state(kfac_t *k, int to_device);
+/* Where K-FAC works (issue 50: the node program names no device): on kt, the table the node trains
+ * on (loop_place), after kfac_own. A host table keeps kfac.c's own host code (ssyrk factors,
+ * --kfac-inverse's inversion) unless `table` asks for the table path there too (PDL_KFAC_DEV=1);
+ * a device table, or `table`, gets kfac_on_device, after which kfac_bundle, kfac_owner_update and
+ * kfac_to_flat run their _dev forms (pointers in kt's memory). Dies naming the backend when kt lacks
+ * the dense linear algebra. Returns 1 on the table path. kfac_inverse_name: the inversion the
+ * summary names (the device table's, or --kfac-inverse's). */
+int kfac_place(kfac_t *k, const kernels_t *kt, int B, int table);
+const char *kfac_inverse_name(const kfac_t *k);
 void kfac_bundle_dev(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
 int kfac_owner_update_dev(kfac_t *k, int l, const float *bundle, long step, float *dw);
 void kfac_to_flat_dev(const kfac_t *k, int l, const float *m, float *flat);

@@ -58,6 +58,19 @@ void kfac_on_device(kfac_t *k, const kernels_t *kt, int B) {
   kfac_dev_state(k, 1);
 }
 
+int kfac_place(kfac_t *k, const kernels_t *kt, int B, int table) {
+  if (kt->host_memory && !table) return 0;
+  if (!kt->gemm || !kt->im2col || !kt->copy2d || !kt->axpby || !kt->spd_inverse)
+    die("--device: the %s backend has no dense linear algebra for K-FAC's factors and inversions (a build without "
+        "cuSOLVER?)", kt->name);
+  kfac_on_device(k, kt, B);
+  return 1;
+}
+
+const char *kfac_inverse_name(const kfac_t *k) {
+  return k->kt && !k->kt->host_memory ? k->kt->name : kfac_inv_name(k->cfg.inverse);
+}
+
 void kfac_dev_state(kfac_t *k, int to_device) {
   if (!k->kt || !k->own_n) return;
   if (to_device) k->kt->upload(k->d_own, k->own, k->own_n * sizeof(float));

@@ -232,7 +232,7 @@ int rt_real_nnodes(void) { return pdl_mpi_size(); }
 void rt_real_finalize(void) { pdl_mpi_finalize(); }
 
 int rt_real_set_coll(const char *name) {
-  if (strcmp(name, "mpi") && strcmp(name, "nccl")) return 2;
+  if (!coll_lib_find(name)) return 2;   /* the one list (src/coll/colls.def) */
   snprintf(g_coll_name, sizeof g_coll_name, "%s", name);
   return 0;
 }
@@ -243,8 +243,10 @@ int rt_real_run(rt_fn node_main, void *arg, int *argc, char ***argv) {
   char why[512];
   g_coll = coll_seam_open(g_coll_name, why, sizeof why);
   if (!g_coll) {   /* every rank alike (coll_backend_nccl agrees over MPI first) */
-    if (pdl_mpi_rank() == 0) fprintf(stderr, "pdl: --coll %s: %s%s\n", g_coll_name, why,
-                                     strcmp(g_coll_name, "mpi") ? " (the default --coll mpi needs no device)" : "");
+    const coll_lib_t *lib = coll_lib_find(g_coll_name);
+    if (pdl_mpi_rank() == 0) fprintf(stderr, "pdl: --coll %s: %s%s%s%s\n", g_coll_name, why,
+                                     lib && !lib->host ? " (the default --coll " : "", lib && !lib->host ? coll_libs[0]->name : "",
+                                     lib && !lib->host ? " needs no device)" : "");
     fflush(stderr);
     pdl_mpi_finalize();
     exit(PDL_EXIT_USAGE);
