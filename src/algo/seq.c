@@ -207,7 +207,6 @@ static void seq_node(rt_t *rt, void *arg) {
   loop_state(&L, "x", x, n * sizeof(float));
   loop_state_optim(&L, "optimizer", &o);
   loop_state_replica(&L, "replica", &rep);
-  loop_state_ws(&L, "bn", &rep.ws);   /* the evaluations' batch norm statistics (a net with batch norm only) */
   long t = 0;
   if (loop_resume(&L)) { t = L.updates; optim_refresh(&o, x); }
   loop_begin(&L, x);   /* (not after a resume) */
