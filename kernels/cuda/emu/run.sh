@@ -9,7 +9,7 @@
 # cusolverDnSpotrf/Spotri are column-major LAPACK with cuSOLVER's. Built with ASan + UBSan, so an
 # out-of-bounds index in a kernel fails loudly. Checks indexing, layouts and the row-/column-major
 # mappings; says nothing about real-GPU timing, memory model or arch-specific codegen.
-# Usage (repo root): bash kernels/cuda/emu/run.sh   (~35 s of CPU)
+# Usage (repo root): bash kernels/cuda/emu/run.sh   (~70 s of CPU with its compiles, Intel Xeon)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 out=${BUILD:-build}/cuda-emu
