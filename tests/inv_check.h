@@ -50,15 +50,34 @@ static inline void *inv_alloc(size_t bytes) {
 }
 
 /* The test matrix of (n, cond, seed) rounded to float (ref_spd_random); with inv_exact != NULL
- * also its double form and exact inverse (caller frees). */
+ * also its double form and exact inverse (caller frees). The float matrices are kept (a copy is
+ * returned): the tests ask for the same (n, cond, seed) several times (test_inv: 4 to 5 times each at
+ * n = 1153, whose QR and products were ~40% of its CPU time), and ref_spd_random is a pure function
+ * of them, so a kept copy is the same bits as a new one. */
+struct inv_memo { int n; double cond; uint64_t seed; float *a; };
+static struct inv_memo inv_memo_tab[64];
 static inline float *inv_spd_float(int n, double cond, uint64_t seed, double **a_d, double **inv_exact) {
   const size_t nn = (size_t)n * n;
+  float *a = inv_alloc(nn * sizeof *a);
+  if (!a_d && !inv_exact)
+    for (int i = 0; i < 64 && inv_memo_tab[i].a; i++)
+      if (inv_memo_tab[i].n == n && inv_memo_tab[i].cond == cond && inv_memo_tab[i].seed == seed) {
+        memcpy(a, inv_memo_tab[i].a, nn * sizeof *a);
+        return a;
+      }
   double *ad = inv_alloc(nn * sizeof *ad), *ie = inv_exact ? inv_alloc(nn * sizeof *ie) : NULL;
   ref_spd_random(ad, ie, n, cond, seed);
-  float *a = inv_alloc(nn * sizeof *a);
   for (size_t i = 0; i < nn; i++) a[i] = (float)ad[i];
   if (a_d) *a_d = ad; else free(ad);
   if (inv_exact) *inv_exact = ie;
+  int slot = 0;   /* the first free slot, else the oldest entry's (round robin) */
+  static int next;
+  while (slot < 64 && inv_memo_tab[slot].a && !(inv_memo_tab[slot].n == n && inv_memo_tab[slot].cond == cond
+                                                && inv_memo_tab[slot].seed == seed)) slot++;
+  if (slot == 64) { slot = next; next = (next + 1) % 64; }
+  free(inv_memo_tab[slot].a);
+  inv_memo_tab[slot] = (struct inv_memo){n, cond, seed, inv_alloc(nn * sizeof *a)};
+  memcpy(inv_memo_tab[slot].a, a, nn * sizeof *a);
   return a;
 }
 

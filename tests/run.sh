@@ -15,15 +15,14 @@ rm -f "$logs"/*.result
 # JOBS: how many tests run side by side (default: the core count, at most 4). They time
 # nothing (throughput is judged by the CI gate, which runs alone after them) and their waits have
 # wide margins, so sharing the cores costs only wall time. A script's header may tag it with
-# "# pdl-test: TAG..." lines: "cpu=N" (it costs about N CPU-s: within its group the costliest
-# start first, the longest ones bound the wall time; "long" is cpu=20, no tag cpu=5), "mpi" (most
-# of its time is in mpirun's ranks: the MPI tests run side by side, before the others, see below)
-# and "serial" (it runs alone, after the others; none today: the CUDA emulator was one while it
-# ran a host thread per CUDA thread; its launches are fibers on one thread now).
-# GATE_UNTIMED=DIR: the CI gate's probes that time nothing run in the same pool, as two more jobs
-# (ci/regress.sh --untimed-to DIR/mpi.jsonl --mpi only, and DIR/other.jsonl --mpi skip); the gate
-# run after the tests (ci/regress.sh --untimed-from DIR) runs the timed probes alone and judges
-# all. They are not tests: no ok lines; a probe that fails shows in the gate's verdict.
+# "# pdl-test: TAG..." lines, a unit binary's source (tests/test_*.c) with a "pdl-test: cpu=N"
+# comment: "cpu=N" (it costs about N CPU-s: the costliest start first, the longest ones bound the
+# wall time; "long" is cpu=20, no tag cpu=5 for a script, 1 for a binary), "mpi" (most of its time
+# is in mpirun's ranks: the MPI tests run side by side, before the others, see below), "idle" (it
+# mostly waits -- for a daemon's timer, a sleep of its own -- and costs a few CPU-s: it runs beside
+# the JOBS, from the start, so that its waits do not hold a core's place in the pool) and
+# "serial" (it runs alone, after the others; none today: the CUDA emulator was one while it ran a
+# host thread per CUDA thread; its launches are fibers on one thread now).
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 2); [ "$n" -gt 4 ] && n=4; echo "$n")}
 case $JOBS in ''|*[!0-9]*|0) echo "tests/run.sh: JOBS must be a positive integer, got '$JOBS'" >&2; exit 2 ;; esac
 t_start=$SECONDS
@@ -45,11 +44,12 @@ run_one() {
     if [ "$f" -gt 0 ]; then grep -E '^(not ok|  FAIL)|error' "$log" | head -20 | sed 's/^/    /'; fi
     grep '^skip - ' "$log" | sed 's/^/    /'; } | flock "$logs" cat   # one test's lines together
 }
-# The job list: the "mpi" scripts, then the other scripts, each group costliest first (cpu=N),
-# then the unit binaries (the shortest jobs, at most ~10 CPU-s each: they fill the pool's tail, so
-# the last job to end is a short one -- longest first, as in LPT scheduling); all share the JOBS
-# pool (the binaries are single-threaded and time nothing tight: test_comm_util's watchdog
-# margins are 100x), and the "serial" scripts run alone at the end. The MPI scripts go together
+# The job list: the "mpi" scripts, then the other scripts and the unit binaries together, each
+# group costliest first (cpu=N: longest first, as in LPT scheduling, so that the last jobs to end
+# are short ones: the binaries are mostly a few CPU-s, test_inv ~20, which used to run last of
+# all); all share the JOBS pool (the binaries are single-threaded and time nothing tight:
+# test_comm_util's watchdog margins are 100x), the "idle" scripts run beside it and the "serial"
+# ones alone at the end. The MPI scripts go together
 # because oversubscribed ranks yield the core while they wait (OMPI_MCA_mpi_yield_when_idle):
 # beside another MPI job the waiting ranks hand the cores to ranks that have work, but beside a
 # CPU-bound job a rank loses its core for whole time slices while its peers spin (measured on 2
@@ -57,20 +57,21 @@ run_one() {
 # 13.7 s beside a single-threaded training run, which itself was not slowed). Mark a script
 # "cpu=N" when it costs more than ~10 CPU-s, "mpi" when most of it runs under mpirun (make test's
 # budget and where it goes: docs/DESIGN.md, "Tests"; the figures need only be roughly right).
-units=()
+scripts=() serial=() idle=()   # scripts: "GROUP COST PATH" lines, GROUP 0 = mpi, 1 = the others and the binaries
 for bin in "$BUILD"/tests/test_*; do
   [ -x "$bin" ] || continue
   case $bin in *.d) continue ;; esac
   case "${TESTS_ONLY:-}" in threads) [[ $(basename "$bin") == *thread* ]] || continue ;; esac
-  units+=("$bin")
+  cost=$(sed -n 's/.*pdl-test: *cpu=\([0-9][0-9]*\).*/\1/p' "tests/$(basename "$bin").c" 2>/dev/null | head -n 1)
+  scripts+=("1 ${cost:-1} $bin")
 done
-scripts=() serial=()   # scripts: "GROUP COST PATH" lines, GROUP 0 = mpi, 1 = the others
 if [ "${TESTS_ONLY:-}" != unit ]; then
   for sh in tests/t_*.sh; do
     [ -f "$sh" ] || continue
     case "${TESTS_ONLY:-}" in threads) [[ $(basename "$sh" .sh) == *thread* ]] || continue ;; esac
     tags=" $(sed -n 's/^# pdl-test: *//p' "$sh" | tr '\n' ' ') "
     if [[ $tags == *" serial "* ]]; then serial+=("$sh"); continue; fi
+    if [[ $tags == *" idle "* ]]; then idle+=("$sh"); continue; fi
     cost=5; [[ $tags == *" long "* ]] && cost=20
     [[ $tags =~ \ cpu=([0-9]+)\  ]] && cost=${BASH_REMATCH[1]}
     scripts+=("$([[ $tags == *" mpi "* ]] && echo 0 || echo 1) $cost $sh")
@@ -90,8 +91,19 @@ if [ -n "${GATE_UNTIMED:-}" ] && [ -z "${TESTS_ONLY:-}" ]; then   # their CPU-s,
 fi
 ordered=()
 [ ${#scripts[@]} -gt 0 ] && mapfile -t ordered < <(printf '%s\n' "${scripts[@]}" | sort -k1,1n -k2,2nr -k3,3 | cut -d' ' -f3-)
-for job in "${ordered[@]}" "${units[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+# the "idle" scripts: one background group beside the pool (the pool then holds JOBS + 1 jobs
+# while it runs: its own and the group)
+idle_pid=""
+if [ ${#idle[@]} -gt 0 ]; then
+  ( for sh in "${idle[@]}"; do run_one "$(basename "$sh" .sh)" bash "$sh" & done; wait ) &
+  idle_pid=$!
+fi
+for job in "${ordered[@]}"; do
+  while :; do
+    extra=0; [ -n "$idle_pid" ] && kill -0 "$idle_pid" 2>/dev/null && extra=1
+    [ "$(jobs -rp | wc -l)" -ge $((JOBS + extra)) ] || break
+    wait -n
+  done
   case $job in
     gate:mpi)   run_gate gate_untimed_mpi --untimed-to "$GATE_UNTIMED/mpi.jsonl" --mpi only & ;;
     gate:other) run_gate gate_untimed_other --untimed-to "$GATE_UNTIMED/other.jsonl" --mpi skip & ;;

@@ -9,7 +9,8 @@
 # hash; a step's progress line appears on a terminal only, never in piped output. The launcher
 # (bench/launch.sh): LAUNCH=slurm DRY_RUN=1 writes and prints a run's sbatch script with its rank,
 # CPU and GPU counts and launches nothing; bad LAUNCH, HOSTFILE and options are refused.
-# pdl-test: cpu=1
+# Mostly sleeps (its two progress checks wait 4 and 5 s): "idle", beside the pool (tests/run.sh).
+# pdl-test: cpu=1 idle
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT

@@ -16,13 +16,16 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 
 # wait_lines FILE N: until FILE has N eval lines (at most 30 s)
 wait_lines() { for _ in $(seq 600); do [ "$(cat "$1" 2>/dev/null | grep -c '"eval"')" -ge "$2" ] && return 0; sleep 0.05; done; return 1; }
-# rank_pid PID RANK: the pid of that rank among PID's descendants (not another test's), by its environment
+# rank_pid PID RANK: the pid of that rank among PID's descendants (not another test's), by its
+# environment: one grep over the descendants' environ files (a tr | grep per process took seconds
+# on a busy machine, while the run went on towards its end; t_slurm.sh found the same)
 descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
 rank_pid() {
+  local f
   for _ in $(seq 200); do
-    for p in $(descendants "$1"); do
-      tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return 0; }
-    done; sleep 0.05
+    f=$(descendants "$1" | sed 's|.*|/proc/&/environ|' | xargs -r grep -lzx "OMPI_COMM_WORLD_RANK=$2" 2>/dev/null | head -n 1)
+    [ -n "$f" ] && { f=${f#/proc/}; echo "${f%/environ}"; return 0; }
+    sleep 0.05
   done; return 1
 }
 summary() { grep '"event":"summary"' "$1" | tail -1; }

@@ -5,7 +5,7 @@
 # ASan + UBSan. On a machine without a GPU this is the only check the CUDA code gets, so it runs in
 # make test everywhere (it needs g++, not nvcc).
 # The emulator reports one device, so no test may skip here. Its lines are prefixed "emu:".
-# pdl-test: cpu=34
+# pdl-test: cpu=70
 cd "$(dirname "$0")/.." || exit 1
 source tests/lib.sh
 out=$(BUILD=${BUILD:-build} bash kernels/cuda/emu/run.sh 2>&1); rc=$?

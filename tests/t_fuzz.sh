@@ -7,7 +7,7 @@
 # the checkpoint and loader targets rewrite a file per input, and truncating a file on this
 # machine's journalled disk took ~3.5 ms, so 2 x 2000 rewrites were ~13 s of waiting (issue 36
 # item 8); the inputs and findings are the same.
-# pdl-test: cpu=21
+# pdl-test: cpu=14
 cd "$(dirname "$0")/.." || exit 1
 if [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=$(mktemp -d /dev/shm/pdl-fuzz.XXXXXX 2>/dev/null); then
   trap 'rm -rf "$scratch"' EXIT

@@ -22,8 +22,9 @@
 # Runs when root (the daemons need it), prints a skip otherwise; installs nothing (make deps
 # installs slurm-wlm and munge: ci/install-deps.sh). A test killed by SIGKILL leaves its daemons
 # running, but the next run uses a new folder and new ports, so they do not break it.
-# Wall: ~40 s on a quiet 2-core machine, most of it waiting for slurmctld's time-limit test.
-# pdl-test: cpu=20 mpi
+# Wall: ~40 s on a quiet 2-core machine, most of it waiting for slurmctld's time-limit test: so
+# "idle", it runs beside make test's pool of jobs (tests/run.sh) instead of holding a core's place.
+# pdl-test: cpu=20 mpi idle
 source tests/lib.sh
 if [ "$(id -u)" != 0 ]; then echo "skip - t_slurm: not root (munged, slurmctld and slurmd must run as root)"; exit 0; fi
 if ! command -v mpirun >/dev/null 2>&1; then echo "skip - t_slurm: no mpirun (a NO_MPI build; srun's ranks need MPI)"; exit 0; fi

@@ -5,7 +5,8 @@
  * a sweep of orders around the block boundaries, thread counts and bit-identical repeats, in-place
  * calls, and the refusals: an indefinite matrix and an exactly singular leading minor (info = the
  * minor's order, exactly), NaN and Inf (-1). Tolerances: tests/inv_check.h. Every (n, kappa) case
- * prints its measured errors in its ok line. */
+ * prints its measured errors in its ok line.
+ * pdl-test: cpu=24 (tests/run.sh: its place in make test's pool, costliest first) */
 #include <float.h>
 #include "kernels/cpu/cpu_layers.h"
 #include "reference/ref.h"

@@ -6,7 +6,8 @@
  * on each algorithm (im2col, Winograd forced for every 3x3, and the automatic choice), and the
  * Winograd path has its own sweep of odd shapes; and finite differences (double, central) on the
  * reference itself, so the oracle is checked against calculus rather than against another
- * implementation. */
+ * implementation.
+ * pdl-test: cpu=10 (tests/run.sh: its place in make test's pool, costliest first) */
 #include <pthread.h>
 #include <cblas.h>
 #include <stdint.h>

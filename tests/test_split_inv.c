@@ -47,8 +47,14 @@ static int me, P;
 
 static void one_case(kfac_split_t *s, int dbl, int n, double cond, int root) {
   size_t nn = (size_t)n * n;
-  float *a = inv_spd_float(n, cond, SEED, NULL, NULL);
-  float *x = inv_alloc(nn * sizeof *x), *xr = inv_alloc(nn * sizeof *xr), *xf = inv_alloc(nn * sizeof *xf);
+  /* the matrix and the results live on the root only: kfac_split_inverse reads a and writes x
+   * there, and scatters/gathers the pieces itself (the other ranks passing NULL also checks that
+   * they touch neither) */
+  float *a = NULL, *x = NULL, *xr = NULL, *xf = NULL;
+  if (me == root) {
+    a = inv_spd_float(n, cond, SEED, NULL, NULL);
+    x = inv_alloc(nn * sizeof *x); xr = inv_alloc(nn * sizeof *xr); xf = inv_alloc(nn * sizeof *xf);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = now_s();
   int info = kfac_split_inverse(s, root, x, a, n);

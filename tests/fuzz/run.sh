@@ -11,20 +11,28 @@ mode=runs; count=2000
 case "${1:-}" in --seconds) mode=seconds; count=${2:?}; ;; --runs) count=${2:?}; ;; "") ;; *) echo "usage: $0 [--seconds N | --runs N]" >&2; exit 2 ;; esac
 command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 B=${BUILD_FUZZ:-build-fuzz}
-mkdir -p "$B/obj" "$B/findings"
-CF=(-std=c11 -g -O1 -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -Ibase -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
+# --runs (make test) builds at -O0, --seconds at -O1: the ~50 compiles were almost all of make
+# test's t_fuzz (its 6 x 2000 inputs take under a second), and with the sanitizers and the
+# coverage instrumentation -O1 compiles 5-10x slower (cpu_winograd.c 7.7 -> 0.8 CPU-s, model.c
+# 1.9 -> 0.4); ASan and UBSan check every access and operation at -O0 (none optimised away), so the
+# deterministic check finds what it found, while a timed campaign wants -O1's faster inputs. The
+# objects of each level have their own folder. -gline-tables-only: a report's file:line, without
+# the rest of the debug information (3-20% of a compile).
+opt=-O1; [ "$mode" = runs ] && opt=-O0
+mkdir -p "$B/obj$opt" "$B/bin$opt" "$B/findings"
+CF=(-std=c11 -gline-tables-only $opt -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -Ibase -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
 SRC=(base/util/*.c src/core/*.c src/optim/*.c src/kfac/*.c src/algo/*.c src/analysis/*.c src/rt/*.c src/coll/mpi_util.c kernels/cpu/*.c reference/*.c src/sim/platform.c)
 objs=()
 for s in "${SRC[@]}"; do
-  o=$B/obj/$(echo "$s" | tr / _).o; objs+=("$o")
+  o=$B/obj$opt/$(echo "$s" | tr / _).o; objs+=("$o")
   if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find src kernels reference -name '*.h' -newer "$o" 2>/dev/null | head -1)" ]; then
     clang "${CF[@]}" -c "$s" -o "$o" 2>"$B/build.log" || { echo "fuzz: cannot compile $s:"; tail -5 "$B/build.log"; exit 2; }
   fi
 done
 rc=0
 for t in tests/fuzz/fuzz_*.c; do
-  name=$(basename "$t" .c); exe=$B/$name
-  if [ ! -x "$exe" ] || [ "$t" -nt "$exe" ] || [ tests/fuzz/fuzz.h -nt "$exe" ] || [ "$0" -nt "$exe" ] || [ -n "$(find "$B/obj" -newer "$exe" | head -1)" ]; then
+  name=$(basename "$t" .c); exe=$B/bin$opt/$name
+  if [ ! -x "$exe" ] || [ "$t" -nt "$exe" ] || [ tests/fuzz/fuzz.h -nt "$exe" ] || [ "$0" -nt "$exe" ] || [ -n "$(find "$B/obj$opt" -newer "$exe" | head -1)" ]; then
     clang "${CF[@]}" -fsanitize=fuzzer "$t" "${objs[@]}" -o "$exe" -Wl,--wrap=exit,--wrap=gzopen,--wrap=gzclose,--wrap=fopen,--wrap=fclose,--wrap=xmalloc,--wrap=xcalloc,--wrap=xfree -llapacke -lopenblas -ljpeg -lz -lm -lpthread -ldl 2>"$B/build.log" \
       || { echo "fuzz: cannot build $name:"; tail -5 "$B/build.log"; exit 2; }
   fi

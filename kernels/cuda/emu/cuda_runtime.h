@@ -133,9 +133,15 @@ inline float __fsqrt_rn(float a) { return sqrtf(a); }
 #define EMU_ASAN 0
 #endif
 struct emu_bar { unsigned n = 0, count = 0; unsigned long gen = 0; };
-// A fiber is entered once through its ucontext (makecontext, setcontext: one signal-mask system
-// call) and switched from then on with _setjmp/_longjmp, which save no signal mask: swapcontext's
-// two sigprocmask calls per switch were most of the emulator's time (system time).
+// A fiber is entered once in its life through its ucontext (getcontext, makecontext, setcontext:
+// two signal-mask system calls) and switched from then on with _setjmp/_longjmp, which save no
+// signal mask: swapcontext's two sigprocmask calls per switch were most of the emulator's time
+// (system time). Fibers outlive launches: at the end of its blocks a fiber yields to the
+// scheduler like at a barrier, and the next launch on the same host thread resumes it there, to
+// run that launch's body (emu_fiber_main's loop); so a launch costs no system call at all (a
+// fresh ucontext per fiber per launch was two, ~500 per launch of 256 threads). Each host thread
+// has its own fibers (thread_local), so a fiber only ever runs on the thread whose stack it
+// returns to, and thread-local addresses it computed stay valid across its yields.
 struct emu_fiber { ucontext_t ctx; jmp_buf jb; char *stack = nullptr; unsigned tid = 0, bid = 0; bool done = false, started = false; void *fake = nullptr; };
 inline constexpr size_t emu_stack_size = 256 * 1024;
 inline thread_local jmp_buf emu_sched_jb;
@@ -145,7 +151,12 @@ inline thread_local size_t emu_sched_size;
 inline thread_local std::function<void()> *emu_body;
 inline emu_bar emu_block_bar;
 inline std::vector<emu_bar> emu_warp_bar;
-inline std::vector<emu_fiber> emu_fibers;   // kept between launches (their stacks are reused)
+// this host thread's fibers, kept between launches (stable addresses: a ucontext points into itself)
+struct emu_fiber_pool {
+  std::vector<emu_fiber *> f;
+  ~emu_fiber_pool() { for (emu_fiber *x : f) { munmap(x->stack, emu_stack_size); delete x; } }
+};
+inline thread_local emu_fiber_pool emu_fibers;
 inline double emu_slots[1024];
 inline void emu_yield() {   // fiber -> scheduler
   emu_fiber *f = emu_cur;
@@ -191,12 +202,11 @@ inline void emu_fiber_main() {
 #if EMU_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &emu_sched_bottom, &emu_sched_size);
 #endif
-  (*emu_body)();
-  emu_cur->done = true;
-#if EMU_ASAN
-  __sanitizer_start_switch_fiber(nullptr, emu_sched_bottom, emu_sched_size);   // this fiber ends
-#endif
-  _longjmp(emu_sched_jb, 1);
+  for (;;) {   // one pass per launch that uses this fiber (emu_body is that launch's)
+    (*emu_body)();
+    emu_cur->done = true;
+    emu_yield();   // to the scheduler, which sees done; the next launch resumes here
+  }
 }
 // Scheduler -> fiber f until it yields or ends (its own function: _setjmp returns twice, so the
 // scheduler's loop keeps no locals across it). The first entry is setcontext into makecontext's.
@@ -214,20 +224,23 @@ __attribute__((noinline)) inline void emu_resume(emu_fiber &f) {
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
 }
-// Fiber f as CUDA thread t, at the start of emu_fiber_main (getcontext returns twice too).
+// Fiber f as CUDA thread t: a new one at the start of emu_fiber_main (getcontext returns twice
+// too), one that ran before where it yielded at the end of its last launch.
 __attribute__((noinline)) inline void emu_prepare(emu_fiber &f, unsigned t) {
-  f.tid = t; f.bid = 0; f.done = false; f.started = false; f.fake = nullptr;
+  f.tid = t; f.bid = 0; f.done = false;
+  if (f.started) return;
+  f.fake = nullptr;
   getcontext(&f.ctx);
   f.ctx.uc_stack.ss_sp = f.stack; f.ctx.uc_stack.ss_size = emu_stack_size; f.ctx.uc_link = nullptr;
   makecontext(&f.ctx, emu_fiber_main, 0);
 }
 // Runs fibers 0..b-1 round-robin until every one has finished its blocks.
 inline void emu_schedule(unsigned b) {
-  for (unsigned t = 0; t < b; t++) emu_prepare(emu_fibers[t], t);
+  for (unsigned t = 0; t < b; t++) emu_prepare(*emu_fibers.f[t], t);
   for (unsigned alive = b; alive;) {
     alive = 0;
     for (unsigned t = 0; t < b; t++) {
-      emu_fiber &f = emu_fibers[t];
+      emu_fiber &f = *emu_fibers.f[t];
       if (f.done) continue;
       emu_cur = &f; threadIdx.x = f.tid; blockIdx.x = f.bid;
       emu_resume(f);
@@ -258,11 +271,11 @@ template <class... P> struct emu_launcher {
     emu_kernel_barriers = 0;
     emu_block_bar = emu_bar{b, 0, 0};
     emu_warp_bar.assign(b / 32, emu_bar{32, 0, 0});
-    while (emu_fibers.size() < b) {
-      emu_fibers.emplace_back();
+    while (emu_fibers.f.size() < b) {
       void *st = mmap(nullptr, emu_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (st == MAP_FAILED) { fprintf(stderr, "emu: cannot map a fiber stack\n"); abort(); }
-      emu_fibers.back().stack = (char *)st;
+      emu_fibers.f.push_back(new emu_fiber);
+      emu_fibers.f.back()->stack = (char *)st;
     }
     std::function<void()> body = [&] {
       for (unsigned blk = 0; blk < g; blk++) { blockIdx.x = emu_cur->bid = blk; k(a...); emu_arrive(emu_block_bar); }
