@@ -81,6 +81,10 @@ class Fatal(Exception):
     """A one-line error about the command line or an input file named there."""
 
 
+class Usage(Exception):
+    """Two flags that name one file (exit 2)."""
+
+
 def rel(path):
     """path relative to the repository root when it lies inside it (for messages)."""
     try:
@@ -761,6 +765,21 @@ def render(rows, errors, info, prov, plots, resdir):
             "<script>%s</script></body></html>\n" % (CSS, "\n".join(top), "\n".join(body), SELFCHECK_JS))
 
 
+def check_out(out, a):
+    """The page must not land on one of the report's own inputs (issue 46, item 1): the rows file,
+    the engine, a rendered plot, or a results file. Exit 2 naming both flags."""
+    real = os.path.realpath(out)
+    for flag, path in (("--rows", a.rows), ("--engine", a.engine)):
+        if path and os.path.realpath(path) == real:
+            raise Usage("--out %s and %s %s are the same file: the page would replace its own input" % (out, flag, path))
+    for flag, folder in (("--plots", a.plots), ("--results", a.results)):
+        top = os.path.realpath(folder)
+        if real.startswith(top + os.sep) and (os.path.dirname(real) == top or
+                                              os.path.splitext(real)[1] in (".png", ".jsonl", ".json", ".gz", ".md", ".tsv")):
+            raise Usage("--out %s lies among %s %s's files (an input of the page); write it elsewhere"
+                        % (out, flag, folder))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="bench/report.py",
@@ -784,6 +803,7 @@ def main(argv=None):
     out = a.out or os.path.join(ROOT, "results", "report", "index.html")
     rc = 0
     try:
+        check_out(out, a)
         if os.path.exists(a.results) and not os.path.isdir(a.results):
             raise Fatal("--results %s: not a folder" % a.results)
         if os.path.exists(a.plots) and not os.path.isdir(a.plots):
@@ -817,6 +837,9 @@ def main(argv=None):
     except Fatal as e:
         print("bench/report.py: %s" % e, file=sys.stderr)
         return 1
+    except Usage as e:
+        print("bench/report.py: %s" % e, file=sys.stderr)
+        return 2
     nerr = page.count('data-error="1"')
     print("wrote %s (%d claims, %d error rows)" % (rel(os.path.abspath(out)), len(rows), nerr))
     if a.fail_on_errors and nerr:

@@ -9,11 +9,11 @@ source tests/lib.sh
 bad() { local n=$1 pat=$2; shift 2; local out rc; out=$("$@" 2>&1); rc=$?
   if [ $rc -eq 2 ] && grep -qE -- "$pat" <<<"$out"; then ok "$n"; else notok "$n" "exit $rc (want 2), output: $(tail -n 2 <<<"$out")"; fi; }
 S=(train --data synthetic:n=64 --steps 2 --batch 8 --quiet)
-bad "conv k of 2^30 (was a heap overflow)" "k must be 1..255" "$PDL" "${S[@]}" --net "C4k1073741824 S10"
-bad "speed: conv k of 2^30" "k must be 1..255" "$PDL" speed --net "C4k1073741824 S10" --batch 1
-bad "conv with 0 weights (k 2^30, 16 channels)" "k must be 1..255" "$PDL" speed --net "C16k1073741824 S10" --batch 1
-bad "p of 2^32+1 (was silently p1)" "p 0..255" "$PDL" "${S[@]}" --net "C4p4294967297 S10"
-bad "k of 2^32+3 (was silently k3)" "k must be 1..255" "$PDL" "${S[@]}" --net "C4k4294967299 S10"
+bad "conv k of 2^30 (was a heap overflow)" "k<1..255>" "$PDL" "${S[@]}" --net "C4k1073741824 S10"
+bad "speed: conv k of 2^30" "k<1..255>" "$PDL" speed --net "C4k1073741824 S10" --batch 1
+bad "conv with 0 weights (k 2^30, 16 channels)" "k<1..255>" "$PDL" speed --net "C16k1073741824 S10" --batch 1
+bad "p of 2^32+1 (was silently p1)" "p<0..255>" "$PDL" "${S[@]}" --net "C4p4294967297 S10"
+bad "k of 2^32+3 (was silently k3)" "k<1..255>" "$PDL" "${S[@]}" --net "C4k4294967299 S10"
 bad "fc layer over 2^30 weights" "too large" "$PDL" speed --net "F100000 F100000 S10" --batch 1
 # enough F30000 layers (9e8 weights, ~14 GB with gradients and optimizer state each) to exceed this machine's RAM
 nl=$(( $(awk '/MemTotal/ {print int($2 / 1000000 / 14)}' /proc/meminfo) + 2 ))

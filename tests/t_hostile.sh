@@ -339,6 +339,15 @@ mkdir -p "$T/empty"
 case_ "report.py --fail-on-errors (make report) with an error row" 1 "has 1 error row" \
   python3 bench/report.py --fail-on-errors --rows "$T/rows.json" --results "$T/empty" --plots "$T/empty" --out "$T/page.html"
 [ -s "$T/page.html" ] && ok "the page is still written" || notok "report page" "not written"
+# the report page on one of its own inputs (issue 46 item 1: outputs never collide): --rows, a plot, a results file
+cp "$T/rows.json" "$T/rows-keep.json"; mkdir -p "$T/plots-in" "$T/res-in/p"; : > "$T/plots-in/a.png"
+case_ "report.py --out on its --rows file" 2 "are the same file" \
+  python3 bench/report.py --rows "$T/rows-keep.json" --results "$T/res-in" --plots "$T/plots-in" --out "$T/rows-keep.json"
+cmp -s "$T/rows.json" "$T/rows-keep.json" && ok "report.py: the refused --out left its --rows file as it was" || notok "report.py --out = --rows" "rows file changed"
+case_ "report.py --out on a plot" 2 "lies among --plots" \
+  python3 bench/report.py --rows "$T/rows-keep.json" --results "$T/res-in" --plots "$T/plots-in" --out "$T/plots-in/a.png"
+case_ "report.py --out on a results file" 2 "lies among --results" \
+  python3 bench/report.py --rows "$T/rows-keep.json" --results "$T/res-in" --plots "$T/plots-in" --out "$T/res-in/p/x.jsonl"
 grep -q 'bench/report.py --fail-on-errors' Makefile && ok "make report runs report.py --fail-on-errors" || notok "make report" "no --fail-on-errors"
 for s in -5 1 abc; do
   case_ "--kfac-split $s" 2 "--kfac-split: '$s': give off \(or 0\), auto \(or -1\)" "$PDL" train --algo kfac-dist --kfac-split "$s" --steps 1

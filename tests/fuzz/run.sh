@@ -21,7 +21,7 @@ B=${BUILD_FUZZ:-build-fuzz}
 opt=-O1; [ "$mode" = runs ] && opt=-O0
 mkdir -p "$B/obj$opt" "$B/bin$opt" "$B/findings"
 CF=(-std=c11 -gline-tables-only $opt -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT=\"fuzz\" -fopenmp=libgomp -Isrc -Ibase -I. -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
-SRC=(base/util/*.c src/core/*.c src/optim/*.c src/kfac/*.c src/algo/*.c src/analysis/*.c src/rt/*.c src/coll/mpi_util.c kernels/cpu/*.c reference/*.c src/sim/platform.c)
+SRC=(base/util/*.c src/core/*.c src/optim/*.c src/kfac/*.c src/algo/*.c src/analysis/*.c src/rt/*.c src/coll/mpi_util.c src/coll/coll_common.c src/coll/coll_mpi.c src/coll/coll_nccl.c kernels/cpu/*.c kernels/phantom/*.c reference/*.c src/sim/platform.c)
 objs=()
 for s in "${SRC[@]}"; do
   o=$B/obj$opt/$(echo "$s" | tr / _).o; objs+=("$o")

@@ -43,6 +43,6 @@ OPENBLAS_NUM_THREADS=1 "$out/test_cuda_inv_emu"
 # optimizers (tests/test_cuda_net.c with PDL_CUDA_EMU).
 gcc -std=c11 $san -fopenmp -Wall -Wextra -Werror -D_GNU_SOURCE -DPDL_GIT_REV_DEFAULT='"emu"' -DPDL_HAVE_CUDA -DPDL_HAVE_CUDNN -DPDL_CUDA_EMU \
   -Isrc -Ibase -I. tests/test_cuda_net.c kernels/cuda/cuda_table.c src/core/model.c src/core/backend.c \
-  src/core/train_state.c src/optim/optim.c kernels/cpu/*.c "${common[@]}" \
+  src/core/train_state.c src/optim/optim.c kernels/cpu/*.c kernels/phantom/*.c "${common[@]}" \
   "$out/layers.o" "$out/context.o" -o "$out/test_cuda_net_emu" -llapacke -lopenblas -lstdc++ -lpthread -lm
 OPENBLAS_NUM_THREADS=1 "$out/test_cuda_net_emu"
