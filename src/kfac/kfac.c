@@ -146,7 +146,7 @@ void kfac_from_flat(const kfac_t *k, int l, const float *flat, float *m) {
 }
 
 void kfac_to_flat(const kfac_t *k, int l, const float *m, float *flat) {
-  if (k->kt) { kfac_to_flat_dev(k, l, m, flat); return; }   /* placed on a table (kfac_place) */
+  if (k->kt) { k->dev->to_flat(k, l, m, flat); return; }   /* placed on a table (kfac_place) */
   const kfac_layer_t *K = &k->L[l];
   int in = K->da - 1;
   for (int o = 0; o < K->dg; o++) {
@@ -217,7 +217,7 @@ static void factor_part(const kfac_layer_t *K, const layer_t *L, const float *in
 }
 
 void kfac_bundle(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle) {
-  if (k->kt) { kfac_bundle_dev(k, l, ws, B, s, g, bundle); return; }   /* placed on a table (kfac_place) */
+  if (k->kt) { k->dev->bundle(k, l, ws, B, s, g, bundle); return; }   /* placed on a table (kfac_place) */
   const kfac_layer_t *K = &k->L[l];
   const layer_t *L = &k->net->L[K->li];
   SHAPE_ASSERT(ws->unfused && B >= 1);
@@ -330,7 +330,7 @@ static int damped_inverse(kfac_t *k, float *inv, const float *F, int n, double d
 }
 
 int kfac_owner_update(kfac_t *k, int l, const float *bundle, long step, float *dw) {
-  if (k->kt) return kfac_owner_update_dev(k, l, bundle, step, dw);   /* placed on a table (kfac_place) */
+  if (k->kt) return k->dev->owner_update(k, l, bundle, step, dw);   /* placed on a table (kfac_place) */
   const kfac_layer_t *K = &k->L[l];
   int da = K->da, dg = K->dg;
   const float *Gw = bundle, *Ab = bundle + (size_t)dg * da, *Gb = Ab + (size_t)da * da;

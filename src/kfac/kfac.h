@@ -86,6 +86,7 @@ typedef struct {
   /* kfac_dev.c (kfac_on_device): the owner state and scratch in kt's workspace memory, d_own
    * holding A, G, Ai, Gi of the owned layers in kfac_own's layout (dA..dGi point into it) */
   const kernels_t *kt;
+  const struct kfac_dev_ops *dev;   /* kfac_dev.c's entry points, set with kt (kfac.c calls them through it) */
   float *dA[NET_MAX_LAYERS], *dG[NET_MAX_LAYERS], *dAi[NET_MAX_LAYERS], *dGi[NET_MAX_LAYERS];
   float *d_own, *d_col, *d_tmp, *d_dmp, *d_diag, *d_one, *h_diag;
 } kfac_t;
@@ -154,6 +155,14 @@ void kfac_dev_state(kfac_t *k, int to_device);
  * summary names (the device table's, or --kfac-inverse's). */
 int kfac_place(kfac_t *k, const kernels_t *kt, int B, int table);
 const char *kfac_inverse_name(const kfac_t *k);
+/* The placed state's entry points, handed to kfac.c by kfac_on_device: kfac.c's kfac_to_flat,
+ * kfac_bundle and kfac_owner_update call through them when k->kt is set, so kfac.c never names
+ * kfac_dev.c (the dependency runs one way: kfac_dev.c -> kfac.c). */
+struct kfac_dev_ops {
+  void (*to_flat)(const kfac_t *k, int l, const float *m, float *flat);
+  void (*bundle)(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
+  int (*owner_update)(kfac_t *k, int l, const float *bundle, long step, float *dw);
+};
 void kfac_bundle_dev(kfac_t *k, int l, const workspace_t *ws, int B, float s, const float *g, float *bundle);
 int kfac_owner_update_dev(kfac_t *k, int l, const float *bundle, long step, float *dw);
 void kfac_to_flat_dev(const kfac_t *k, int l, const float *m, float *flat);

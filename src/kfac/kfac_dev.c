@@ -33,7 +33,9 @@ static int dev_chunk(const kfac_layer_t *K, int B) {
 
 void kfac_on_device(kfac_t *k, const kernels_t *kt, int B) {
   SHAPE_ASSERT(kt && kt->gemm && kt->im2col && kt->copy2d && kt->axpby && kt->spd_inverse && k->own && B >= 1);
+  static const struct kfac_dev_ops ops = {kfac_to_flat_dev, kfac_bundle_dev, kfac_owner_update_dev};
   k->kt = kt;
+  k->dev = &ops;
   size_t col = 1, m = 1;
   for (int l = 0; l < k->nl; l++) {
     const kfac_layer_t *K = &k->L[l];
