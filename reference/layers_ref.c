@@ -9,74 +9,18 @@
 /* Pooled extent along one axis: floor or ceil of n / s. */
 static int pool_out(int n, int s, int ceil_mode) { return ceil_mode ? (n + s - 1) / s : n / s; }
 
+/* The stride-1 conv is the strided oracle at st = 1 (layers_fullnet_ref.c): the same loops, sums and
+ * rounding, so one copy of the arithmetic serves both. */
 void ref_conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H,
                       int W, int Co, int k, int pad, float *scratch) {
-  (void)scratch;
   /* in [B][Ci][H][W], w [Co][Ci][k][k], b [Co], out [B][Co][Ho][Wo] */
-  SHAPE_ASSERT(B > 0 && Ci > 0 && Co > 0 && k > 0 && pad >= 0);
-  int Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
-  SHAPE_ASSERT(Ho > 0 && Wo > 0);
-  for (int n = 0; n < B; n++)
-    for (int co = 0; co < Co; co++)
-      for (int oh = 0; oh < Ho; oh++)
-        for (int ow = 0; ow < Wo; ow++) {
-          double s = b[co];
-          for (int ci = 0; ci < Ci; ci++)
-            for (int kh = 0; kh < k; kh++)
-              for (int kw = 0; kw < k; kw++) {
-                int ih = oh + kh - pad, iw = ow + kw - pad;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                s += (double)in[(((size_t)n * Ci + ci) * H + ih) * W + iw] *
-                     (double)w[(((size_t)co * Ci + ci) * k + kh) * k + kw];
-              }
-          out[(((size_t)n * Co + co) * Ho + oh) * Wo + ow] = (float)s;
-        }
+  ref_conv_s_forward(out, in, w, b, B, Ci, H, W, Co, k, pad, 1, scratch);
 }
 
 void ref_conv_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
                        int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
-  (void)scratch;
   /* dout [B][Co][Ho][Wo]; dw [Co][Ci][k][k] +=; db [Co] +=; din [B][Ci][H][W] = */
-  SHAPE_ASSERT(B > 0 && Ci > 0 && Co > 0 && k > 0 && pad >= 0);
-  int Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
-  SHAPE_ASSERT(Ho > 0 && Wo > 0);
-  for (int co = 0; co < Co; co++) {
-    double s = 0;
-    for (int n = 0; n < B; n++)
-      for (int p = 0; p < Ho * Wo; p++) s += dout[((size_t)n * Co + co) * Ho * Wo + p];
-    db[co] += (float)s;
-  }
-  for (int co = 0; co < Co; co++)
-    for (int ci = 0; ci < Ci; ci++)
-      for (int kh = 0; kh < k; kh++)
-        for (int kw = 0; kw < k; kw++) {
-          double s = 0;
-          for (int n = 0; n < B; n++)
-            for (int oh = 0; oh < Ho; oh++)
-              for (int ow = 0; ow < Wo; ow++) {
-                int ih = oh + kh - pad, iw = ow + kw - pad;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                s += (double)dout[(((size_t)n * Co + co) * Ho + oh) * Wo + ow] *
-                     (double)in[(((size_t)n * Ci + ci) * H + ih) * W + iw];
-              }
-          dw[(((size_t)co * Ci + ci) * k + kh) * k + kw] += (float)s;
-        }
-  if (!din) return;
-  for (int n = 0; n < B; n++)
-    for (int ci = 0; ci < Ci; ci++)
-      for (int ih = 0; ih < H; ih++)
-        for (int iw = 0; iw < W; iw++) {
-          double s = 0;
-          for (int co = 0; co < Co; co++)
-            for (int kh = 0; kh < k; kh++)
-              for (int kw = 0; kw < k; kw++) {
-                int oh = ih - kh + pad, ow = iw - kw + pad;
-                if (oh < 0 || oh >= Ho || ow < 0 || ow >= Wo) continue;
-                s += (double)dout[(((size_t)n * Co + co) * Ho + oh) * Wo + ow] *
-                     (double)w[(((size_t)co * Ci + ci) * k + kh) * k + kw];
-              }
-          din[(((size_t)n * Ci + ci) * H + ih) * W + iw] = (float)s;
-        }
+  ref_conv_s_backward(din, dw, db, dout, in, w, B, Ci, H, W, Co, k, pad, 1, scratch);
 }
 
 void ref_fc_forward(float *out, const float *in, const float *w, const float *b, int B, int M, int N) {
