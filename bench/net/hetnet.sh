@@ -9,7 +9,9 @@
 #                                            mpirun, or the kernel refuses a namespace, veth, bridge or htb
 #   hetnet.sh run SPEC [--limit S] -- CMD..  builds the network, runs `mpirun -np K CMD..` in it (rank i
 #                                            in namespace i, on link i of SPEC), tears it down, exits
-#                                            with mpirun's status (124: past the limit, default 600 s)
+#                                            with mpirun's status (124: past the limit, default 600 s;
+#                                            shortly before it, stderr gets each process's state and
+#                                            threads, and each rank's stacks where gdb is installed)
 #   hetnet.sh up SPEC                        builds it and leaves it; prints its prefix and the mpirun
 #                                            options to use (remove it with `down PREFIX`)
 #   hetnet.sh down [PREFIX...|--all]         removes a run's namespaces, links, processes, /etc/hosts
@@ -227,6 +229,26 @@ cmd_up() {
   echo "remove it with: $0 down $P"
 }
 
+# stall_report PREFIX LIMIT: each process in the run's namespaces (orted, the ranks) with its state,
+# CPU time and threads (state and kernel wait channel each), and, where gdb is installed, each
+# rank's stacks (a few frames a thread): on stderr, when a run nears its limit
+stall_report() {
+  local P=$1 p t
+  say "$P: near the limit of $2 s; the processes in its namespaces:"
+  for p in $(ns_pids "$P"); do
+    [ -r "/proc/$p/stat" ] || continue
+    echo "  pid $p: $(ps -o stat=,time=,args= -p "$p" 2>/dev/null | cut -c1-160)"
+    for t in /proc/"$p"/task/*; do
+      echo "    thread ${t##*/} $(cut -d' ' -f3 "$t/stat" 2>/dev/null) $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+    done | head -20
+    if command -v gdb >/dev/null 2>&1 && tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q " train "; then
+      timeout 20 gdb -p "$p" -batch -nx -ex "thread apply all bt 14" 2>/dev/null | grep -E '^(Thread|#)' \
+        | grep -v -E 'nptl|futex|sysdeps|start_thread|clone3' | sed -E 's/^#[0-9]+ +(0x[0-9a-f]+ in )?//; s/ \(.*\) (at|from) / at /' \
+        | cut -c1-120 | head -60 | sed 's/^/      /'
+    fi
+  done >&2
+}
+
 TORN=
 cleanup() { [ -n "$TORN" ] && return; TORN=1; teardown "$P"; }
 cmd_run() {
@@ -254,7 +276,13 @@ cmd_run() {
   setsid timeout -k 10 "$limit" mpirun "${args[@]}" "$@" < /dev/null &
   local pg=$!
   echo "$pg $(starttime "$pg")" > "$STATE/$P/pgid"
+  # shortly before the limit (an eighth of it, 2 to 15 s), what every process of the run is doing (a
+  # stall's diagnosis: launch, MPI_Init or the training, and where), on stderr before timeout stops them
+  local lead=$((limit / 8)) diagp; [ $lead -gt 15 ] && lead=15; [ $lead -lt 2 ] && lead=2; [ "$limit" -le 4 ] && lead=0
+  ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep $((limit - lead)) & s=$!; wait $s; stall_report "$P" "$limit" ) &
+  diagp=$!
   wait "$pg"; rc=$?
+  kill "$diagp" 2>/dev/null; wait "$diagp" 2>/dev/null
   [ $rc = 124 ] && say "$P: the run passed its limit of $limit s and was stopped"
   exit $rc
 }
