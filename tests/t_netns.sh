@@ -20,8 +20,9 @@
 #     more; only a second failure fails the test (see normal_run below);
 #   - after it, nothing of that run is left either (names, and no process whose command line
 #     holds its rank tag, hostfile or subnet).
-# Skipped (with the reason) when not root or when the kernel refuses a namespace, veth, bridge or
-# htb (hetnet.sh probe). ~2 CPU-s counted by /usr/bin/time, plus the ranks' (orted runs
+# Skipped (with the reason) when not root, when the kernel refuses a namespace, veth, bridge or
+# htb, or when TCP does not cross the bridge between two namespaces (a firewall on bridged traffic;
+# hetnet.sh probe). ~2 CPU-s counted by /usr/bin/time, plus the ranks' (orted runs
 # --daemonize, so they are not counted; ~0.5 CPU-s each, 6 ranks): ~5 CPU-s; 15 s wall on a quiet
 # machine, 86 s at nice 19 beside the benchmark of record.
 # pdl-test: cpu=5 mpi

@@ -6,9 +6,11 @@
 #
 #   hetnet.sh probe                          exit 0 when this machine can build the network; exit 3
 #                                            (the reason on stdout) when it cannot: not root, no ip/tc/
-#                                            mpirun, or the kernel refuses a namespace, veth, bridge or htb
+#                                            mpirun, the kernel refuses a namespace, veth, bridge or htb,
+#                                            or TCP does not cross the bridge between two namespaces
 #   hetnet.sh run SPEC [--limit S] -- CMD..  builds the network, runs `mpirun -np K CMD..` in it (rank i
-#                                            in namespace i, on link i of SPEC), tears it down, exits
+#                                            in namespace i, on link i of SPEC; first a TCP connection
+#                                            from every node to node 0 and back), tears it down, exits
 #                                            with mpirun's status (124: past the limit, default 600 s;
 #                                            shortly before it, stderr gets each process's state and
 #                                            threads, and each rank's stacks where gdb is installed)
@@ -199,6 +201,32 @@ build() {
   say "$P: $K namespaces on $cidr, links (bit/s): $*"
 }
 
+# reach NS_FROM NS_TO IP: a TCP connection from namespace NS_FROM to IP (an address of NS_TO) is
+# accepted within 5 s. Bridged traffic between namespaces can be dropped where the bridge netfilter
+# hands it to a firewall (net.bridge.bridge-nf-call-iptables = 1 and a FORWARD rule or policy that
+# drops it); MPI's ranks would then start (they reach mpirun, a local address) and wait forever on
+# their first message to each other. Prints the reason and returns 1 when the connection fails.
+reach() {
+  local from=$1 to=$2 ip=$3 port=45999 lp out
+  ip netns exec "$to" python3 -c "
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$ip', $port)); s.listen(1)
+s.settimeout(8); print('listening', flush=True)
+try: s.accept()[0].close()
+except OSError: pass" > "${TMPDIR:-/tmp}/pdlnet-reach.$$" 2>&1 &
+  lp=$!
+  for _ in $(seq 50); do grep -q listening "${TMPDIR:-/tmp}/pdlnet-reach.$$" 2>/dev/null && break; sleep 0.1; done
+  out=$(ip netns exec "$from" python3 -c "
+import socket
+s = socket.create_connection(('$ip', $port), timeout=5); s.close()" 2>&1)
+  local rc=$?
+  kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null; rm -f "${TMPDIR:-/tmp}/pdlnet-reach.$$"
+  [ $rc = 0 ] && return 0
+  local nf; nf=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)
+  echo "namespace $from cannot reach $ip in $to over the bridge (TCP: $(tail -n 1 <<<"$out"))${nf:+; net.bridge.bridge-nf-call-iptables = $nf}: a firewall may drop bridged traffic here"
+  return 1
+}
+
 need() {   # root and the tools, else exit 3 with the reason on stdout
   [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces, veth pairs and tc)"; exit 3; }
   local c; for c in ip tc flock python3 "$@"; do command -v "$c" >/dev/null 2>&1 || { echo "$c not found (make deps installs iproute2, openmpi-bin)"; exit 3; }; done
@@ -215,7 +243,17 @@ cmd_probe() {
              && shape "" "${P}b0" 1000000 3028 60000 2>&1 && shape "${P}n0" "${P}v0" 1000000 3028 60000 2>&1); then
     echo "this kernel or container cannot build the network: ${out#hetnet: }"; exit 3
   fi
-  echo "ok: network namespaces, veth pairs, a bridge and htb with a u32 filter work here"
+  # a second namespace on the bridge, and a TCP connection between the two (bridged traffic)
+  local net=10.213.251
+  if ! out=$(x ip netns add "${P}n1" 2>&1 && x ip link add "${P}b1" type veth peer name "${P}v1" netns "${P}n1" 2>&1 \
+             && x ip link set "${P}b1" master "${P}br" 2>&1 && x ip link set "${P}b0" up 2>&1 && x ip link set "${P}b1" up 2>&1 \
+             && x ip link set "${P}br" up 2>&1 && x ip -n "${P}n0" addr add $net.1/24 dev "${P}v0" 2>&1 \
+             && x ip -n "${P}n1" addr add $net.2/24 dev "${P}v1" 2>&1 && x ip -n "${P}n0" link set "${P}v0" up 2>&1 \
+             && x ip -n "${P}n1" link set "${P}v1" up 2>&1 && x ip -n "${P}n1" link set lo up 2>&1); then
+    echo "this kernel or container cannot build the network: ${out#hetnet: }"; exit 3
+  fi
+  out=$(reach "${P}n0" "${P}n1" $net.2) || { echo "$out"; exit 3; }
+  echo "ok: network namespaces, veth pairs, a bridge and htb with a u32 filter work here, and TCP crosses the bridge"
 }
 
 cmd_up() {
@@ -269,6 +307,13 @@ cmd_run() {
   trap 'say "$P: interrupted: tearing down"; cleanup; exit 130' INT
   trap 'say "$P: terminated: tearing down"; cleanup; exit 143' TERM
   build "$P" "$spec" $rates || exit 1
+  # every node reaches node 0, and node 0 the last node, over the bridge: a network that drops
+  # bridged traffic fails here, naming the reason, rather than leaving the ranks waiting
+  local i K n0ip why; K=$(wc -l < "$STATE/$P/nodes"); n0ip=$(awk '$1 == 0 {print $3}' "$STATE/$P/nodes")
+  for i in $(seq 1 $((K - 1))); do
+    why=$(reach "${P}n$i" "${P}n0" "$n0ip") || { say "$P: $why"; exit 1; }
+  done
+  [ "$K" -gt 1 ] && { why=$(reach "${P}n0" "${P}n$((K - 1))" "$(awk -v k=$((K - 1)) '$1 == k {print $3}' "$STATE/$P/nodes")") || { say "$P: $why"; exit 1; }; }
   local args rc
   mapfile -t args < "$STATE/$P/mpirun.args"
   # its own process group and session (setsid), so that teardown reaches timeout, mpirun and the
