@@ -22,7 +22,7 @@
 #endif
 
 #define CUDA_TESTS(X) \
-  X(test_conv_forward) X(test_conv_backward) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_act_pool_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
+  X(test_conv_forward) X(test_conv_backward) X(test_conv_strided) X(test_conv_chunked) X(test_conv_bias_split) X(test_conv_act_fused) X(test_conv_act_pool_fused) X(test_conv_realistic) X(test_conv_impl_switch) \
   X(test_fc) X(test_maxpool) \
   X(test_act) X(test_act_large) X(test_dropout) X(test_softmax_xent) X(test_threads) X(test_dense_la) \
   X(test_fullnet_layers)
@@ -78,19 +78,26 @@ static size_t mismatches(const float *a, const float *b, size_t n) {
              what, m_, (size_t)(n)); } while (0)
 
 /* ---- conv ---------------------------------------------------------------------------------- */
-typedef struct { int B, Ci, H, W, Co, k, pad; } conv_case;
+typedef struct { int B, Ci, H, W, Co, k, pad, st; } conv_case;   /* st 0: cuda_conv_*, else cuda_conv_s_* */
 static const conv_case conv_cases[] = {
-  {3, 3, 7, 5, 4, 3, 1},  /* same padding, non-square */
-  {2, 1, 6, 9, 5, 5, 2},  /* k = 5, single input channel */
-  {1, 2, 5, 5, 3, 1, 0},  /* 1x1 conv */
-  {4, 5, 8, 7, 6, 3, 0},  /* valid conv */
-  {2, 3, 3, 4, 2, 3, 2},  /* padding > needed: output larger than input */
-  {1, 1, 1, 1, 1, 1, 0},  /* degenerate 1x1x1 */
+  {3, 3, 7, 5, 4, 3, 1, 0},  /* same padding, non-square */
+  {2, 1, 6, 9, 5, 5, 2, 0},  /* k = 5, single input channel */
+  {1, 2, 5, 5, 3, 1, 0, 0},  /* 1x1 conv */
+  {4, 5, 8, 7, 6, 3, 0, 0},  /* valid conv */
+  {2, 3, 3, 4, 2, 3, 2, 0},  /* padding > needed: output larger than input */
+  {1, 1, 1, 1, 1, 1, 0, 0},  /* degenerate 1x1x1 */
 };
 #define NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
+static int conv_st(const conv_case *c) { return c->st ? c->st : 1; }
+static int conv_ho(const conv_case *c) { return (c->H + 2 * c->pad - c->k) / conv_st(c) + 1; }
+static int conv_wo(const conv_case *c) { return (c->W + 2 * c->pad - c->k) / conv_st(c) + 1; }
+static size_t conv_scratch(const conv_case *c) {
+  return c->st ? cuda_conv_s_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, c->st, 1)
+               : cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+}
 static void conv_dims(const conv_case *c, size_t *nin, size_t *nw, size_t *nout) {
-  int Ho = c->H + 2 * c->pad - c->k + 1, Wo = c->W + 2 * c->pad - c->k + 1;
+  int Ho = conv_ho(c), Wo = conv_wo(c);
   *nin = (size_t)c->B * c->Ci * c->H * c->W;
   *nw = (size_t)c->Co * c->Ci * c->k * c->k;
   *nout = (size_t)c->B * c->Co * Ho * Wo;
@@ -101,15 +108,17 @@ static void check_conv_forward(const conv_case *c) {
   conv_dims(c, &nin, &nw, &nout);
   float *in = hnew(nin), *w = hnew(nw), *b = hnew(c->Co), *ref = hnew(nout), *absref = hnew(nout), *got = hnew(nout);
   fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(b, c->Co, -1, 1);
-  ref_conv_forward(ref, in, w, b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+  ref_conv_s_forward(ref, in, w, b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, conv_st(c), NULL);
   float *ain = habs(in, nin), *aw = habs(w, nw), *ab = habs(b, c->Co);
-  ref_conv_forward(absref, ain, aw, ab, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
-  size_t ns = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+  ref_conv_s_forward(absref, ain, aw, ab, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, conv_st(c), NULL);
+  size_t ns = conv_scratch(c);
   float *d_in = dnew(in, nin), *d_w = dnew(w, nw), *d_b = dnew(b, c->Co), *d_out = cuda_alloc_floats(nout);
   float *d_s = cuda_alloc_floats(ns);
-  cuda_conv_forward(d_out, d_in, d_w, d_b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, d_s);
+  if (c->st) cuda_conv_s_forward(d_out, d_in, d_w, d_b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, c->st, d_s);
+  else cuda_conv_forward(d_out, d_in, d_w, d_b, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, d_s);
   dget(got, d_out, nout);
-  printf("  # conv fwd B%d Ci%d %dx%d Co%d k%d pad%d\n", c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad);
+  printf("  # conv%s fwd B%d Ci%d %dx%d Co%d k%d pad%d st%d\n", c->st ? "_s" : "", c->B, c->Ci, c->H, c->W, c->Co,
+         c->k, c->pad, conv_st(c));
   EXPECT_DOT(got, ref, absref, nout, (double)c->Ci * c->k * c->k + 1, "conv forward");
   cuda_free(d_in); cuda_free(d_w); cuda_free(d_b); cuda_free(d_out); cuda_free(d_s);
   free(in); free(w); free(b); free(ref); free(absref); free(got); free(ain); free(aw); free(ab);
@@ -119,28 +128,33 @@ static void check_conv_forward(const conv_case *c) {
 static void check_conv_backward(const conv_case *c, int with_din) {
   size_t nin, nw, nout;
   conv_dims(c, &nin, &nw, &nout);
-  int Ho = c->H + 2 * c->pad - c->k + 1, Wo = c->W + 2 * c->pad - c->k + 1;
+  int Ho = conv_ho(c), Wo = conv_wo(c);
   float *in = hnew(nin), *w = hnew(nw), *dout = hnew(nout);
   float *dw0 = hnew(nw), *db0 = hnew(c->Co); /* non-zero starting grads: the layer must accumulate */
   fill(in, nin, -1, 1); fill(w, nw, -1, 1); fill(dout, nout, -1, 1); fill(dw0, nw, -1, 1); fill(db0, c->Co, -1, 1);
   float *rdin = hnew(nin), *rdw = hnew(nw), *rdb = hnew(c->Co);
   memcpy(rdw, dw0, nw * sizeof(float)); memcpy(rdb, db0, c->Co * sizeof(float));
-  ref_conv_backward(with_din ? rdin : NULL, rdw, rdb, dout, in, w, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+  ref_conv_s_backward(with_din ? rdin : NULL, rdw, rdb, dout, in, w, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad,
+                      conv_st(c), NULL);
   float *ain = habs(in, nin), *aw = habs(w, nw), *adout = habs(dout, nout);
   float *adin = hnew(nin), *adw = habs(dw0, nw), *adb = habs(db0, c->Co);
-  ref_conv_backward(adin, adw, adb, adout, ain, aw, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, NULL);
+  ref_conv_s_backward(adin, adw, adb, adout, ain, aw, c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, conv_st(c), NULL);
 
   float *nan = hnew(nin);
   for (size_t i = 0; i < nin; i++) nan[i] = NAN;
-  size_t ns = cuda_conv_scratch_floats(c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad, 1);
+  size_t ns = conv_scratch(c);
   float *d_in = dnew(in, nin), *d_w = dnew(w, nw), *d_dout = dnew(dout, nout), *d_din = dnew(nan, nin);
   float *d_dw = dnew(dw0, nw), *d_db = dnew(db0, c->Co), *d_s = cuda_alloc_floats(ns);
-  cuda_conv_backward(with_din ? d_din : NULL, d_dw, d_db, d_dout, d_in, d_w, c->B, c->Ci, c->H, c->W, c->Co,
-                     c->k, c->pad, d_s);
+  if (c->st)
+    cuda_conv_s_backward(with_din ? d_din : NULL, d_dw, d_db, d_dout, d_in, d_w, c->B, c->Ci, c->H, c->W, c->Co, c->k,
+                         c->pad, c->st, d_s);
+  else
+    cuda_conv_backward(with_din ? d_din : NULL, d_dw, d_db, d_dout, d_in, d_w, c->B, c->Ci, c->H, c->W, c->Co,
+                       c->k, c->pad, d_s);
   float *gdin = hnew(nin), *gdw = hnew(nw), *gdb = hnew(c->Co);
   dget(gdin, d_din, nin); dget(gdw, d_dw, nw); dget(gdb, d_db, c->Co);
-  printf("  # conv bwd B%d Ci%d %dx%d Co%d k%d pad%d din=%s\n", c->B, c->Ci, c->H, c->W, c->Co, c->k, c->pad,
-         with_din ? "yes" : "NULL");
+  printf("  # conv%s bwd B%d Ci%d %dx%d Co%d k%d pad%d st%d din=%s\n", c->st ? "_s" : "", c->B, c->Ci, c->H, c->W,
+         c->Co, c->k, c->pad, conv_st(c), with_din ? "yes" : "NULL");
   /* dw: B*Ho*Wo products, + the old value, + one partial sum per batch chunk (<= B) */
   EXPECT_DOT(gdw, rdw, adw, nw, (double)c->B * Ho * Wo + c->B + 1, "conv dw");
   /* db: one double sum rounded to float, then += the old value */
@@ -186,6 +200,45 @@ static void test_conv_backward(void) {
   cuda_conv_set_impl(g_default_impl);
 }
 
+/* The strided conv (cuda_conv_s_*; issue 51) on every implementation against ref_conv_s_*: strides 2-4,
+ * sizes whose (H + 2 pad - k) is not a multiple of the stride (the last rows or columns of the input
+ * are never read: their din is exactly 0), a window smaller than the stride (gaps: din 0 between
+ * windows), 1x1 stride 2 (ResNet's projection shortcut), and stride 1 through the same entry. Then
+ * the stems of the papers' ImageNet nets, where the sums are long: AlexNet's conv1 (11x11 stride 4
+ * pad 2) and ResNet's 7x7 stride 2 pad 3 (emulator: a batch of 1 on a 67 x 67 and a 32 x 32 crop, as
+ * test_conv_realistic shrinks its case; a GPU: 16 full-size images). */
+static const conv_case conv_s_cases[] = {
+  {3, 3, 7, 5, 4, 3, 1, 2},   /* same padding, stride 2, non-square */
+  {2, 2, 9, 8, 3, 3, 0, 2},   /* valid; (8 - 3) = 5 is odd: the last column is never read */
+  {2, 1, 10, 11, 2, 2, 0, 3}, /* window 2 < stride 3: gaps between windows */
+  {2, 4, 8, 8, 5, 1, 0, 2},   /* 1x1 stride 2 */
+  {1, 2, 12, 9, 3, 5, 2, 4},  /* k 5 stride 4 */
+  {3, 3, 7, 5, 4, 3, 1, 1},   /* stride 1 through conv_s */
+};
+static void test_conv_strided(void) {
+  NEED_GPU();
+#ifdef PDL_CUDA_EMU
+  const conv_case big[] = {{1, 3, 67, 67, 8, 11, 2, 4}, {1, 3, 32, 32, 8, 7, 3, 2}};
+#else
+  const conv_case big[] = {{16, 3, 227, 227, 96, 11, 2, 4}, {16, 3, 224, 224, 64, 7, 3, 2}};
+#endif
+  for (int m = 0; m < NIMPL; m++) {
+    if (!use_impl(m)) continue;
+    for (size_t i = 0; i < NCASES(conv_s_cases); i++) {
+      check_conv_forward(&conv_s_cases[i]);
+      check_conv_backward(&conv_s_cases[i], 1);
+      check_conv_backward(&conv_s_cases[i], 0);
+    }
+    for (size_t i = 0; i < NCASES(big); i++) {
+      check_conv_forward(&big[i]);
+      check_conv_backward(&big[i], 1);
+    }
+  }
+  char buf[4096];
+  printf("  # cuDNN algorithms: %s\n", cuda_conv_algos(buf, sizeof buf));
+  cuda_conv_set_impl(g_default_impl);
+}
+
 /* At a size where the sums are long: ppasgd-cifar's 28x28 32->32 layer (each dw element sums
  * B x 784 products; B = 32 on a GPU, 1 under the emulator, whose direct convolutions are slow), with
  * inputs whose low mantissa bits matter: a TF32 product (10-bit mantissa) misses the FP32 bound by
@@ -195,9 +248,9 @@ static void test_conv_backward(void) {
 static void test_conv_realistic(void) {
   NEED_GPU();
 #ifdef PDL_CUDA_EMU
-  const conv_case c = {1, 32, 28, 28, 32, 3, 1};
+  const conv_case c = {1, 32, 28, 28, 32, 3, 1, 0};
 #else
-  const conv_case c = {32, 32, 28, 28, 32, 3, 1};
+  const conv_case c = {32, 32, 28, 28, 32, 3, 1, 0};
 #endif
   for (int m = 0; m < NIMPL; m++) {
     if (!use_impl(m)) continue;
@@ -217,7 +270,7 @@ static void test_conv_realistic(void) {
 static void test_conv_bias_split(void) {
   NEED_GPU();
   cuda_conv_set_impl("im2col");
-  const conv_case cs[] = {{16, 1, 28, 28, 4, 3, 1}, {256, 1, 7, 7, 2, 3, 1}};
+  const conv_case cs[] = {{16, 1, 28, 28, 4, 3, 1, 0}, {256, 1, 7, 7, 2, 3, 1, 0}};
   for (size_t i = 0; i < NCASES(cs); i++) {
     check_conv_backward(&cs[i], 0);
     check_conv_backward(&cs[i], 1);
@@ -276,7 +329,7 @@ static void conv_act_case(const conv_case *c, int with_din, float slope) {
 static void test_conv_act_fused(void) {
   NEED_GPU();
   static const char *const impls[] = {"im2col", "cudnn"};
-  const conv_case cs[] = {{3, 3, 7, 5, 4, 3, 1}, {16, 1, 28, 28, 4, 3, 1}};
+  const conv_case cs[] = {{3, 3, 7, 5, 4, 3, 1, 0}, {16, 1, 28, 28, 4, 3, 1, 0}};
   for (int m = 0; m < 2; m++) {
     if (cuda_conv_set_impl(impls[m]) != 0) continue;   /* no cuDNN in this build */
     for (size_t i = 0; i < NCASES(cs); i++) {
@@ -341,7 +394,7 @@ static void conv_act_pool_case(const conv_case *c, int ceil_mode, int with_din, 
 static void test_conv_act_pool_fused(void) {
   NEED_GPU();
   static const char *const impls[] = {"im2col", "cudnn"};
-  const conv_case cs[] = {{3, 2, 7, 6, 5, 3, 1}, {2, 3, 8, 9, 4, 3, 0}, {16, 1, 28, 28, 4, 3, 1}};
+  const conv_case cs[] = {{3, 2, 7, 6, 5, 3, 1, 0}, {2, 3, 8, 9, 4, 3, 0, 0}, {16, 1, 28, 28, 4, 3, 1, 0}};
   for (int m = 0; m < 2; m++) {
     if (cuda_conv_set_impl(impls[m]) != 0) continue;   /* no cuDNN in this build */
     for (size_t i = 0; i < NCASES(cs); i++)
@@ -349,7 +402,7 @@ static void test_conv_act_pool_fused(void) {
   }
   cuda_conv_set_impl("im2col");   /* chunks of 2 images on B = 5 */
   const size_t old = cuda_conv_get_scratch_cap();
-  const conv_case ch = {5, 3, 6, 7, 4, 3, 1};
+  const conv_case ch = {5, 3, 6, 7, 4, 3, 1, 0};
   cuda_conv_set_scratch_cap(2 * (size_t)(27 + 4) * 6 * 7 + 10);
   conv_act_pool_case(&ch, 1, 1, 0.0f);
   cuda_conv_set_scratch_cap(old);
@@ -360,7 +413,7 @@ static void test_conv_act_pool_fused(void) {
 static void test_conv_chunked(void) {
   NEED_GPU();
   cuda_conv_set_impl("im2col");
-  const conv_case c = {5, 3, 6, 7, 4, 3, 1};
+  const conv_case c = {5, 3, 6, 7, 4, 3, 1, 0};
   size_t old = cuda_conv_get_scratch_cap();
   /* (k = 3: the scratch also holds the fused pool's full activation, B x Co x Ho x Wo) */
   const size_t act = (size_t)c.B * c.Co * (c.H + 2 * c.pad - 2) * (c.W + 2 * c.pad - 2);
@@ -619,7 +672,7 @@ static void *thread_main(void *arg) {
 static void test_threads(void) {
   NEED_GPU();
   enum { NT = 3 };
-  const conv_case cases[NT] = {{4, 3, 9, 7, 5, 3, 1}, {3, 2, 8, 8, 4, 5, 2}, {6, 4, 5, 6, 3, 3, 0}};
+  const conv_case cases[NT] = {{4, 3, 9, 7, 5, 3, 1, 0}, {3, 2, 8, 8, 4, 5, 2, 0}, {6, 4, 5, 6, 3, 3, 0, 0}};
   thread_job jobs[NT];
   pthread_t th[NT];
   for (int t = 0; t < NT; t++) {
@@ -842,6 +895,7 @@ int main(void) {
 #endif
   RUN(test_conv_forward);
   RUN(test_conv_backward);
+  RUN(test_conv_strided);
   RUN(test_conv_chunked);
   RUN(test_conv_bias_split);
   RUN(test_conv_act_fused);

@@ -60,7 +60,8 @@
 #endif
 
 #define NET_TESTS(X) X(test_one_step) X(test_two_steps) X(test_many_steps) X(test_optim_updates) X(test_optim_train) \
-  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws) X(test_graph_stale) X(test_bn_net)
+  X(test_step_counts) X(test_graph_step) X(test_resident_steps) X(test_eval_ws) X(test_graph_stale) X(test_bn_net) \
+  X(test_strided_net)
 
 #ifdef PDL_HAVE_CUDA
 static int g_ndev;
@@ -88,6 +89,13 @@ static int g_ndev;
 #define BN_SPEC "relu C4b P3s2 C6b G F8b S5"
 #else
 #define BN_SPEC "relu C32b C32b P C64b C64b P3s2 C128b G F64b S10"
+#endif
+/* test_strided_net (issue 51): strided convs (a 5x5 stride-2 stem, a 3x3 stride 2 with batch norm, a 1x1
+ * stride 2), as ResNet's and AlexNet's ImageNet nets have them */
+#ifdef PDL_CUDA_EMU
+#define STRIDED_SPEC "relu C4k5s2p2 C6s2b C6k1s2 G F8 S5"
+#else
+#define STRIDED_SPEC "relu C64k7s2p3b P3s2 C64b C128s2b C128k1s2 G F64 S10"   /* C64b: a stride-1 conv, whose CPU algorithms (Winograd, im2col) set the tolerance */
 #endif
 static const char *g_spec = NET_SPEC;   /* the net setup() builds */
 #define OPT_STEPS 5 /* test_optim_train: few enough that the fixed bounds hold on a GPU too */
@@ -219,6 +227,17 @@ static void test_two_steps(void) {
 static void test_bn_net(void) {
   NEED_GPU();
   g_spec = BN_SPEC;
+  compare(2, 1e-3, 1e-5);
+#ifdef PDL_CUDA_EMU
+  compare(STEPS, 2e-2, 1e-3);
+#else
+  compare(STEPS, -1, -1);
+#endif
+  g_spec = NET_SPEC;
+}
+static void test_strided_net(void) {
+  NEED_GPU();
+  g_spec = STRIDED_SPEC;
   compare(2, 1e-3, 1e-5);
 #ifdef PDL_CUDA_EMU
   compare(STEPS, 2e-2, 1e-3);
@@ -735,6 +754,7 @@ int main(void) {
   RUN(test_eval_ws);
   RUN(test_graph_stale);
   RUN(test_bn_net);
+  RUN(test_strided_net);
 #ifdef PDL_HAVE_CUDA
   if (g_ndev > 0) cuda_thread_release();
 #endif

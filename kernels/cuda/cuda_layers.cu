@@ -203,11 +203,11 @@ __global__ void k_unpool2_act(float *dpre, const float *dout, const float *out, 
   }
 }
 
-/* ---- conv helpers. A chunk is images [b0, b0+cb); P = Ho*Wo; K = Ci*k*k.
- * col [K][cb][P]: col[r][b][p] = in[b0+b][ci][ho+kh-pad][wo+kw-pad] (0 outside), r = (ci*k+kh)*k+kw,
+/* ---- conv helpers. A chunk is images [b0, b0+cb); P = Ho*Wo; K = Ci*k*k; stride st >= 1.
+ * col [K][cb][P]: col[r][b][p] = in[b0+b][ci][ho*st+kh-pad][wo*st+kw-pad] (0 outside), r = (ci*k+kh)*k+kw,
  * so col is a row-major K x (cb*P) matrix whose column b*P+p is image b's patch at p. */
 __global__ void k_im2col(float *col, const float *in, int b0, int cb, int Ci, int H, int W, int k, int pad,
-                         int Ho, int Wo) {
+                         int Ho, int Wo, int st) {
   size_t P = (size_t)Ho * Wo;
   size_t n = (size_t)Ci * k * k * cb * P;
   GRID_STRIDE(i, n) {
@@ -217,17 +217,18 @@ __global__ void k_im2col(float *col, const float *in, int b0, int cb, int Ci, in
     int r = (int)(t / cb);
     int kw = r % k, kh = (r / k) % k, ci = r / (k * k);
     int ho = (int)(p / Wo), wo = (int)(p % Wo);
-    int h = ho + kh - pad, x = wo + kw - pad;
+    int h = ho * st + kh - pad, x = wo * st + kw - pad;
     float v = 0.0f;
     if (h >= 0 && h < H && x >= 0 && x < W) v = in[(((size_t)(b0 + b) * Ci + ci) * H + h) * W + x];
     col[i] = v;
   }
 }
 
-/* din[b0+b][ci][h][x] = sum over (kh, kw) with ho = h+pad-kh in [0,Ho), wo = x+pad-kw in [0,Wo) of
- * dcol[(ci*k+kh)*k+kw][b][ho*Wo+wo] (layout of k_im2col). One thread per din element (gather). */
+/* din[b0+b][ci][h][x] = sum over (kh, kw) with ho*st = h+pad-kh, ho in [0,Ho), and wo*st = x+pad-kw,
+ * wo in [0,Wo), of dcol[(ci*k+kh)*k+kw][b][ho*Wo+wo] (layout of k_im2col), in the order (kh, kw) as
+ * the CPU's col2im adds them. One thread per din element (gather). */
 __global__ void k_col2im(float *din, const float *dcol, int b0, int cb, int Ci, int H, int W, int k, int pad,
-                         int Ho, int Wo) {
+                         int Ho, int Wo, int st) {
   size_t P = (size_t)Ho * Wo;
   size_t n = (size_t)cb * Ci * H * W;
   GRID_STRIDE(i, n) {
@@ -237,11 +238,15 @@ __global__ void k_col2im(float *din, const float *dcol, int b0, int cb, int Ci, 
     int b = (int)(i / ((size_t)Ci * H * W));
     float s = 0.0f;
     for (int kh = 0; kh < k; kh++) {
-      int ho = h + pad - kh;
-      if (ho < 0 || ho >= Ho) continue;
+      int th = h + pad - kh;
+      if (th < 0 || th % st) continue;
+      int ho = th / st;
+      if (ho >= Ho) continue;
       for (int kw = 0; kw < k; kw++) {
-        int wo = x + pad - kw;
-        if (wo < 0 || wo >= Wo) continue;
+        int tw = x + pad - kw;
+        if (tw < 0 || tw % st) continue;
+        int wo = tw / st;
+        if (wo >= Wo) continue;
         size_t r = ((size_t)ci * k + kh) * k + kw;
         s += dcol[(r * cb + b) * P + (size_t)ho * Wo + wo];
       }
@@ -479,13 +484,16 @@ __global__ void k_softmax_bwd(float *dlogits, const float *probs, const int *lab
  * largest image count whose scratch fits the cap (at least 1), and cb*P must fit cuBLAS's int. */
 std::atomic<size_t> g_scratch_cap{(size_t)1 << 25};
 
-struct ConvShape { int Ho, Wo, K; size_t P; int chunk; };
+struct ConvShape { int Ho, Wo, K; size_t P; int chunk, st; };
 
-ConvShape conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad) {
-  CUDA_SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && k > 0 && pad >= 0);
+/* st: the stride (contract/layers.h's conv_s: Ho = (H + 2 pad - k) / st + 1, floor) */
+ConvShape conv_shape(int B, int Ci, int H, int W, int Co, int k, int pad, int st = 1) {
+  CUDA_SHAPE_ASSERT(B > 0 && Ci > 0 && H > 0 && W > 0 && Co > 0 && k > 0 && pad >= 0 && st >= 1);
+  CUDA_SHAPE_ASSERT(H + 2 * pad >= k && W + 2 * pad >= k);
   ConvShape s;
-  s.Ho = H + 2 * pad - k + 1;
-  s.Wo = W + 2 * pad - k + 1;
+  s.st = st;
+  s.Ho = (H + 2 * pad - k) / st + 1;
+  s.Wo = (W + 2 * pad - k) / st + 1;
   CUDA_SHAPE_ASSERT(s.Ho > 0 && s.Wo > 0);
   CUDA_SHAPE_ASSERT((long long)Ci * k * k <= INT_MAX && (long long)s.Ho * s.Wo <= INT_MAX);
   s.K = Ci * k * k;
@@ -531,7 +539,7 @@ void note_algos(const std::string &line) {
 constexpr size_t kDnnWorkspaceCap = (size_t)256 << 20;
 
 struct DnnPlan {
-  int key[7];
+  int key[8];   /* B, Ci, H, W, Co, k, pad, stride */
   cudnnTensorDescriptor_t x, y;
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t conv;
@@ -595,7 +603,7 @@ template <class Perf, class Ok> int pick(const Perf *p, int n, Ok ok, size_t *ws
 
 DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int pad, const ConvShape &s) {
   DnnState *d = ctx_dnn(c);
-  const int key[7] = {B, Ci, H, W, Co, k, pad};
+  const int key[8] = {B, Ci, H, W, Co, k, pad, s.st};
   for (auto &pl : d->plans) if (!memcmp(pl.key, key, sizeof key)) return &pl;
   DnnPlan pl;
   memcpy(pl.key, key, sizeof key);
@@ -607,7 +615,7 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
   CHECK_CUDNN(cudnnSetTensor4dDescriptor(pl.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, Ci, H, W));
   CHECK_CUDNN(cudnnSetTensor4dDescriptor(pl.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, Co, s.Ho, s.Wo));
   CHECK_CUDNN(cudnnSetFilter4dDescriptor(pl.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, Co, Ci, k, k));
-  CHECK_CUDNN(cudnnSetConvolution2dDescriptor(pl.conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+  CHECK_CUDNN(cudnnSetConvolution2dDescriptor(pl.conv, pad, pad, s.st, s.st, 1, 1, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
   CHECK_CUDNN(cudnnSetConvolutionMathType(pl.conv, CUDNN_FMA_MATH));
   /* cudnnFind*Ex on buffers of our own, zeroed: the plain cudnnFind* benchmarks on buffers cuDNN
@@ -680,8 +688,10 @@ DnnPlan *dnn_plan(PdlCudaCtx *c, int B, int Ci, int H, int W, int Co, int k, int
     return buf;
   };
   char a1[32], a2[32], a3[32];
-  snprintf(line, sizeof line, "%dx%dx%dx%d->%d k%d p%d: fwd=%s bwd_data=%s bwd_filter=%s", B, Ci, H, W, Co, k, pad,
-           nm(pl.fwd, fwd_names, 4, a1), nm(pl.bwd_data, nullptr, 0, a2), nm(pl.bwd_filter, nullptr, 0, a3));
+  char sts[16] = "";
+  if (s.st > 1) snprintf(sts, sizeof sts, " s%d", s.st);
+  snprintf(line, sizeof line, "%dx%dx%dx%d->%d k%d p%d%s: fwd=%s bwd_data=%s bwd_filter=%s", B, Ci, H, W, Co, k, pad,
+           sts, nm(pl.fwd, fwd_names, 4, a1), nm(pl.bwd_data, nullptr, 0, a2), nm(pl.bwd_filter, nullptr, 0, a3));
   note_algos(line);
   d->plans.push_back(pl);
   return &d->plans.back();
@@ -697,7 +707,7 @@ void im2col_forward(PdlCudaCtx *c, float *out, const float *in, const float *w, 
     int cols = cb * (int)s.P;
     float *col = scratch, *outT = scratch + (size_t)s.K * cols;
     size_t ncol = (size_t)s.K * cols, nout = (size_t)Co * cols;
-    k_im2col<<<grid_for(ncol), kBlock, 0, c->stream>>>(col, in, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo);
+    k_im2col<<<grid_for(ncol), kBlock, 0, c->stream>>>(col, in, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo, s.st);
     CHECK_LAUNCH(k_im2col, c->stream);
     /* outT [Co][cols] = w [Co][K] * col [K][cols] */
     gemm_rm(c->blas, false, false, Co, cols, s.K, 1.0f, w, s.K, col, cols, 0.0f, outT, cols);
@@ -718,7 +728,7 @@ void im2col_backward(PdlCudaCtx *c, float *din, float *dw, const float *dout, co
     int cols = cb * (int)s.P;
     float *col = scratch, *doutT = scratch + (size_t)s.K * cols;
     size_t ncol = (size_t)s.K * cols, nout = (size_t)Co * cols;
-    k_im2col<<<grid_for(ncol), kBlock, 0, c->stream>>>(col, in, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo);
+    k_im2col<<<grid_for(ncol), kBlock, 0, c->stream>>>(col, in, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo, s.st);
     CHECK_LAUNCH(k_im2col, c->stream);
     k_bcp_to_cbp<<<grid_for(nout), kBlock, 0, c->stream>>>(doutT, dout, b0, cb, Co, s.P);
     CHECK_LAUNCH(k_bcp_to_cbp, c->stream);
@@ -729,7 +739,7 @@ void im2col_backward(PdlCudaCtx *c, float *din, float *dw, const float *dout, co
        * queued before it on the same stream has finished reading. */
       gemm_rm(c->blas, true, false, s.K, cols, Co, 1.0f, w, s.K, doutT, cols, 0.0f, col, cols);
       size_t nin = (size_t)cb * Ci * H * W;
-      k_col2im<<<grid_for(nin), kBlock, 0, c->stream>>>(din, col, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo);
+      k_col2im<<<grid_for(nin), kBlock, 0, c->stream>>>(din, col, b0, cb, Ci, H, W, k, pad, s.Ho, s.Wo, s.st);
       CHECK_LAUNCH(k_col2im, c->stream);
     }
   }
@@ -786,9 +796,10 @@ template <class F> float time_ms(PdlCudaCtx *c, F f) {
   return ms / 3;
 }
 void note_choice(const DnnPlan *pl, const char *dir, float t_dnn, float t_im2col) {
-  char line[256];
-  snprintf(line, sizeof line, "%dx%dx%dx%d->%d k%d p%d: auto %s = %s (cuDNN %.4f ms, im2col %.4f ms)", pl->key[0],
-           pl->key[1], pl->key[2], pl->key[3], pl->key[4], pl->key[5], pl->key[6], dir,
+  char line[256], sts[16] = "";
+  if (pl->key[7] > 1) snprintf(sts, sizeof sts, " s%d", pl->key[7]);
+  snprintf(line, sizeof line, "%dx%dx%dx%d->%d k%d p%d%s: auto %s = %s (cuDNN %.4f ms, im2col %.4f ms)", pl->key[0],
+           pl->key[1], pl->key[2], pl->key[3], pl->key[4], pl->key[5], pl->key[6], sts, dir,
            t_dnn <= t_im2col ? "cudnn" : "im2col", t_dnn, t_im2col);
   note_algos(line);
 }
@@ -857,8 +868,8 @@ void cuda_conv_set_scratch_cap(size_t floats) { g_scratch_cap.store(floats); }
 size_t cuda_conv_get_scratch_cap(void) { return g_scratch_cap.load(); }
 
 /* the convolution's own scratch (im2col's col and its GEMM's output for a chunk of images) */
-static size_t conv_own_floats(int B, int Ci, int H, int W, int Co, int k, int pad) {
-  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+static size_t conv_own_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int st = 1) {
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad, st);
   return ((size_t)s.K + (size_t)Co) * s.P * (size_t)s.chunk;
 }
 size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int nthreads) {
@@ -872,9 +883,9 @@ size_t cuda_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int 
 namespace {
 /* The convolution, with act its bias epilogue followed by the leaky ReLU (cuda_conv_act_forward) */
 void conv_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W, int Co,
-                  int k, int pad, float *scratch, bool act, float slope) {
+                  int k, int pad, float *scratch, bool act, float slope, int st = 1) {
   /* in [B][Ci][H][W], w [Co][Ci][k][k] = row-major [Co][K], b [Co], out [B][Co][Ho][Wo] */
-  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad, st);
   CUDA_SHAPE_ASSERT(scratch != nullptr);
   PdlCudaCtx *c = pdl_cuda_ctx();
 #ifdef PDL_HAVE_CUDNN
@@ -898,9 +909,9 @@ void conv_forward(float *out, const float *in, const float *w, const float *b, i
 /* The convolution's backward; with act_out (cuda_conv_act_backward) dout is first turned, in
  * place, into the gradient at the activation's input by the bias gradient's kernel. */
 void conv_backward(float *din, float *dw, float *db, float *dout, const float *act_out, float slope, const float *in,
-                   const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
+                   const float *w, int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch, int st = 1) {
   /* dout [B][Co][Ho][Wo]; dw [Co][K] +=; db [Co] +=; din [B][Ci][H][W] = (optional) */
-  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad);
+  ConvShape s = conv_shape(B, Ci, H, W, Co, k, pad, st);
   CUDA_SHAPE_ASSERT(scratch != nullptr);
   PdlCudaCtx *c = pdl_cuda_ctx();
   conv_bias_grad(c, db, dout, act_out, slope, B, Co, s, scratch);
@@ -940,6 +951,20 @@ void cuda_conv_backward(float *din, float *dw, float *db, const float *dout, con
                         int B, int Ci, int H, int W, int Co, int k, int pad, float *scratch) {
   /* without act_out, conv_backward only reads dout */
   conv_backward(din, dw, db, const_cast<float *>(dout), nullptr, 0.0f, in, w, B, Ci, H, W, Co, k, pad, scratch);
+}
+/* the strided convolution (contract/layers.h's conv_s): the same two paths with the stride in the
+ * im2col/col2im kernels and in cuDNN's descriptor (issue 51) */
+void cuda_conv_s_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                         int Co, int k, int pad, int st, float *scratch) {
+  conv_forward(out, in, w, b, B, Ci, H, W, Co, k, pad, scratch, false, 0.0f, st);
+}
+void cuda_conv_s_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                          int B, int Ci, int H, int W, int Co, int k, int pad, int st, float *scratch) {
+  conv_backward(din, dw, db, const_cast<float *>(dout), nullptr, 0.0f, in, w, B, Ci, H, W, Co, k, pad, scratch, st);
+}
+size_t cuda_conv_s_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int st, int nthreads) {
+  (void)nthreads;
+  return conv_own_floats(B, Ci, H, W, Co, k, pad, st);
 }
 void cuda_conv_act_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
                            int Co, int k, int pad, float slope, float *scratch, float *keep) {
@@ -1235,7 +1260,7 @@ void cuda_im2col_batch(float *col, const float *in, int B, int C, int H, int W, 
   PdlCudaCtx *c = pdl_cuda_ctx();
   const int Ho = H + 2 * pad - k + 1, Wo = W + 2 * pad - k + 1;
   const size_t n = (size_t)C * k * k * B * Ho * Wo;
-  k_im2col<<<grid_for(n), kBlock, 0, c->stream>>>(col, in, 0, B, C, H, W, k, pad, Ho, Wo);
+  k_im2col<<<grid_for(n), kBlock, 0, c->stream>>>(col, in, 0, B, C, H, W, k, pad, Ho, Wo, 1);
   CHECK_LAUNCH(k_im2col, c->stream);
 }
 void cuda_copy2d(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
@@ -1260,8 +1285,7 @@ void cuda_axpby(float *y, size_t incy, const float *x, size_t incx, size_t n, fl
  * input gradient NULL are not cuDNN's, and these follow the CPU path's arithmetic (statistics and the
  * backward's sums in double, reduced in a fixed order in one block per channel; the per-value float
  * operations in the CPU's order, each rounded on its own), so the two agree to the double sums'
- * rounding and runs repeat bit for bit. The strided conv has no CUDA entry (the table leaves it NULL
- * and model.c refuses such a net on this backend, naming the layer). */
+ * rounding and runs repeat bit for bit. The strided conv is cuda_conv_s_forward/backward, above. */
 namespace {
 
 constexpr int kBnBlock = 256;   /* threads of a channel's block (a power of two: the tree below) */

@@ -28,8 +28,14 @@ PDL_DECLARE_LAYERS(cuda_)
  * order, each operation rounded on its own (__f*_rn: no contraction into fused multiply-adds), so
  * that given the same inputs they give the CPU's bits (cpu_*_step, kernels/cpu/cpu_elem.c). */
 PDL_DECLARE_UPDATES(cuda_)
-/* The full-size nets' layers (contract/layers.h, PDL_DECLARE_FULLNET_LAYERS) this backend has: max-pool
- * with its own window and stride, batch normalization, global average pooling (no strided conv). */
+/* The full-size nets' layers (contract/layers.h, PDL_DECLARE_FULLNET_LAYERS): the strided conv (im2col +
+ * cuBLAS or cuDNN with the stride in its descriptor, as cuda_conv_forward/backward chooses), max-pool
+ * with its own window and stride, batch normalization, global average pooling. */
+void cuda_conv_s_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                         int Co, int k, int pad, int st, float *scratch);
+void cuda_conv_s_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                          int B, int Ci, int H, int W, int Co, int k, int pad, int st, float *scratch);
+size_t cuda_conv_s_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int st, int nthreads);
 void cuda_pool_forward(float *out, const float *in, int B, int C, int H, int W, int k, int s, int ceil_mode);
 void cuda_pool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H, int W,
                         int k, int s, int ceil_mode);

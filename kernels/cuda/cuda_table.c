@@ -127,8 +127,9 @@ const kernels_t kernels_cuda = {
 #ifdef PDL_HAVE_CUSOLVER
   .spd_inverse = cu_spd_inverse,   /* cuSOLVER potrf + potri (cuda_inv.h) */
 #endif
-  /* the full-size nets' layers it has (no strided conv: model.c refuses one on this backend) */
-  .pool_forward = cuda_pool_forward, .pool_backward = cuda_pool_backward, .bn_forward = cuda_bn_forward,
+  /* the full-size nets' layers */
+  .conv_s_forward = cuda_conv_s_forward, .conv_s_backward = cuda_conv_s_backward,
+  .conv_s_scratch_floats = cuda_conv_s_scratch_floats, .pool_forward = cuda_pool_forward, .pool_backward = cuda_pool_backward, .bn_forward = cuda_bn_forward,
   .bn_backward = cuda_bn_backward, .gap_forward = cuda_gap_forward, .gap_backward = cuda_gap_backward,
 };
 #else

@@ -108,14 +108,15 @@ inline cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_
 }
 inline cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t m) { d->math = m; return CUDNN_STATUS_SUCCESS; }
 
-// The shapes agree (x [n][c][h][w], w [k][c][r][s], y [n][k][h'][w'], stride 1, no dilation,
-// cross-correlation: the only case the stand-in computes; anything else is NOT_SUPPORTED).
+// The shapes agree (x [n][c][h][w], w [k][c][r][s], y [n][k][h'][w'] with h' = (h + 2 pad - r) / u + 1,
+// strides u, v >= 1, no dilation, cross-correlation: the cases the stand-in computes; anything else is
+// NOT_SUPPORTED).
 inline cudnnStatus_t emu_dnn_check(const emu_dnn_tensor *x, const emu_dnn_tensor *w, const emu_dnn_conv *cv,
                                    const emu_dnn_tensor *y) {
   if (!x || !w || !cv || !y || !x->set || !w->set || !cv->set || !y->set) return CUDNN_STATUS_BAD_PARAM;
-  if (cv->u != 1 || cv->v != 1 || cv->dil_h != 1 || cv->dil_w != 1 || cv->mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_NOT_SUPPORTED;
-  if (x->c != w->c || y->n != x->n || y->c != w->n || y->h != x->h + 2 * cv->pad_h - w->h + 1 ||
-      y->w != x->w + 2 * cv->pad_w - w->w + 1)
+  if (cv->dil_h != 1 || cv->dil_w != 1 || cv->mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_NOT_SUPPORTED;
+  if (x->c != w->c || y->n != x->n || y->c != w->n || x->h + 2 * cv->pad_h < w->h || x->w + 2 * cv->pad_w < w->w ||
+      y->h != (x->h + 2 * cv->pad_h - w->h) / cv->u + 1 || y->w != (x->w + 2 * cv->pad_w - w->w) / cv->v + 1)
     return CUDNN_STATUS_BAD_PARAM;
   return CUDNN_STATUS_SUCCESS;
 }
@@ -277,7 +278,7 @@ inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
           for (int c = 0; c < xd->c; c++)
             for (int r = 0; r < wd->h; r++)
               for (int q = 0; q < wd->w; q++) {
-                int ih = oh + r - cv->pad_h, iw = ow + q - cv->pad_w;
+                int ih = oh * cv->u + r - cv->pad_h, iw = ow * cv->v + q - cv->pad_w;
                 if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w) continue;
                 s += emu_dnn_in(X[(((size_t)n * xd->c + c) * xd->h + ih) * xd->w + iw], tf) *
                      emu_dnn_in(Wt[(((size_t)k * wd->c + c) * wd->h + r) * wd->w + q], tf);
@@ -314,8 +315,10 @@ inline cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *a
           for (int k = 0; k < dyd->c; k++)
             for (int r = 0; r < wd->h; r++)
               for (int q = 0; q < wd->w; q++) {
-                int oh = ih - r + cv->pad_h, ow = iw - q + cv->pad_w;
-                if (oh < 0 || oh >= dyd->h || ow < 0 || ow >= dyd->w) continue;
+                int th = ih - r + cv->pad_h, tw = iw - q + cv->pad_w;   // = oh * u, ow * v
+                if (th < 0 || tw < 0 || th % cv->u || tw % cv->v) continue;
+                int oh = th / cv->u, ow = tw / cv->v;
+                if (oh >= dyd->h || ow >= dyd->w) continue;
                 s += emu_dnn_in(DY[(((size_t)n * dyd->c + k) * dyd->h + oh) * dyd->w + ow], tf) *
                      emu_dnn_in(Wt[(((size_t)k * wd->c + c) * wd->h + r) * wd->w + q], tf);
               }
@@ -351,7 +354,7 @@ inline cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void 
           for (int n = 0; n < xd->n; n++)
             for (int oh = 0; oh < dyd->h; oh++)
               for (int ow = 0; ow < dyd->w; ow++) {
-                int ih = oh + r - cv->pad_h, iw = ow + q - cv->pad_w;
+                int ih = oh * cv->u + r - cv->pad_h, iw = ow * cv->v + q - cv->pad_w;
                 if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w) continue;
                 s += emu_dnn_in(X[(((size_t)n * xd->c + c) * xd->h + ih) * xd->w + iw], tf) *
                      emu_dnn_in(DY[(((size_t)n * dyd->c + k) * dyd->h + oh) * dyd->w + ow], tf);
