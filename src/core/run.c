@@ -51,7 +51,7 @@ static void set_device(const optdef_t *d, void *area, const char *v) {
 }
 static const char *const runtimes[] = {"real", "sim", NULL};
 static const optdef_t
-  od_data = {"--data", OD_STR, 0, 0, NULL, "fashion-mnist", "D", "fashion-mnist[:DIR] | cifar10:DIR | synthetic[:n=N,...]", CFG(data), 0, NULL},
+  od_data = {"--data", OD_STR, 0, 0, NULL, "fashion-mnist", "D", "fashion-mnist[:DIR] | cifar10:DIR | cifar100:DIR | imagenet32:DIR | imagenet64:DIR | imagenet:DIR[,size=S,classes=FILE,decoders=N] (each DIR form also ,aug=...) | synthetic[:n=N,...] | shape:k=v,... (no pixels: --device phantom)", CFG(data), 0, NULL},
   od_net = {"--net", OD_STR, 0, 0, NULL, "ppasgd-cifar", "N", "preset (pdl nets) or spec, e.g. 'C32 C32 P C64 P C128 P F256 F256 S10'", CFG(net), 0, NULL},
   od_algo = {"--algo", OD_STR, 0, 0, NULL, "msgd", "A", "sequential: sgd msgd nag adam asgd mvasgd, or a distributed algorithm below", CFG(algo), 0, NULL},
   od_batch = {"--batch", OD_INT, 1, 1 << 20, NULL, "128", "B", "mini-batch per worker (sub-batch b for ssgd/ppasgd)", CFG(batch), 0, NULL},
