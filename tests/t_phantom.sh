@@ -19,11 +19,11 @@ source tests/lib.sh
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 D=(--data synthetic:n=512,seed=3 --net tiny --batch 8 --lr 0.01 --threads 1 --test-subset 64)
 
-# run NAME ARGS...: the numerics run and the phantom run; both summaries kept
+# run NAME ARGS...: the numerics run and the phantom run (ARGS after D: a later flag wins); both summaries kept
 run() {
   local name=$1; shift
-  "$PDL" train "$@" "${D[@]}" --quiet > "$T/$name.num" 2> "$T/$name.num.err" || notok "$name numerics run" "$(tail -2 "$T/$name.num.err")"
-  "$PDL" train "$@" "${D[@]}" --device phantom > "$T/$name.ph" 2> "$T/$name.ph.err" || notok "$name phantom run" "$(tail -2 "$T/$name.ph.err")"
+  "$PDL" train "${D[@]}" "$@" --quiet > "$T/$name.num" 2> "$T/$name.num.err" || notok "$name numerics run" "$(tail -2 "$T/$name.num.err")"
+  "$PDL" train "${D[@]}" "$@" --device phantom > "$T/$name.ph" 2> "$T/$name.ph.err" || notok "$name phantom run" "$(tail -2 "$T/$name.ph.err")"
 }
 # same NAME KEYS...: each key of the two summaries within 5% (the issue's bound), printed
 same() {
@@ -54,6 +54,11 @@ run agn --algo agn --tau 2 --steps 6 --runtime sim --platform links:k=3,bw=1Gbps
 same agn time_s updates time_per_step_s staleness_mean
 run gossip --algo gossip --steps 6 --runtime sim --platform links:k=4,bw=1Gbps*2+10Gbps*2,lat=1ms,rate=0.2
 same gossip time_s updates
+# the full-size nets' layers (issue 51): a strided conv, batch norm after convs and an fc, an
+# overlapping pool and global average pooling, charged as flops_train counts them
+run fullnet --algo ssgd --steps 6 --runtime sim --platform cluster:nodes=2,gpus=2,rate=0.2,ib=1 \
+  --data synthetic:n=512,c=3,h=16,w=16,seed=3 --net "relu C8k5s2p2b P3s2 C8b C8k1s2 G F16b S10"
+same fullnet time_s updates time_per_update_s
 run kfac --algo kfac-dist --steps 4 --kfac-inverse ref --runtime sim --platform cluster:nodes=2,gpus=1,rate=0.2,ib=1
 same kfac time_s updates time_per_update_s
 

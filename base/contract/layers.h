@@ -73,6 +73,12 @@
  *     sum dout xhat), the sums per channel over the batch.
  *   - gap: global average pooling, out[b][c] = mean over the HW positions of in[b][c];
  *     backward din[b][c][p] = dout[b][c] / HW. */
+/* The flops a batch norm layer stands for, per value (B*C*HW of them), as net_t.flops_train counts
+ * them and the timing-only backend charges them: forward mean 1, variance 3, normalize and scale 4;
+ * backward the two sums 4, the input gradient 6. Global average pooling: 1 per value each way. */
+#define PDL_BN_FLOPS_FWD 8.0
+#define PDL_BN_FLOPS_BWD 10.0
+#define PDL_GAP_FLOPS 1.0
 #define PDL_DECLARE_FULLNET_LAYERS(P) \
   void P##conv_s_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, \
                          int W, int Co, int k, int pad, int st, float *scratch); \

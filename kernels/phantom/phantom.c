@@ -75,6 +75,52 @@ static size_t ph_conv_scratch_floats(int B, int Ci, int H, int W, int Co, int k,
   return 0;
 }
 
+/* ---- the full-size nets' layers (contract/layers.h, PDL_DECLARE_FULLNET_LAYERS), charged as
+ * net_t.flops_train counts them: the strided conv as the conv at its output size, batch norm
+ * PDL_BN_FLOPS_FWD / _BWD and global average pooling PDL_GAP_FLOPS per value each way, the max-pool
+ * nothing. So vgg16-cifar10 (batch norm) and the strided ImageNet nets run timing-only. */
+static void ph_conv_s_forward(float *out, const float *in, const float *w, const float *b, int B, int Ci, int H, int W,
+                              int Co, int k, int pad, int st, float *scratch) {
+  (void)out; (void)in; (void)w; (void)b; (void)scratch;
+  const double Ho = (H + 2 * pad - k) / st + 1, Wo = (W + 2 * pad - k) / st + 1;
+  account += 2 * ((double)B * Co * Ho * Wo * Ci * k * k);
+}
+static void ph_conv_s_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                               int B, int Ci, int H, int W, int Co, int k, int pad, int st, float *scratch) {
+  (void)dw; (void)db; (void)dout; (void)in; (void)w; (void)scratch;
+  const double Ho = (H + 2 * pad - k) / st + 1, Wo = (W + 2 * pad - k) / st + 1;
+  account += (din ? 4 : 2) * ((double)B * Co * Ho * Wo * Ci * k * k);
+}
+static size_t ph_conv_s_scratch_floats(int B, int Ci, int H, int W, int Co, int k, int pad, int st, int nthreads) {
+  (void)B; (void)Ci; (void)H; (void)W; (void)Co; (void)k; (void)pad; (void)st; (void)nthreads;
+  return 0;
+}
+static void ph_pool_forward(float *out, const float *in, int B, int C, int H, int W, int k, int s, int ceil_mode) {
+  (void)out; (void)in; (void)B; (void)C; (void)H; (void)W; (void)k; (void)s; (void)ceil_mode;
+}
+static void ph_pool_backward(float *din, const float *dout, const float *in, const float *out, int B, int C, int H,
+                             int W, int k, int s, int ceil_mode) {
+  (void)din; (void)dout; (void)in; (void)out; (void)B; (void)C; (void)H; (void)W; (void)k; (void)s; (void)ceil_mode;
+}
+static void ph_bn_forward(float *out, const float *in, const float *gamma, const float *beta, float *rmean, float *rvar,
+                          float *save, int B, int C, int HW, int train, float momentum, float eps) {
+  (void)out; (void)in; (void)gamma; (void)beta; (void)rmean; (void)rvar; (void)save; (void)train; (void)momentum; (void)eps;
+  account += PDL_BN_FLOPS_FWD * B * C * HW;
+}
+static void ph_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                           const float *gamma, const float *save, int B, int C, int HW) {
+  (void)din; (void)dgamma; (void)dbeta; (void)dout; (void)in; (void)gamma; (void)save;
+  account += PDL_BN_FLOPS_BWD * B * C * HW;
+}
+static void ph_gap_forward(float *out, const float *in, int B, int C, int HW) {
+  (void)out; (void)in;
+  account += PDL_GAP_FLOPS * B * C * HW;
+}
+static void ph_gap_backward(float *din, const float *dout, int B, int C, int HW) {
+  (void)din; (void)dout;
+  account += PDL_GAP_FLOPS * B * C * HW;
+}
+
 /* ---- memory: one scratch for every buffer ---------------------------------------------------------
  * Every alloc returns the start of the newest mapping, grown (a new, larger mapping) when a request
  * is larger; older mappings stay, so a pointer handed out stays valid for its size. Nothing computes
@@ -102,6 +148,9 @@ static void ph_copy(void *dst, const void *src, size_t bytes) { (void)dst; (void
 
 const kernels_t kernels_phantom = {
   .name = "phantom", KERNELS_LAYERS(ph_), .conv_scratch_floats = ph_conv_scratch_floats,
+  .conv_s_forward = ph_conv_s_forward, .conv_s_backward = ph_conv_s_backward,
+  .conv_s_scratch_floats = ph_conv_s_scratch_floats, .pool_forward = ph_pool_forward, .pool_backward = ph_pool_backward,
+  .bn_forward = ph_bn_forward, .bn_backward = ph_bn_backward, .gap_forward = ph_gap_forward, .gap_backward = ph_gap_backward,
   .alloc = ph_alloc, .release = ph_release, .upload = ph_copy, .download = ph_copy, .copy = ph_copy,
   .host_memory = 1, .charged = ph_charged,
 };

@@ -175,7 +175,7 @@ int net_parse(net_t *net, const char *spec_or_preset, int c, int h, int w, char 
     case 'G': {
       if (*p) BAD_TOKEN(tok);
       L->type = L_GAP; L->oc = cc; L->oh = L->ow = 1;
-      ff += (double)cc * hh * ww; ft += 2.0 * cc * hh * ww;
+      ff += PDL_GAP_FLOPS * cc * hh * ww; ft += 2 * PDL_GAP_FLOPS * cc * hh * ww;
       hh = ww = 1; net->nlayers++;
       break;
     }

@@ -44,8 +44,8 @@ typedef enum { L_CONV, L_POOL, L_FC, L_ACT, L_DROPOUT, L_SOFTMAX, L_BN, L_GAP } 
 
 #define NET_BN_EPS 1e-5f        /* PyTorch's default (Chainer's is 2e-5) */
 #define NET_BN_MOMENTUM 0.1f    /* running = (1 - m) running + m batch: PyTorch's 0.1, Chainer's decay 0.9 */
-#define NET_BN_FLOPS_FWD 8.0    /* per value: mean 1, variance 3, normalize and scale 4 */
-#define NET_BN_FLOPS_BWD 10.0   /* per value: the two sums 4, the input gradient 6 */
+#define NET_BN_FLOPS_FWD PDL_BN_FLOPS_FWD   /* per value (contract/layers.h): mean 1, variance 3, normalize and scale 4 */
+#define NET_BN_FLOPS_BWD PDL_BN_FLOPS_BWD   /* per value: the two sums 4, the input gradient 6 */
 
 typedef struct {
   ltype_t type;
