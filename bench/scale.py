@@ -7,8 +7,8 @@ size, from the profile bench/<paper>/paper.toml (each value with its source or "
 It prints the plan: per experiment every pdl command (mpirun -np W for the distributed algorithms,
 through bench/launch.sh, so LAUNCH=slurm, HOSTFILE and DRY_RUN work as in every bench; --device
 cuda where `pdl speed --device cuda` finds a device) and an estimate of the wall time on this
-machine: the step time measured by `pdl speed` (per image at batch min(B, 8), times B; K-FAC by its
-phases), times the steps, assuming ideal data-parallel scaling over the devices of this host (the
+machine: the step time measured by `pdl speed` (per image at batch B, or at fewer so that a step is
+about 20 GFLOP, times B; K-FAC by its phases), times the steps, assuming ideal data-parallel scaling over the devices of this host (the
 CPU counts as one device: pdl speed uses all its cores, so W workers share them) and nothing for
 communication or evaluation. A plan over 24 h is refused (exit 2) unless FORCE=1. Then it checks
 the data (CIFAR10_DIR, CIFAR100_DIR, IMAGENET_DIR, MNIST_DIR; exit 2 naming the variable and the
@@ -280,8 +280,23 @@ def command(prof, r, spec, device, quick, outdir):
     return c
 
 
+NET_FLOPS = {}
+
+
+def speed_batch(r):
+    """the batch pdl speed measures at: B, or fewer so that a step stays near 20 GFLOP (short on a CPU)"""
+    if not NET_FLOPS:
+        out = subprocess.run([PDL, "nets"], capture_output=True, text=True).stdout
+        for l in out.splitlines():
+            f = l.split()
+            if len(f) >= 5 and re.match(r"^\d+x\d+x\d+$", f[1]):
+                NET_FLOPS[f[0]] = float(f[4]) * 1e6   # train MFLOP per image at the preset's input
+    fl = NET_FLOPS.get(r.net, 2e9)
+    return max(1, min(r.batch, int(20e9 // fl)))
+
+
 def speed_key(r, shape, device, kfac):
-    return "%s|%s|%d|%s|%s" % (r.net, "x".join(map(str, shape)), min(r.batch, 8), "cuda" if device else "cpu", "kfac" if kfac else "sgd")
+    return "%s|%s|%d|%s|%s" % (r.net, "x".join(map(str, shape)), speed_batch(r), "cuda" if device else "cpu", "kfac" if kfac else "sgd")
 
 
 def step_time(r, shape, device, cache, cache_file):
@@ -293,7 +308,7 @@ def step_time(r, shape, device, cache, cache_file):
     dev = device and r.launch != "sim"
     key = speed_key(r, shape, dev, kfac)
     if key not in cache:
-        b = min(r.batch, 8)
+        b = speed_batch(r)
         cmd = [PDL, "speed", "--net", r.net, "--input", "x".join(map(str, shape)), "--batch", str(b), "--repeats", "2"]
         if dev:
             cmd += ["--device", "cuda"]
@@ -390,7 +405,7 @@ def main():
                                 "   # ~%s" % fmt_h(r.est) if t is not None else ""))
             plan.append((r, dname))
         if not quick:
-            print("   estimate %s: %s (step time from %s at batch min(B, 8) per image x B; steps = epochs x %d / B "
+            print("   estimate %s: %s (step time from %s: per image at batch B, or fewer so that a step is ~20 GFLOP, x B; steps = epochs x %d / B "
                   "(or steps x workers); ideal data-parallel scaling over %s; no communication or evaluation time)"
                   % (e["id"], fmt_h(est), how, ntrain,
                      "%d GPU(s), workers beyond them sharing" % ngpu if device else "this CPU (all its cores one device: W workers share it)"))
