@@ -1,34 +1,35 @@
 #!/usr/bin/env python3
-"""bench/scale.py — `SCALE=paper make bench-<paper>`: the paper's own experiments at the paper's
-size, from the profile bench/<paper>/paper.toml (each value with its source or "ours" and why).
+"""bench/scale.py — `SCALE=paper make bench-<paper>`: the paper's own experiments at the paper's size,
+from the profile bench/<paper>/paper.toml (each value with its source or "ours" and why).
 
     python3 bench/scale.py PAPER          (bench/<paper>/run.sh execs this when SCALE=paper)
 
 It prints the plan: per experiment every pdl command (mpirun -np W for the distributed algorithms,
-through bench/launch.sh, so LAUNCH=slurm, HOSTFILE and DRY_RUN work as in every bench; --device
-cuda where `pdl speed --device cuda` finds a device) and an estimate of the wall time on this
-machine: the step time measured by `pdl speed` (per image at batch B, or at fewer so that a step is
-about 20 GFLOP, times B; K-FAC by its phases), times the steps, assuming ideal data-parallel scaling over the devices of this host (the
-CPU counts as one device: pdl speed uses all its cores, so W workers share them) and nothing for
-communication or evaluation. A plan over 24 h is refused (exit 2) unless FORCE=1. Then it checks
-the data (CIFAR10_DIR, CIFAR100_DIR, IMAGENET_DIR, MNIST_DIR; exit 2 naming the variable and the
-folder) and runs the plan; results in $PDL_RESULTS/<paper>/paper/ (default results/), one
-RUN.jsonl + RUN.out per run, a run whose file has a summary from the same command is kept unless
-FORCE=1.
+through bench/launch.sh, so LAUNCH=slurm, HOSTFILE and DRY_RUN work as in every bench; --device cuda
+where `pdl speed --device cuda` finds a device) and an estimate of the wall time on this machine:
+the step time measured by `pdl speed` (per image at batch B, or at fewer so that a step is about 20
+GFLOP, times B; K-FAC by its phases), times the steps, assuming ideal data-parallel scaling over the
+devices of this host (the CPU counts as one device: pdl speed uses all its cores, so W workers share
+them) and nothing for communication or evaluation. A plan over 24 h is refused (exit 2) unless
+FORCE=1. Then it checks the data (CIFAR10_DIR, CIFAR100_DIR, IMAGENET_DIR, MNIST_DIR; exit 2 naming
+the variable and the folder) and runs the plan; results in $PDL_RESULTS/<paper>/paper/ (default
+results/), one RUN.jsonl + RUN.out per run, a run whose file has a summary from the same command is
+kept unless FORCE=1.
 
-Environment: QUICK=1 (the same profiles on synthetic data of the paper's shape, a few steps per
-run, 8 test examples (2 of ImageNet size), one worker count (the largest, at most 2), each numeric sweep cut to its first and last values; results in
-.../paper/quick/), ONLY="id ..." (experiments whose id starts so), FORCE=1, PLAN_ONLY=1 (print
-and exit 0), PDL (the binary), PDL_SCALE_STEP_S (seconds per step for every run instead of
-pdl speed: tests), SCALE_LIMIT_H (the refusal's limit, 24), IMAGENET32_CLASSES (the 32-class
-list of PP-ASGD's ImageNet-32; default: 32 classes of IMAGENET_DIR/train drawn with seed 1).
+Environment: QUICK=1 (the same profiles on synthetic data of the paper's shape: 2 steps a run and 8
+test examples (1 and 2 at ImageNet size), one worker count (the largest, at most 2), each numeric
+sweep cut to its first and last values, --tau capped at the 2 steps; results in .../paper/quick/), ONLY="id ..." (experiments
+whose id starts so), FORCE=1, PLAN_ONLY=1 (print and exit 0), PDL (the binary), PDL_SCALE_STEP_S
+(seconds per step for every run instead of pdl speed: tests), SCALE_LIMIT_H (the refusal's limit,
+24), IMAGENET32_CLASSES (the 32-class list of PP-ASGD's ImageNet-32; default: 32 classes of
+IMAGENET_DIR/train drawn with seed 1).
 
 Profile schema: top-level `paper`, `title`; `[data.NAME]` tables (var, spec, c, h, w, classes,
-train, each with its source); `[[exp]]` tables with id, claims, what, and the parameters
-launch (single | mpirun | sim), data, net, algo, workers, batch, epochs or steps, and any pdl
-train flag in `[exp.flags]`. Every parameter is {value = ..., source = "..."}; a list value is a
-sweep (runs are the product of the sweeps); a table value is keyed by algorithm; `only = [algos]`
-limits a flag to those algorithms; `[exp.quick]` overrides values under QUICK.
+train, each with its source); `[[exp]]` tables with id, claims, what, and the parameters launch
+(single | mpirun | sim), data, net, algo, workers, batch, epochs or steps, and any pdl train flag in
+`[exp.flags]`. Every parameter is {value = ..., source = "..."}; a list value is a sweep (runs are
+the product of the sweeps); a table value is keyed by algorithm; `only = [algos]` limits a flag to
+those algorithms; `[exp.quick]` overrides values under QUICK.
 """
 import itertools
 import json
@@ -158,7 +159,11 @@ def expand(prof, e, quick):
             vals = by_algo(q[k]["value"] if k in q else p["value"], algo)
             if vals is None:
                 continue
-            axes.append([(k, x) for x in cut(vals, quick)])
+            vals = cut(vals, quick)
+            if quick and k == "tau":   # a communication period longer than QUICK's steps never communicates
+                vals = [v for i, v in enumerate(vals) if min(v, QUICK_STEPS) not in [min(u, QUICK_STEPS) for u in vals[:i]]]
+                vals = [min(v, QUICK_STEPS) for v in vals]
+            axes.append([(k, x) for x in vals])
         for combo in itertools.product(*axes):
             r = Run()
             r.exp, r.algo = e["id"], algo
@@ -260,7 +265,8 @@ def command(prof, r, spec, device, quick, outdir):
     big = prof["data"][r.data]["h"]["value"] >= 128   # ImageNet-size images: QUICK evaluates on 2
     c = [PDL, "train", "--algo", r.algo, "--data", spec, "--net", r.net, "--batch", str(r.batch)]
     if quick:
-        c += ["--steps", str(r.steps if r.steps and r.steps <= QUICK_STEPS else QUICK_STEPS), "--test-subset", "2" if big else "8"]
+        n = 1 if big else QUICK_STEPS   # ImageNet-size nets (to 31 GFLOP a training image): one step
+        c += ["--steps", str(r.steps if r.steps and r.steps <= n else n), "--test-subset", "2" if big else "8"]
     elif r.steps:
         c += ["--steps", str(r.steps)]
     else:
@@ -370,9 +376,9 @@ def main():
     except (OSError, ValueError):
         cache = {}
     print("[scale] %s at the paper's scale: %s (%s)%s" % (paper, prof.get("title", ""), path,
-          "\n[scale] QUICK: synthetic data of each data set's shape, %d steps a run, 8 test examples (2 of ImageNet size), one worker count: the largest, at most %d workers (%d ranks with a "
-          "server), each numeric sweep cut to its first and last values; not the paper's experiment, its code paths"
-          % (QUICK_STEPS, QUICK_CAP, QUICK_CAP + 1) if quick else ""))
+          "\n[scale] QUICK: synthetic data of each data set's shape, %d steps a run (1 at ImageNet size), 8 test examples (2 at ImageNet size), one worker count: the largest, at most %d workers (%d ranks with a "
+          "server), each numeric sweep cut to its first and last values, --tau capped at %d so that it communicates; not the paper's experiment, its code paths"
+          % (QUICK_STEPS, QUICK_CAP, QUICK_CAP + 1, QUICK_STEPS) if quick else ""))
     print("[scale] device: %s; results in %s/" % ("cuda (%s)" % devwhy if device else "cpu (%s)" % devwhy, outdir))
     plan, total = [], 0.0
     for e in exps:
