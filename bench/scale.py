@@ -449,7 +449,8 @@ def main():
                 full = cmd
             rc = subprocess.run(full, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
         ok = rc == 0 and (complete(res) or os.environ.get("DRY_RUN"))
-        print("[scale] %s: %s in %.0f s%s" % (r.name, "done" if ok else "FAILED (exit %d)" % rc, time.time() - t1,
+        print("[scale] %s: %s in %.0f s%s" % (r.name, ("DRY_RUN, not launched" if os.environ.get("DRY_RUN") else "done") if ok
+                                             else "FAILED (exit %d)" % rc, time.time() - t1,
               "" if ok else ", see " + os.path.join(outdir, r.name + ".out")), flush=True)
         if ok and not os.environ.get("DRY_RUN"):
             with open(res + ".sig", "w") as f:
