@@ -7,6 +7,8 @@
 # results/easgd/table.md.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+# SCALE=paper: the paper's own experiments at its size (bench/scale.py, profile bench/easgd/paper.toml)
+case ${SCALE:-} in '') ;; paper) exec python3 bench/scale.py easgd ;; *) echo "[easgd] SCALE=$SCALE: not a scale (paper, or unset for the stand-ins)" >&2; exit 2 ;; esac
 source bench/lib.sh
 bench_init easgd
 

@@ -51,6 +51,8 @@
 # QUICK=1 (make test): a small net on a Fashion-MNIST subset, fewer runs, K = 8 and 16 (~40 s).
 set -u
 cd "$(dirname "$0")/../.."
+# SCALE=paper: the paper's own experiments at its size (bench/scale.py, profile bench/gossip/paper.toml)
+case ${SCALE:-} in '') ;; paper) exec python3 bench/scale.py gossip ;; *) echo "[gossip] SCALE=$SCALE: not a scale (paper, or unset for the stand-ins)" >&2; exit 2 ;; esac
 source bench/lib.sh
 bench_init gossip
 if [ -n "$QUICK" ]; then

@@ -65,6 +65,8 @@
 # QUICK=1 (make test): 1/8-width MLP everywhere, few epochs, a 2 x 2 grid, n up to 16 (~20 s).
 set -u
 cd "$(dirname "$0")/../.."
+# SCALE=paper: the paper's own experiments at its size (bench/scale.py, profile bench/hermans/paper.toml)
+case ${SCALE:-} in '') ;; paper) exec python3 bench/scale.py hermans ;; *) echo "[hermans] SCALE=$SCALE: not a scale (paper, or unset for the stand-ins)" >&2; exit 2 ;; esac
 source bench/lib.sh
 bench_init hermans
 if [ -n "$QUICK" ]; then

@@ -67,6 +67,8 @@
 # variants: 8 runs where it had 3 on 512).
 set -u
 cd "$(dirname "$0")/../.."
+# SCALE=paper: the paper's own experiments at its size (bench/scale.py, profile bench/kfac/paper.toml)
+case ${SCALE:-} in '') ;; paper) exec python3 bench/scale.py kfac ;; *) echo "[kfac] SCALE=$SCALE: not a scale (paper, or unset for the stand-ins)" >&2; exit 2 ;; esac
 source bench/lib.sh
 bench_init kfac
 if [ -n "$QUICK" ]; then

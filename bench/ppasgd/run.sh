@@ -16,6 +16,8 @@
 # Budget (AMD EPYC, 2 shared cores): a P2 seed is 7 one-process runs, a P3 seed 2 sim runs.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+# SCALE=paper: the paper's own experiments at its size (bench/scale.py, profile bench/ppasgd/paper.toml)
+case ${SCALE:-} in '') ;; paper) exec python3 bench/scale.py ppasgd ;; *) echo "[ppasgd] SCALE=$SCALE: not a scale (paper, or unset for the stand-ins)" >&2; exit 2 ;; esac
 source bench/lib.sh
 bench_init ppasgd
 
