@@ -224,9 +224,10 @@ static void test_two_steps(void) {
 }
 /* the same comparisons on a net with batch norm (training mode: batch statistics; the running
  * statistics move on both sides), its gamma and beta updated like every parameter */
-static void test_bn_net(void) {
-  NEED_GPU();
-  g_spec = BN_SPEC;
+/* compare() on another net: 2 steps at fixed bounds, then STEPS (on a GPU with the bounds from the
+ * CPU's own spread between its conv algorithms) */
+static void compare_net(const char *spec) {
+  g_spec = spec;
   compare(2, 1e-3, 1e-5);
 #ifdef PDL_CUDA_EMU
   compare(STEPS, 2e-2, 1e-3);
@@ -235,17 +236,8 @@ static void test_bn_net(void) {
 #endif
   g_spec = NET_SPEC;
 }
-static void test_strided_net(void) {
-  NEED_GPU();
-  g_spec = STRIDED_SPEC;
-  compare(2, 1e-3, 1e-5);
-#ifdef PDL_CUDA_EMU
-  compare(STEPS, 2e-2, 1e-3);
-#else
-  compare(STEPS, -1, -1);
-#endif
-  g_spec = NET_SPEC;
-}
+static void test_bn_net(void) { NEED_GPU(); compare_net(BN_SPEC); }
+static void test_strided_net(void) { NEED_GPU(); compare_net(STRIDED_SPEC); }
 static void test_many_steps(void) {
   NEED_GPU();
 #ifdef PDL_CUDA_EMU
