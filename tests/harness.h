@@ -62,4 +62,16 @@ static inline double max_rel_err(const float *got, const float *ref, size_t n, d
   }
   return m;
 }
+
+/* max |got - ref| over max(max |ref|, 1) (INFINITY on a NaN): a float computation's error scales with
+ * its terms, i.e. with the output's scale, not with one element's value */
+static inline double scaled_err(const float *got, const float *ref, size_t n) {
+  double m = 0, scale = 1;
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs((double)got[i] - (double)ref[i]);
+    if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
+    if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
+  }
+  return m / scale;
+}
 #endif

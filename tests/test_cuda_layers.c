@@ -798,16 +798,7 @@ static void test_dense_la(void) {
  * against the reference. Errors relative to the output's scale (max(max |ref|, 1)): batch norm's
  * statistics and sums are in double on both sides, its values take a few float roundings (~1e-7 of
  * the scale; 1e-5 leaves a margin, a bug gives O(1)); a pool's overlapping windows add up to
- * ceil(k/s)^2 gradients in float (vs one double sum). */
-static double scaled_err(const float *got, const float *ref, size_t n) {
-  double m = 0, scale = 1;
-  for (size_t i = 0; i < n; i++) {
-    const double d = fabs((double)got[i] - (double)ref[i]);
-    if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
-    if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
-  }
-  return m / scale;
-}
+ * ceil(k/s)^2 gradients in float (vs one double sum). scaled_err: tests/harness.h. */
 static void check_bn(int B, int C, int HW) {
   const size_t n = (size_t)B * C * HW;
   float *in = hnew(n), *dout = hnew(n), *g = hnew(C), *be = hnew(C), *rm = hnew(C), *rv = hnew(C), *sv = hnew(2 * C);

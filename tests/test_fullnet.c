@@ -25,17 +25,7 @@ static void fill(float *x, size_t n, float lo, float hi) {
 static void fill_nan(float *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = NAN; }
 static float *dup(const float *x, size_t n) { float *y = fa(n); memcpy(y, x, n * sizeof(float)); return y; }
 
-/* max |got - ref| over max(max |ref|, 1): a float computation's error scales with its terms, i.e.
- * with the output's scale, not with one element's value */
-static double scaled_err(const float *got, const float *ref, size_t n) {
-  double m = 0, scale = 1;
-  for (size_t i = 0; i < n; i++) {
-    const double d = fabs((double)got[i] - (double)ref[i]);
-    if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
-    if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
-  }
-  return m / scale;
-}
+/* scaled_err (tests/harness.h): max |got - ref| over max(max |ref|, 1) */
 
 /* ---------------------------------------------------------------- the grammar */
 
